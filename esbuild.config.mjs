@@ -1,0 +1,31 @@
+// Two bundles from one config (style.md §12):
+//  - dist/extension.js: the VS Code extension, `vscode` external.
+//  - dist/cli.js: the exec-server and the `run` command line; no `vscode` at all, so a stray
+//    import of it fails this build.
+// node-pty is a native addon: it stays external and ships in node_modules.
+import * as esbuild from 'esbuild';
+import { existsSync } from 'node:fs';
+
+const watch = process.argv.includes('--watch');
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: true,
+  logLevel: 'warning',
+  external: ['node-pty'],
+};
+
+const builds = [
+  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+];
+if (existsSync('src/vscode/extension.ts')) {
+  builds.push({ ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] });
+}
+
+if (watch) {
+  for (const b of builds) await (await esbuild.context(b)).watch();
+} else {
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+}

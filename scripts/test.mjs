@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// `npm test`: build, typecheck + compile tests, lint, then every node:test suite
+// (unit, then integration). The real-VS-Code suites join here when they exist.
+// Usage: npm test [-- unit|integration|<substring of a test file path>]
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const filter = process.argv.slice(2);
+
+function run(cmd, args, opts = {}) {
+  const t0 = Date.now();
+  const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
+  const s = ((Date.now() - t0) / 1000).toFixed(1);
+  if (r.status !== 0) {
+    console.error(`\n✗ ${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}) after ${s}s`);
+    process.exit(r.status || 1);
+  }
+  console.log(`✓ ${cmd} ${args.slice(0, 3).join(' ')} (${s}s)`);
+}
+
+function findTests(dir) {
+  if (!existsSync(dir)) return [];
+  const out = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...findTests(p));
+    else if (name.endsWith('.test.js')) out.push(p);
+  }
+  return out;
+}
+
+run('node', ['esbuild.config.mjs']);
+rmSync(join(root, 'out'), { recursive: true, force: true });
+run('npx', ['tsc', '-p', '.']);
+if (!process.env.SKIP_LINT) run('npx', ['eslint', 'src', 'test']);
+
+const suites = ['unit', 'integration'];
+for (const suite of suites) {
+  let files = findTests(join(root, 'out', 'test', suite));
+  if (filter.length > 0 && !filter.includes(suite)) files = files.filter((f) => filter.some((x) => f.includes(x)));
+  if (files.length === 0) continue;
+  console.log(`\n— ${suite}: ${files.length} files`);
+  run('node', ['--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), '--test-timeout=120000', ...files]);
+}

@@ -1,0 +1,3 @@
+// Placeholder entry until `serve` and `run` land.
+process.stderr.write('exec-bridge: usage: exec-bridge serve|run …\n');
+process.exit(2);

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { Base64, U64 } from './common';
+
+export const HttpHeader = z.object({ name: z.string(), value: z.string() });
+export const HttpRequestHeader = z.object({
+  name: z.string(),
+  value: z.string(),
+  /** Take the value from this executor-side environment variable instead. */
+  valueEnvVar: z.string().nullable().optional(),
+});
+
+export const HttpRequestParams = z.object({
+  method: z.string(),
+  /** http or https only. */
+  url: z.string(),
+  headers: z.array(HttpRequestHeader).nullable().optional(),
+  bodyBase64: Base64.nullable().optional(),
+  /** Absent: no timeout. */
+  timeoutMs: U64.nullable().optional(),
+  redirectPolicy: z.enum(['follow', 'stop']).nullable().optional(),
+  requestId: z.string(),
+  /** The body then follows as `http/request/bodyDelta` notifications; the result has an empty body. */
+  streamResponse: z.boolean().nullable().optional(),
+});
+export type HttpRequestParams = z.input<typeof HttpRequestParams>;
+
+export const HttpRequestResult = z.object({
+  status: z.number().int(),
+  headers: z.array(HttpHeader),
+  bodyBase64: Base64,
+});
+export type HttpRequestResult = z.infer<typeof HttpRequestResult>;
+
+export const HttpBodyDeltaNotification = z.object({
+  requestId: z.string(),
+  seq: U64,
+  deltaBase64: Base64,
+  done: z.boolean(),
+  error: z.string().nullable(),
+});
+export type HttpBodyDeltaNotification = z.infer<typeof HttpBodyDeltaNotification>;

@@ -1,0 +1,79 @@
+import type { z } from 'zod';
+import { Empty } from './common';
+import { EnvironmentInfo, EnvironmentInfoParams, EnvironmentStatusParams, EnvironmentStatusResult } from './environment';
+import * as fs from './fs';
+import { HttpBodyDeltaNotification, HttpRequestParams, HttpRequestResult } from './http';
+import * as p from './process';
+import { InitializedParams, InitializeParams, InitializeResult } from './session';
+
+/**
+ * The one method table (style.md §1): it drives the client's typed `call()` and the server's
+ * router. Keys are the wire method names.
+ */
+export const requests = {
+  initialize: { params: InitializeParams, result: InitializeResult },
+  'process/start': { params: p.ProcessStartParams, result: p.ProcessStartResult },
+  'process/read': { params: p.ProcessReadParams, result: p.ProcessReadResult },
+  'process/write': { params: p.ProcessWriteParams, result: p.ProcessWriteResult },
+  'process/signal': { params: p.ProcessSignalParams, result: p.ProcessSignalResult },
+  'process/terminate': { params: p.ProcessTerminateParams, result: p.ProcessTerminateResult },
+  /** Ours; announced by capability `processResize`. */
+  'process/resize': { params: p.ProcessResizeParams, result: p.ProcessResizeResult },
+  'fs/readFile': { params: fs.FsReadFileParams, result: fs.FsReadFileResult },
+  'fs/writeFile': { params: fs.FsWriteFileParams, result: Empty },
+  'fs/createDirectory': { params: fs.FsCreateDirectoryParams, result: Empty },
+  'fs/getMetadata': { params: fs.FsGetMetadataParams, result: fs.FsGetMetadataResult },
+  'fs/readDirectory': { params: fs.FsReadDirectoryParams, result: fs.FsReadDirectoryResult },
+  'fs/canonicalize': { params: fs.FsCanonicalizeParams, result: fs.FsCanonicalizeResult },
+  'fs/copy': { params: fs.FsCopyParams, result: Empty },
+  'fs/remove': { params: fs.FsRemoveParams, result: Empty },
+  'fs/open': { params: fs.FsOpenParams, result: fs.FsOpenResult },
+  'fs/readBlock': { params: fs.FsReadBlockParams, result: fs.FsReadBlockResult },
+  'fs/writeBlock': { params: fs.FsWriteBlockParams, result: Empty },
+  'fs/close': { params: fs.FsCloseParams, result: Empty },
+  'environment/info': { params: EnvironmentInfoParams, result: EnvironmentInfo },
+  'environment/status': { params: EnvironmentStatusParams, result: EnvironmentStatusResult },
+  'http/request': { params: HttpRequestParams, result: HttpRequestResult },
+} as const;
+
+export type RequestMethod = keyof typeof requests;
+/** What a caller passes (defaults may be omitted). */
+export type ParamsOf<M extends RequestMethod> = z.input<(typeof requests)[M]['params']>;
+/** What a handler receives after parsing (defaults applied). */
+export type ParsedParamsOf<M extends RequestMethod> = z.output<(typeof requests)[M]['params']>;
+export type ResultOf<M extends RequestMethod> = z.output<(typeof requests)[M]['result']>;
+
+/** Server → client notifications. */
+export const serverNotifications = {
+  'process/output': p.ProcessOutputNotification,
+  'process/exited': p.ProcessExitedNotification,
+  'process/closed': p.ProcessClosedNotification,
+  'http/request/bodyDelta': HttpBodyDeltaNotification,
+} as const;
+export type ServerNotificationMethod = keyof typeof serverNotifications;
+export type NotificationParamsOf<M extends ServerNotificationMethod> = z.output<(typeof serverNotifications)[M]>;
+
+/** Client → server notifications: only `initialized`; anything else makes the server drop the connection. */
+export const clientNotifications = { initialized: InitializedParams } as const;
+
+export const Method = {
+  initialize: 'initialize',
+  initialized: 'initialized',
+  processStart: 'process/start',
+  processRead: 'process/read',
+  processWrite: 'process/write',
+  processSignal: 'process/signal',
+  processTerminate: 'process/terminate',
+  processResize: 'process/resize',
+  processOutput: 'process/output',
+  processExited: 'process/exited',
+  processClosed: 'process/closed',
+  environmentInfo: 'environment/info',
+  environmentStatus: 'environment/status',
+  httpRequest: 'http/request',
+  httpBodyDelta: 'http/request/bodyDelta',
+} as const;
+
+export function isRequestMethod(m: string): m is RequestMethod {
+  return Object.prototype.hasOwnProperty.call(requests, m);
+}

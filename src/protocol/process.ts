@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { Base64, OutputStream, PathUri, ProcessId, U64 } from './common';
+
+/** Build the child environment from the server's own, then overlay `env` (which wins over `set`). */
+export const EnvPolicy = z.object({
+  inherit: z.enum(['all', 'core', 'none']),
+  ignoreDefaultExcludes: z.boolean(),
+  exclude: z.array(z.string()),
+  set: z.record(z.string(), z.string()),
+  includeOnly: z.array(z.string()),
+});
+export type EnvPolicy = z.infer<typeof EnvPolicy>;
+
+export const SandboxType = z.enum(['none', 'macosSeatbelt', 'linuxSeccomp', 'windowsRestrictedToken']);
+export type SandboxType = z.infer<typeof SandboxType>;
+
+/** Our extension: initial PTY size (the real server ignores it and uses 80x24). */
+export const PtySize = z.object({ cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) });
+export type PtySize = z.infer<typeof PtySize>;
+
+export const ProcessStartParams = z.object({
+  processId: ProcessId,
+  /** Non-empty; argv[0] is resolved through PATH. */
+  argv: z.array(z.string()),
+  cwd: PathUri,
+  /** The complete child environment when `envPolicy` is absent; an overlay otherwise. */
+  env: z.record(z.string(), z.string()),
+  tty: z.boolean(),
+  /** Non-tty only: keep stdin as a writable pipe (else /dev/null). */
+  pipeStdin: z.boolean().optional().default(false),
+  /** Overrides argv[0] as the child sees it. */
+  arg0: z.string().nullable().optional(),
+  envPolicy: EnvPolicy.nullable().optional(),
+  /** Executor-side sandbox request; see src/protocol/sandbox notes. Absent or null: no sandbox. */
+  sandbox: z.unknown().optional(),
+  enforceManagedNetwork: z.boolean().optional(),
+  managedNetwork: z.unknown().optional(),
+  networkProxy: z.unknown().optional(),
+  shellSnapshot: z.unknown().optional(),
+  metadata: z.unknown().optional(),
+  /** Ours: initial PTY size for `tty: true` (default 80x24). */
+  ptySize: PtySize.nullable().optional(),
+});
+export type ProcessStartParams = z.input<typeof ProcessStartParams>;
+export type ProcessStartRequest = z.output<typeof ProcessStartParams>;
+
+export const ProcessStartResult = z.object({
+  processId: ProcessId,
+  /** Older servers omit it. */
+  sandboxType: SandboxType.optional(),
+});
+export type ProcessStartResult = z.infer<typeof ProcessStartResult>;
+
+export const ProcessReadParams = z.object({
+  processId: ProcessId,
+  /** Only chunks with seq > afterSeq (default 0). */
+  afterSeq: U64.nullable().optional(),
+  /** Byte budget over decoded bytes; at least one whole chunk is returned if any is available. */
+  maxBytes: U64.nullable().optional(),
+  /** Long poll: wait up to this long for new output or a terminal event. */
+  waitMs: U64.nullable().optional(),
+});
+export type ProcessReadParams = z.input<typeof ProcessReadParams>;
+
+export const OutputChunk = z.object({ seq: U64, stream: OutputStream, chunk: Base64 });
+export type OutputChunk = z.infer<typeof OutputChunk>;
+
+export const ProcessReadResult = z.object({
+  chunks: z.array(OutputChunk),
+  /** Cursor for the next call (pass `afterSeq = nextSeq - 1`). */
+  nextSeq: U64,
+  exited: z.boolean(),
+  exitCode: z.number().int().nullable(),
+  closed: z.boolean(),
+  failure: z.string().nullable().optional(),
+  sandboxDenied: z.boolean().optional().default(false),
+});
+export type ProcessReadResult = z.infer<typeof ProcessReadResult>;
+
+export const ProcessWriteParams = z.object({
+  processId: ProcessId,
+  chunk: Base64,
+  /** Idempotency key per process: a repeated id is answered `accepted` and not written again. */
+  writeId: z.string(),
+});
+export type ProcessWriteParams = z.input<typeof ProcessWriteParams>;
+
+export const WriteStatus = z.enum(['accepted', 'unknownProcess', 'stdinClosed', 'starting']);
+export type WriteStatus = z.infer<typeof WriteStatus>;
+export const ProcessWriteResult = z.object({ status: WriteStatus });
+export type ProcessWriteResult = z.infer<typeof ProcessWriteResult>;
+
+export const ProcessSignalParams = z.object({ processId: ProcessId, signal: z.enum(['interrupt']) });
+export type ProcessSignalParams = z.input<typeof ProcessSignalParams>;
+export const ProcessSignalResult = z.object({});
+
+export const ProcessTerminateParams = z.object({ processId: ProcessId });
+export type ProcessTerminateParams = z.input<typeof ProcessTerminateParams>;
+export const ProcessTerminateResult = z.object({ running: z.boolean() });
+export type ProcessTerminateResult = z.infer<typeof ProcessTerminateResult>;
+
+/** Ours (announced as capability `processResize`): resize a PTY process. */
+export const ProcessResizeParams = z.object({
+  processId: ProcessId,
+  cols: z.number().int().min(1).max(10_000),
+  rows: z.number().int().min(1).max(10_000),
+});
+export type ProcessResizeParams = z.input<typeof ProcessResizeParams>;
+export const ProcessResizeResult = z.object({});
+
+// Notifications (server → client). Output, exited and closed share one per-process seq; closed is last.
+export const ProcessOutputNotification = z.object({
+  processId: ProcessId,
+  seq: U64,
+  stream: OutputStream,
+  chunk: Base64,
+});
+export type ProcessOutputNotification = z.infer<typeof ProcessOutputNotification>;
+
+export const ProcessExitedNotification = z.object({
+  processId: ProcessId,
+  seq: U64,
+  exitCode: z.number().int(),
+  /** Absent on older servers: the client may ask `process/read` once to learn it. */
+  sandboxDenied: z.boolean().optional(),
+});
+export type ProcessExitedNotification = z.infer<typeof ProcessExitedNotification>;
+
+export const ProcessClosedNotification = z.object({
+  processId: ProcessId,
+  /** Older servers omit it. */
+  seq: U64.optional(),
+});
+export type ProcessClosedNotification = z.infer<typeof ProcessClosedNotification>;

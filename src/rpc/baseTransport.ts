@@ -1,0 +1,62 @@
+import type { Disposable } from '../util/disposable';
+import { Emitter } from '../util/emitter';
+import type { Transport } from './transport';
+
+/** Shared event plumbing of our transports. Subclasses call `emitMessage`, `emitClose`, `emitDrain`. */
+export abstract class BaseTransport implements Transport {
+  private readonly messages = new Emitter<string>();
+  private readonly closes = new Emitter<string | undefined>();
+  private readonly drains = new Emitter<void>();
+  private closed = false;
+  protected pending = 0;
+
+  abstract send(text: string): void;
+  protected abstract doClose(): void;
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  get bufferedBytes(): number {
+    return this.pending;
+  }
+
+  onMessage(listener: (text: string) => void): Disposable {
+    return this.messages.event(listener);
+  }
+
+  onClose(listener: (reason: string | undefined) => void): Disposable {
+    return this.closes.event(listener);
+  }
+
+  onDrain(listener: () => void): Disposable {
+    return this.drains.event(listener);
+  }
+
+  close(reason?: string): void {
+    if (this.closed) return;
+    this.doClose();
+    this.emitClose(reason);
+  }
+
+  protected emitMessage(text: string): void {
+    if (!this.closed) this.messages.fire(text);
+  }
+
+  protected emitClose(reason: string | undefined): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.closes.fire(reason);
+    this.messages.dispose();
+    this.closes.dispose();
+    this.drains.dispose();
+  }
+
+  protected written(bytes: number): void {
+    this.pending -= bytes;
+    if (this.pending <= 0) {
+      this.pending = 0;
+      this.drains.fire();
+    }
+  }
+}

@@ -1,0 +1,170 @@
+import { ErrorCode } from '../protocol/common';
+import type { Disposable } from '../util/disposable';
+import { DisposableStore } from '../util/disposable';
+import { Emitter, type Event } from '../util/emitter';
+import { ConnectionClosedError, RpcError } from './errors';
+import { encodeError, encodeNotification, encodeRequest, encodeResult, parseMessage, type RequestId } from './message';
+import type { Transport } from './transport';
+
+export interface PeerHandlers {
+  /** Answer a request: return the result, or throw an `RpcError`. Requests run concurrently. */
+  onRequest?(method: string, params: unknown, id: RequestId): unknown;
+  onNotification?(method: string, params: unknown): void;
+  /**
+   * A response or error for an id we are not waiting for. The exec-server closes the connection
+   * on any unsolicited response (as the real one does); a client just ignores it.
+   */
+  onUnexpectedResponse?(id: RequestId | null): void;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+interface Pending {
+  method: string;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  cleanup(): void;
+}
+
+/**
+ * The JSON-RPC peer used by both sides: ids, the pending map, concurrent request handling.
+ * It fails every pending call the moment the transport closes and refuses calls once closed.
+ * It never sends anything unprompted but what its owner asks for (no `$/cancelRequest`: the
+ * real server drops a connection on any notification but `initialized`).
+ */
+export class RpcPeer implements Disposable {
+  private nextId = 1;
+  private readonly pending = new Map<RequestId, Pending>();
+  private readonly store = new DisposableStore();
+  private readonly closeEmitter = new Emitter<string | undefined>();
+  private closeReason: string | undefined;
+  private closedFlag = false;
+
+  readonly onClose: Event<string | undefined> = this.closeEmitter.event;
+
+  constructor(
+    readonly transport: Transport,
+    private readonly handlers: PeerHandlers = {},
+  ) {
+    this.store.add(transport.onMessage((text) => this.receive(text)));
+    this.store.add(transport.onClose((reason) => this.handleClose(reason)));
+    if (transport.isClosed) this.handleClose('transport already closed');
+  }
+
+  get isClosed(): boolean {
+    return this.closedFlag;
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** Sends a request and waits for its answer. Rejects with `RpcError` or `ConnectionClosedError`. */
+  request(method: string, params: unknown, options: CallOptions = {}): Promise<unknown> {
+    if (this.closedFlag) return Promise.reject(new ConnectionClosedError(this.closeReason));
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
+    const id = this.nextId++;
+    return new Promise<unknown>((resolve, reject) => {
+      const onAbort = () => {
+        // The server still answers; we just stop waiting. Its answer is ignored on arrival.
+        this.pending.delete(id);
+        reject(signal?.reason ?? new Error('aborted'));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(id, {
+        method,
+        resolve,
+        reject,
+        cleanup: () => signal?.removeEventListener('abort', onAbort),
+      });
+      this.transport.send(encodeRequest(id, method, params));
+    });
+  }
+
+  notify(method: string, params: unknown): void {
+    if (!this.closedFlag) this.transport.send(encodeNotification(method, params));
+  }
+
+  /** Ids of requests whose answer has not arrived, with their methods. */
+  pendingMethods(): Array<{ id: RequestId; method: string }> {
+    return [...this.pending].map(([id, p]) => ({ id, method: p.method }));
+  }
+
+  close(reason?: string): void {
+    this.transport.close(reason);
+    this.handleClose(reason);
+  }
+
+  dispose(): void {
+    this.close('disposed');
+  }
+
+  private receive(text: string): void {
+    const msg = parseMessage(text);
+    switch (msg.kind) {
+      case 'malformed':
+        this.transport.send(encodeError(-1, { code: ErrorCode.InvalidRequest, message: `failed to parse JSON-RPC message: ${msg.reason}` }));
+        return;
+      case 'request':
+        void this.answer(msg.id, msg.method, msg.params);
+        return;
+      case 'notification':
+        this.handlers.onNotification?.(msg.method, msg.params);
+        return;
+      case 'response': {
+        const p = this.take(msg.id);
+        if (p) p.resolve(msg.result);
+        else this.handlers.onUnexpectedResponse?.(msg.id);
+        return;
+      }
+      case 'error': {
+        const p = msg.id === null ? undefined : this.take(msg.id);
+        if (p) p.reject(new RpcError(msg.error.code, msg.error.message, msg.error.data));
+        else this.handlers.onUnexpectedResponse?.(msg.id);
+        return;
+      }
+    }
+  }
+
+  private take(id: RequestId): Pending | undefined {
+    const p = this.pending.get(id);
+    if (p) {
+      this.pending.delete(id);
+      p.cleanup();
+    }
+    return p;
+  }
+
+  private async answer(id: RequestId, method: string, params: unknown): Promise<void> {
+    const handler = this.handlers.onRequest;
+    let frame: string;
+    try {
+      if (!handler) throw new RpcError(ErrorCode.MethodNotFound, `method \`${method}\` is not handled here`);
+      const result = await handler(method, params, id);
+      frame = encodeResult(id, result);
+    } catch (e) {
+      const err = e instanceof RpcError ? e : RpcError.internal(e instanceof Error ? e.message : String(e));
+      frame = encodeError(id, err.toWire());
+    }
+    if (!this.closedFlag) this.transport.send(frame);
+  }
+
+  private handleClose(reason: string | undefined): void {
+    if (this.closedFlag) return;
+    this.closedFlag = true;
+    this.closeReason = reason;
+    const error = new ConnectionClosedError(reason);
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of pending) {
+      p.cleanup();
+      p.reject(error);
+    }
+    this.closeEmitter.fire(reason);
+    this.closeEmitter.dispose();
+    this.store.dispose();
+  }
+}

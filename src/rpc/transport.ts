@@ -1,0 +1,20 @@
+import type { Disposable } from '../util/disposable';
+
+/**
+ * Frames ↔ messages. A transport moves whole JSON texts; it knows nothing of ids or methods.
+ * `close` is idempotent and `onClose` fires exactly once, with a reason when the close was not asked for.
+ */
+export interface Transport {
+  send(text: string): void;
+  onMessage(listener: (text: string) => void): Disposable;
+  onClose(listener: (reason: string | undefined) => void): Disposable;
+  close(reason?: string): void;
+  readonly isClosed: boolean;
+  /** Bytes handed to `send` but not yet written to the OS; drives server-side backpressure. */
+  readonly bufferedBytes: number;
+  /** Fires when `bufferedBytes` drops back to zero after having been positive. */
+  onDrain(listener: () => void): Disposable;
+}
+
+/** Frames above this are refused: the connection is closed (exec-server-protocol.md §12). */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;

@@ -1,0 +1,42 @@
+import type WebSocket from 'ws';
+import { BaseTransport } from './baseTransport';
+
+/** One JSON-RPC message per WebSocket message. Binary frames holding UTF-8 JSON are accepted too. */
+export class WebSocketTransport extends BaseTransport {
+  constructor(private readonly ws: WebSocket) {
+    super();
+    ws.on('message', (data) => this.emitMessage(rawToText(data)));
+    ws.on('close', (code, reason) => this.emitClose(`websocket closed (${code}${reason.length ? `: ${reason.toString()}` : ''})`));
+    ws.on('error', (err) => {
+      this.emitClose(`websocket error: ${err.message}`);
+      ws.terminate();
+    });
+  }
+
+  get socket(): WebSocket {
+    return this.ws;
+  }
+
+  send(text: string): void {
+    if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return;
+    // Our messages are JSON of base64 and ASCII mostly: length is a close enough byte count for
+    // the backpressure high-water mark.
+    const n = text.length;
+    this.pending += n;
+    this.ws.send(text, (err) => {
+      this.written(n);
+      if (err) this.close(`send failed: ${err.message}`);
+    });
+  }
+
+  protected doClose(): void {
+    // terminate (not close): the peer may be gone; waiting for a close handshake only delays teardown.
+    this.ws.terminate();
+  }
+}
+
+function rawToText(data: WebSocket.RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}
