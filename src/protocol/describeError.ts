@@ -20,7 +20,7 @@ export function describeZodError(error: z.ZodError): string {
     case 'invalid_value': {
       const input = (issue as { input?: unknown }).input;
       const values = (issue as { values?: unknown[] }).values ?? [];
-      return `unknown variant \`${String(input)}\`, expected ${values.map((v) => `\`${String(v)}\``).join(' or ')}${where}`;
+      return `unknown variant \`${String(input)}\`, expected ${values.map((v) => `\`${String(v)}\``).join(' or ')}`;
     }
     case 'too_small':
     case 'too_big':

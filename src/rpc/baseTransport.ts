@@ -9,6 +9,8 @@ export abstract class BaseTransport implements Transport {
   private readonly drains = new Emitter<void>();
   private closed = false;
   protected pending = 0;
+  /** `onDrain` fires when `bufferedBytes` falls to this level (0 = fully flushed). */
+  lowWaterMark = 0;
 
   abstract send(text: string): void;
   protected abstract doClose(): void;
@@ -53,10 +55,8 @@ export abstract class BaseTransport implements Transport {
   }
 
   protected written(bytes: number): void {
-    this.pending -= bytes;
-    if (this.pending <= 0) {
-      this.pending = 0;
-      this.drains.fire();
-    }
+    const before = this.pending;
+    this.pending = Math.max(0, this.pending - bytes);
+    if (before > this.lowWaterMark && this.pending <= this.lowWaterMark) this.drains.fire();
   }
 }

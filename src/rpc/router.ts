@@ -15,7 +15,7 @@ export class Router<Ctx> {
   on<M extends RequestMethod>(method: M, handler: Handler<M, Ctx>): this {
     const schema = requests[method].params;
     this.handlers.set(method, (raw, ctx) => {
-      const parsed = schema.safeParse(raw === undefined ? {} : raw);
+      const parsed = schema.safeParse(raw === undefined ? {} : raw, { reportInput: true });
       if (!parsed.success) {
         throw new RpcError(ErrorCode.InvalidParams, raw === undefined ? `missing params for \`${method}\`` : describeZodError(parsed.error));
       }

@@ -16,7 +16,6 @@ export class StdioTransport extends BaseTransport {
     input.on('end', () => this.emitClose('input ended'));
     input.on('error', (e) => this.emitClose(`input error: ${e.message}`));
     output.on('error', (e) => this.close(`output error: ${e.message}`));
-    output.on('drain', () => this.written(this.pending));
   }
 
   private onData(data: Buffer): void {
@@ -46,8 +45,9 @@ export class StdioTransport extends BaseTransport {
 
   send(text: string): void {
     if (this.isClosed) return;
-    const ok = this.output.write(text + '\n');
-    this.pending = ok ? 0 : this.output.writableLength;
+    const n = text.length + 1;
+    this.pending += n;
+    this.output.write(text + '\n', () => this.written(n));
   }
 
   protected doClose(): void {

@@ -12,8 +12,9 @@ export interface Transport {
   readonly isClosed: boolean;
   /** Bytes handed to `send` but not yet written to the OS; drives server-side backpressure. */
   readonly bufferedBytes: number;
-  /** Fires when `bufferedBytes` drops back to zero after having been positive. */
+  /** Fires when `bufferedBytes` falls to `lowWaterMark` after having been above it. */
   onDrain(listener: () => void): Disposable;
+  lowWaterMark: number;
 }
 
 /** Frames above this are refused: the connection is closed (exec-server-protocol.md §12). */

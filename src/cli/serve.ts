@@ -1,0 +1,154 @@
+import { readFileSync } from 'node:fs';
+import { StdioTransport } from '../rpc/stdioTransport';
+import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
+import { serverMethodRegistrations, sessionResources } from '../server/methods';
+import { sandboxPlanner } from '../server/planner';
+
+export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | stdio] [--token-file FILE]
+                        [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH] [--verbose]
+
+  --listen          where to listen (default ws://127.0.0.1:0; port 0 picks a free one).
+                    Prints exactly one line on stdout: the bound ws:// URL.
+                    "stdio" serves one connection as newline-delimited JSON on stdin/stdout.
+  --token-file      WebSocket clients must send "Authorization: Bearer <token>" (file content, trimmed).
+                    The environment variable EXEC_BRIDGE_TOKEN works too.
+  --session-ttl-ms  how long a detached session (and an exited process) is kept (default 30000).
+  --allow-origin    a browser Origin allowed to connect (by default any request with Origin is refused).
+  --bwrap-path      bubblewrap binary for sandboxed commands (default: bwrap on PATH).
+  --verbose         log connections and sessions on stderr (never tokens).`;
+
+interface ServeArgs {
+  listen: string;
+  tokenFile?: string;
+  ttlMs?: number;
+  allowOrigins: string[];
+  bwrapPath?: string;
+  verbose: boolean;
+}
+
+function parseServeArgs(args: string[]): ServeArgs {
+  const out: ServeArgs = { listen: 'ws://127.0.0.1:0', allowOrigins: [], verbose: false };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const [flag, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const value = () => {
+      const v = inline ?? args[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--listen':
+        out.listen = value();
+        break;
+      case '--token-file':
+        out.tokenFile = value();
+        break;
+      case '--session-ttl-ms': {
+        const v = value();
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 0) throw new Error(`--session-ttl-ms must be a non-negative integer, got ${v}`);
+        out.ttlMs = n;
+        break;
+      }
+      case '--allow-origin':
+        out.allowOrigins.push(value());
+        break;
+      case '--bwrap-path':
+        out.bwrapPath = value();
+        break;
+      case '--verbose':
+        out.verbose = true;
+        break;
+      case '-h':
+      case '--help':
+        process.stdout.write(SERVE_USAGE + '\n');
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown option ${a}`);
+    }
+  }
+  return out;
+}
+
+/** `exec-bridge serve`: runs until SIGTERM/SIGINT, then kills every child process group and exits. */
+export async function serveCommand(argv: string[]): Promise<number> {
+  let args: ServeArgs;
+  try {
+    args = parseServeArgs(argv);
+  } catch (e) {
+    process.stderr.write(`exec-bridge serve: ${(e as Error).message}\n${SERVE_USAGE}\n`);
+    return 2;
+  }
+  const log = (line: string) => {
+    if (args.verbose) process.stderr.write(`[exec-bridge] ${line}\n`);
+  };
+  let token: string | undefined = process.env.EXEC_BRIDGE_TOKEN || undefined;
+  if (args.tokenFile) {
+    try {
+      token = readFileSync(args.tokenFile, 'utf8').trim();
+    } catch (e) {
+      process.stderr.write(`exec-bridge serve: cannot read --token-file: ${(e as Error).message}\n`);
+      return 2;
+    }
+    if (!token) {
+      process.stderr.write('exec-bridge serve: --token-file is empty\n');
+      return 2;
+    }
+  }
+  const options: ExecServerOptions = {
+    token,
+    allowOrigins: args.allowOrigins,
+    sessionTtlMs: args.ttlMs,
+    log,
+    ...sandboxPlanner({ bwrapPath: args.bwrapPath }),
+    createSessionResources: sessionResources,
+    registerMethods: serverMethodRegistrations,
+  };
+  const server = new ExecServer(options);
+
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`stopping (${why}); killing all child processes`);
+    await server.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGHUP', () => void stop('SIGHUP'));
+
+  if (args.listen === 'stdio' || args.listen === 'stdio://') {
+    const transport = new StdioTransport(process.stdin, process.stdout);
+    // One connection: when it ends there is no one to resume the session, so stop.
+    transport.onClose(() => void stop('stdin closed'));
+    server.serve(transport);
+    return new Promise<number>(() => undefined);
+  }
+
+  const m = /^ws:\/\/(\[[^\]]+\]|[^:/]+):(\d+)\/?$/.exec(args.listen);
+  if (!m) {
+    process.stderr.write(`exec-bridge serve: --listen must be ws://HOST:PORT or stdio, got ${args.listen}\n`);
+    return 2;
+  }
+  const host = m[1]!.replace(/^\[|\]$/g, '');
+  if (!isLoopbackHost(host)) {
+    if (!token) {
+      process.stderr.write(
+        `\n!!! WARNING: exec-bridge is listening on ${host} WITHOUT a token: anyone who can reach this port can run\n` +
+          `!!! any command as ${process.env.USER ?? 'this user'}. Use --token-file, or listen on 127.0.0.1 and tunnel (ssh -L).\n\n`,
+      );
+    } else {
+      process.stderr.write(`exec-bridge: listening on non-loopback ${host}; clients need the token.\n`);
+    }
+  }
+  try {
+    const url = await server.listen(host, Number(m[2]));
+    process.stdout.write(url + '\n');
+  } catch (e) {
+    process.stderr.write(`exec-bridge serve: cannot listen on ${args.listen}: ${(e as Error).message}\n`);
+    return 1;
+  }
+  return new Promise<number>(() => undefined);
+}

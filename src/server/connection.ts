@@ -1,0 +1,153 @@
+import { ErrorCode } from '../protocol/common';
+import { describeZodError } from '../protocol/describeError';
+import { InitializeParams, type InitializeResult } from '../protocol/session';
+import type { EnvironmentInfo } from '../protocol/environment';
+import { RpcError } from '../rpc/errors';
+import { RpcPeer } from '../rpc/peer';
+import type { Router } from '../rpc/router';
+import type { Transport } from '../rpc/transport';
+import type { Session, SessionConnection } from './session';
+import type { SessionRegistry } from './sessionRegistry';
+
+/** What every request handler gets: the session, and a way to notify this connection. */
+export interface RequestContext {
+  session: Session;
+  notify(method: string, params: unknown): void;
+  /** Streaming `http/request` ids active on this connection (unique while active). */
+  activeHttpStreams: Set<string>;
+}
+
+export interface ConnectionOptions {
+  registry: SessionRegistry;
+  router: Router<RequestContext>;
+  environmentInfo: () => EnvironmentInfo;
+  /** Above this many buffered bytes, processes stop reading their output (backpressure). */
+  highWaterMark?: number;
+  lowWaterMark?: number;
+  /** Requests a connection may have in flight; more are refused (a flood must not exhaust memory). */
+  maxInFlight?: number;
+  log?: (line: string) => void;
+}
+
+const HIGH_WATER = 8 * 1024 * 1024;
+const LOW_WATER = 1024 * 1024;
+
+function family(method: string): string {
+  if (method.startsWith('fs/')) return 'filesystem';
+  if (method.startsWith('http/')) return 'http';
+  if (method.startsWith('environment/')) return 'environment info';
+  return 'exec';
+}
+
+/**
+ * One client connection: the initialize/initialized handshake and its gatekeeping, session
+ * attach/resume/detach, concurrent dispatch through the router, and the protocol-violation rules
+ * of the real server (a stray notification or an unsolicited response drops the connection).
+ */
+export class ServerConnection implements SessionConnection {
+  private readonly peer: RpcPeer;
+  private session: Session | undefined;
+  private initializeDone = false;
+  private initializing = false;
+  private initializedReceived = false;
+  private inFlight = 0;
+  private readonly ctx: { activeHttpStreams: Set<string> } = { activeHttpStreams: new Set() };
+  private readonly highWater: number;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly options: ConnectionOptions,
+  ) {
+    this.highWater = options.highWaterMark ?? HIGH_WATER;
+    transport.lowWaterMark = options.lowWaterMark ?? LOW_WATER;
+    this.peer = new RpcPeer(transport, {
+      onRequest: (method, params) => this.handle(method, params),
+      onNotification: (method) => this.onNotification(method),
+      onUnexpectedResponse: () => this.drop('client sent a response nobody asked for'),
+    });
+    this.peer.onClose(() => {
+      if (this.session) options.registry.detach(this.session, this);
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.peer.isClosed;
+  }
+
+  // SessionConnection
+  notify(method: string, params: unknown): void {
+    this.peer.notify(method, params);
+  }
+
+  congested(): boolean {
+    return this.transport.bufferedBytes > this.highWater;
+  }
+
+  whenUncongested(cb: () => void): void {
+    if (!this.congested() || this.transport.isClosed) {
+      cb();
+      return;
+    }
+    const subs = [
+      this.transport.onDrain(() => done()),
+      this.transport.onClose(() => done()),
+    ];
+    const done = () => {
+      for (const s of subs) s.dispose();
+      cb();
+    };
+  }
+
+  close(reason: string): void {
+    this.peer.close(reason);
+  }
+
+  private drop(reason: string): void {
+    this.options.log?.(`dropping connection: ${reason}`);
+    this.peer.close(reason);
+  }
+
+  private onNotification(method: string): void {
+    if (method === 'initialized' && this.initializeDone) {
+      this.initializedReceived = true;
+      return;
+    }
+    // As the real server does: `initialized` before `initialize`, or any other notification, ends the connection.
+    this.drop(method === 'initialized' ? '`initialized` before `initialize`' : `unexpected notification \`${method}\``);
+  }
+
+  private async handle(method: string, params: unknown): Promise<unknown> {
+    const max = this.options.maxInFlight ?? 4096;
+    if (this.inFlight >= max) {
+      throw RpcError.internal(`too many requests in flight on this connection (limit ${max}); wait for answers before sending more`);
+    }
+    this.inFlight++;
+    try {
+      if (method === 'initialize') return this.initialize(params);
+      if (!this.options.router.has(method)) return this.options.router.dispatch(method, params, undefined as never);
+      if (!this.initializeDone || !this.session) throw RpcError.invalidRequest(`client must call initialize before using ${family(method)} methods`);
+      if (!this.initializedReceived) throw RpcError.invalidRequest(`client must send initialized before using ${family(method)} methods`);
+      const ctx: RequestContext = { session: this.session, notify: (m, p) => this.notify(m, p), activeHttpStreams: this.ctx.activeHttpStreams };
+      return await this.options.router.dispatch(method, params, ctx);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private initialize(raw: unknown): InitializeResult {
+    if (this.initializeDone || this.initializing) throw RpcError.invalidRequest('initialize may only be sent once per connection');
+    const parsed = InitializeParams.safeParse(raw ?? {}, { reportInput: true });
+    if (!parsed.success) throw new RpcError(ErrorCode.InvalidParams, describeZodError(parsed.error));
+    const { resumeSessionId } = parsed.data;
+    // A failed initialize (unknown session, -32010) may be retried on the same connection.
+    const session = resumeSessionId ? this.options.registry.resume(resumeSessionId, this) : this.options.registry.create(this);
+    if (this.peer.isClosed) {
+      this.options.registry.detach(session, this);
+      throw RpcError.internal('connection closed during initialize');
+    }
+    this.session = session;
+    this.initializeDone = true;
+    this.options.log?.(`${resumeSessionId ? 'resumed' : 'created'} session ${session.id}`);
+    return { sessionId: session.id, environmentInfo: this.options.environmentInfo() };
+  }
+}

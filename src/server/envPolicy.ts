@@ -1,0 +1,34 @@
+import type { EnvPolicy } from '../protocol/process';
+
+/** The variables `inherit: "core"` keeps from the server's own environment. */
+const CORE_VARS = ['HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'TMPDIR', 'USER'];
+
+/** Unless `ignoreDefaultExcludes`, names that look like secrets are not inherited. */
+const DEFAULT_EXCLUDES = ['*KEY*', '*SECRET*', '*TOKEN*'];
+
+function globToRegExp(glob: string): RegExp {
+  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${body}$`, 'i');
+}
+
+/**
+ * The child's environment for `process/start`: without a policy, `env` is the whole environment;
+ * with one, start from the server's environment as the policy says, then overlay `set`, then `env`
+ * (`env` wins over `set`, as in the real server).
+ */
+export function buildChildEnv(env: Record<string, string>, policy: EnvPolicy | null | undefined, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  if (!policy) return { ...env };
+  let entries = Object.entries(base).filter((e): e is [string, string] => typeof e[1] === 'string');
+  if (policy.inherit === 'none') entries = [];
+  else if (policy.inherit === 'core') entries = entries.filter(([k]) => CORE_VARS.includes(k));
+  const excludes = [...(policy.ignoreDefaultExcludes ? [] : DEFAULT_EXCLUDES), ...policy.exclude].map(globToRegExp);
+  entries = entries.filter(([k]) => !excludes.some((re) => re.test(k)));
+  const out: Record<string, string> = Object.fromEntries(entries);
+  Object.assign(out, policy.set);
+  if (policy.includeOnly.length > 0) {
+    const keep = policy.includeOnly.map(globToRegExp);
+    for (const k of Object.keys(out)) if (!keep.some((re) => re.test(k))) delete out[k];
+  }
+  Object.assign(out, env);
+  return out;
+}

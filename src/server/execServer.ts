@@ -1,0 +1,160 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { Router } from '../rpc/router';
+import type { Transport } from '../rpc/transport';
+import { MAX_FRAME_BYTES } from '../rpc/transport';
+import { WebSocketTransport } from '../rpc/wsTransport';
+import { systemClock, type Clock } from '../util/clock';
+import { ServerConnection, type RequestContext } from './connection';
+import { environmentInfo } from './environment';
+import { registerProcessMethods } from './processMethods';
+import type { SessionResource } from './session';
+import { SessionRegistry } from './sessionRegistry';
+import { planUnsandboxed, type SpawnPlanner } from './spawnPlan';
+
+export interface ExecServerOptions {
+  /** Required bearer token for WebSocket clients (none: no auth, only sensible on loopback). */
+  token?: string;
+  /** Browser origins allowed to connect; any other request carrying `Origin` is refused. */
+  allowOrigins?: string[];
+  /** Detached-session and exited-process retention (default 30 s). */
+  sessionTtlMs?: number;
+  planner?: SpawnPlanner;
+  sandboxAvailable?: boolean;
+  clock?: Clock;
+  log?: (line: string) => void;
+  /** Per-session resources owned by other modules (file handles). */
+  createSessionResources?: () => SessionResource[];
+  /** Extra method registrations (fs, http) on the shared router. */
+  registerMethods?: Array<(router: Router<RequestContext>) => void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '[::1]']);
+
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK.has(host) || host.startsWith('127.');
+}
+
+/**
+ * The exec-server core: a session registry and a router, served over any number of transports
+ * (WebSocket listener or a single stdio connection).
+ */
+export class ExecServer {
+  readonly registry: SessionRegistry;
+  readonly router = new Router<RequestContext>();
+  private readonly connections = new Set<ServerConnection>();
+  private http: Server | undefined;
+  private wss: WebSocketServer | undefined;
+  private readonly envInfo: () => ReturnType<typeof environmentInfo>;
+
+  constructor(private readonly options: ExecServerOptions = {}) {
+    this.registry = new SessionRegistry(
+      { ttlMs: options.sessionTtlMs ?? 30_000, clock: options.clock ?? systemClock, planner: options.planner ?? planUnsandboxed },
+      options.createSessionResources,
+    );
+    registerProcessMethods(this.router);
+    this.router
+      .on('environment/info', () => this.envInfo())
+      .on('environment/status', () => ({ status: 'ready' }));
+    for (const register of options.registerMethods ?? []) register(this.router);
+    const info = environmentInfo({ sandbox: options.sandboxAvailable ?? false });
+    this.envInfo = () => info;
+  }
+
+  /** Serves one connection over a transport (stdio, or a WebSocket accepted elsewhere). */
+  serve(transport: Transport): ServerConnection {
+    const conn = new ServerConnection(transport, {
+      registry: this.registry,
+      router: this.router,
+      environmentInfo: this.envInfo,
+      log: this.options.log,
+    });
+    this.connections.add(conn);
+    transport.onClose(() => this.connections.delete(conn));
+    return conn;
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Listens for WebSocket clients on host:port (port 0 picks a free one); resolves the bound `ws://` URL. */
+  async listen(host: string, port: number): Promise<string> {
+    const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false });
+    this.wss = wss;
+    const http = createServer((req, res) => {
+      if (req.url === '/readyz') {
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      } else if (req.url === '/' || req.url?.startsWith('/?')) {
+        res.writeHead(400, { 'content-type': 'text/plain' }).end("Connection header did not include 'upgrade'");
+      } else {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      }
+    });
+    this.http = http;
+    http.on('connection', (socket: Socket) => socket.setNoDelay(true));
+    http.on('upgrade', (req, socket: Socket, head) => {
+      const refusal = this.checkUpgrade(req);
+      if (refusal) {
+        const [status, text] = refusal;
+        socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Not Found'}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+        this.options.log?.(`refused upgrade from ${socket.remoteAddress}: ${status} ${text}`);
+        return;
+      }
+      socket.setNoDelay(true);
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        this.serve(new WebSocketTransport(ws));
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(port, host, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = http.address() as AddressInfo;
+    const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    return `ws://${h}:${addr.port}`;
+  }
+
+  /** [status, body] when an upgrade must be refused (exec-server-protocol.md §11, plus Origin). */
+  private checkUpgrade(req: IncomingMessage): [number, string] | undefined {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/') return [404, 'not found'];
+    const origin = req.headers.origin;
+    if (origin !== undefined && !(this.options.allowOrigins ?? []).includes(origin)) {
+      // A web page must never be able to drive a local exec-server.
+      return [403, `browser origin ${origin} is not allowed (start the server with --allow-origin to permit it)`];
+    }
+    const token = this.options.token;
+    if (token === undefined) return undefined;
+    const header = req.headers.authorization;
+    if (header === undefined) return [401, 'missing websocket bearer token'];
+    const m = /^\s*bearer\s+(.*?)\s*$/i.exec(header);
+    if (!m) return [401, 'invalid authorization header'];
+    return tokensEqual(m[1]!, token) ? undefined : [401, 'invalid websocket bearer token'];
+  }
+
+  /** Kills every session's processes, closes every connection and the listener. */
+  async close(): Promise<void> {
+    this.registry.dispose();
+    for (const c of this.connections) c.close('server shutting down');
+    this.connections.clear();
+    this.wss?.close();
+    const http = this.http;
+    if (http) {
+      http.closeAllConnections?.();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    }
+  }
+}
+
+function tokensEqual(a: string, b: string): boolean {
+  // Compare digests so that the comparison time says nothing about the token's length or prefix.
+  const da = createHash('sha256').update(a).digest();
+  const db = createHash('sha256').update(b).digest();
+  return timingSafeEqual(da, db);
+}

@@ -1,0 +1,436 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { delimiter, isAbsolute, join } from 'node:path';
+import type { IPty } from 'node-pty';
+import type { OutputStream } from '../protocol/common';
+import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol/process';
+import { RpcError } from '../rpc/errors';
+import { Deferred } from '../util/deferred';
+import { buildChildEnv } from './envPolicy';
+import { OutputWindow } from './outputWindow';
+import { killTree } from './processTree';
+import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
+import { pathFromUri } from './uri';
+
+/** Where a process delivers its notifications: the session's attached connection, if any. */
+export interface ProcessSink {
+  notify(method: string, params: unknown): void;
+  /** True while the attached client's socket buffer is above the high-water mark. */
+  congested(): boolean;
+  /** Calls `cb` once the congestion clears, or the client detaches. */
+  whenUncongested(cb: () => void): void;
+}
+
+export interface ProcessOptions {
+  planner: SpawnPlanner;
+  /** Output above this size is coalesced no further: one notification carries at most this. */
+  maxChunkBytes?: number;
+  retainedBytes?: number;
+  /** Called once after `closed` is published (the session starts the retention timer). */
+  onClosed?: () => void;
+}
+
+const MAX_CHUNK = 64 * 1024;
+const WRITE_ID_MEMORY = 4096;
+/** A pipe write is answered at once unless this much is already queued for the child's stdin. */
+const STDIN_QUEUE_LIMIT = 8 * 1024 * 1024;
+/** After a sandboxed exit, wait this long (or for the pipes to close) before judging a denial. */
+const DENIAL_GRACE_MS = 150;
+const DEFAULT_PTY = { cols: 80, rows: 24 };
+
+let ptyModule: typeof import('node-pty') | undefined;
+function loadPty(): typeof import('node-pty') {
+  // Loaded on first use: a server that never starts a PTY never loads the native addon.
+  ptyModule ??= require('node-pty') as typeof import('node-pty');
+  return ptyModule;
+}
+
+function spawnNotFound(): RpcError {
+  return RpcError.internal('No such file or directory (os error 2)', { kind: 'spawnNotFound' });
+}
+
+/** argv[0] resolved as execvp would: through the child's PATH (or ours if it has none). */
+export function resolveExecutable(file: string, cwd: string, pathVar: string | undefined): string {
+  const isExecutableFile = (p: string) => {
+    try {
+      if (!statSync(p).isFile()) return false;
+      accessSync(p, fsConstants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (file.includes('/')) {
+    const p = isAbsolute(file) ? file : join(cwd, file);
+    try {
+      statSync(p);
+    } catch {
+      throw spawnNotFound();
+    }
+    if (!isExecutableFile(p)) throw RpcError.internal('Permission denied (os error 13)', { kind: 'spawnPermissionDenied' });
+    return p;
+  }
+  for (const dir of (pathVar ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
+    if (!dir) continue;
+    const p = join(dir, file);
+    if (isExecutableFile(p)) return p;
+  }
+  throw spawnNotFound();
+}
+
+function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null): number {
+  // Death by signal N is reported as 128+N, as a shell would (SIGINT 130, SIGKILL 137).
+  if (typeof signal === 'string') return 128 + (osConstants.signals[signal] ?? 0);
+  if (typeof signal === 'number' && signal > 0) return 128 + signal;
+  return code ?? -1;
+}
+
+/**
+ * One process of a session: spawns it (pipes or PTY), numbers its events with one per-process seq
+ * (output…, exited, closed; `closed` always last, output may follow `exited`), retains output for
+ * `process/read`, answers long polls, dedupes writes by `writeId`, and kills its whole tree.
+ */
+export class ManagedProcess {
+  private child: ChildProcess | undefined;
+  private pty: IPty | undefined;
+  private plan: SpawnPlan | undefined;
+  private pid = 0;
+  private nextSeq = 1;
+  private readonly window: OutputWindow;
+  private exit: { code: number; seq: number } | undefined;
+  private rawExit: number | undefined;
+  private closedSeq: number | undefined;
+  private denied = false;
+  private openStreams = 0;
+  private readonly writeIds = new Set<string>();
+  private readonly writeOrder: string[] = [];
+  private waiters = new Set<() => void>();
+  private pending: { stream: OutputStream; parts: Buffer[]; bytes: number } | undefined;
+  private flushScheduled = false;
+  private paused = false;
+  private destroyed = false;
+  private readonly maxChunk: number;
+
+  private constructor(
+    readonly id: string,
+    readonly tty: boolean,
+    private readonly pipeStdin: boolean,
+    private readonly sink: ProcessSink,
+    private readonly options: ProcessOptions,
+  ) {
+    this.window = new OutputWindow(options.retainedBytes);
+    this.maxChunk = options.maxChunkBytes ?? MAX_CHUNK;
+  }
+
+  get sandboxType(): SandboxType {
+    return this.plan?.sandboxType ?? 'none';
+  }
+
+  get isRunning(): boolean {
+    return this.rawExit === undefined && !this.destroyed;
+  }
+
+  get isClosed(): boolean {
+    return this.closedSeq !== undefined;
+  }
+
+  get osPid(): number {
+    return this.pid;
+  }
+
+  static async start(req: ProcessStartRequest, sink: ProcessSink, options: ProcessOptions): Promise<ManagedProcess> {
+    if (req.argv.length === 0) throw RpcError.invalidParams('argv must not be empty');
+    const cwd = pathFromUri(req.cwd, 'cwd');
+    const env = buildChildEnv(req.env, req.envPolicy);
+    try {
+      if (!statSync(cwd).isDirectory()) throw spawnNotFound();
+    } catch (e) {
+      throw e instanceof RpcError ? e : spawnNotFound();
+    }
+    const argv0 = resolveExecutable(req.argv[0]!, cwd, env.PATH ?? process.env.PATH);
+    let plan: SpawnPlan;
+    try {
+      plan = await options.planner({ argv: [argv0, ...req.argv.slice(1)], arg0: req.arg0, cwd, env, tty: req.tty, sandbox: req.sandbox ?? null });
+    } catch (e) {
+      if (e instanceof RpcError) throw e;
+      throw RpcError.internal(`sandbox unavailable: ${(e as Error).message}`, { kind: 'sandboxUnavailable' });
+    }
+    const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options);
+    proc.plan = plan;
+    try {
+      if (req.tty) proc.spawnPty(plan, req.ptySize ?? DEFAULT_PTY);
+      else await proc.spawnPipes(plan, plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined);
+    } catch (e) {
+      plan.dispose();
+      throw e;
+    }
+    return proc;
+  }
+
+  private async spawnPipes(plan: SpawnPlan, argv0: string | undefined): Promise<void> {
+    const child = spawn(plan.file, plan.args, {
+      cwd: plan.cwd,
+      env: plan.env,
+      argv0,
+      // Own process group and session: signals and kills address the whole group.
+      detached: true,
+      stdio: [this.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (e: NodeJS.ErrnoException) => {
+        reject(e.code === 'ENOENT' ? spawnNotFound() : RpcError.internal(`${e.message}`, { kind: 'spawnFailed' }));
+      });
+    });
+    this.child = child;
+    this.pid = child.pid!;
+    child.stdin?.on('error', () => undefined); // EPIPE after the child exits: reported on the next write
+    this.openStreams = 2;
+    for (const [stream, s] of [['stdout', child.stdout!], ['stderr', child.stderr!]] as const) {
+      s.on('data', (d: Buffer) => this.onData(stream, d));
+      s.on('close', () => this.onStreamClosed());
+      s.on('error', () => undefined);
+    }
+    child.on('exit', (code, signal) => this.onExit(exitCodeOf(code, signal)));
+  }
+
+  private spawnPty(plan: SpawnPlan, size: { cols: number; rows: number }): void {
+    const pty = loadPty().spawn(plan.file, plan.args, {
+      name: plan.env.TERM ?? 'xterm-256color',
+      cols: size.cols,
+      rows: size.rows,
+      cwd: plan.cwd,
+      env: plan.env,
+      encoding: null,
+    });
+    this.pty = pty;
+    this.pid = pty.pid;
+    this.openStreams = 1;
+    pty.onData((d) => this.onData('pty', typeof d === 'string' ? Buffer.from(d) : d));
+    // node-pty reports exit only after the pty's output is drained and its fd closed.
+    pty.onExit(({ exitCode, signal }) => {
+      this.onExit(exitCodeOf(exitCode, signal ?? null));
+      this.onStreamClosed();
+    });
+  }
+
+  // ---- output ----
+
+  private onData(stream: OutputStream, data: Buffer): void {
+    if (this.pending && this.pending.stream !== stream) this.flush();
+    if (!this.pending) this.pending = { stream, parts: [], bytes: 0 };
+    this.pending.parts.push(data);
+    this.pending.bytes += data.length;
+    if (this.pending.bytes >= this.maxChunk) {
+      this.flush();
+    } else if (!this.flushScheduled) {
+      // A lone small write goes out on the next turn of the loop; reads that arrive in the same
+      // turn (fast output) join it, up to maxChunk bytes per notification.
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  private flush(): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = undefined;
+    const data = p.parts.length === 1 ? p.parts[0]! : Buffer.concat(p.parts, p.bytes);
+    for (let off = 0; off < data.length; off += this.maxChunk) {
+      this.emitOutput(p.stream, data.subarray(off, Math.min(data.length, off + this.maxChunk)));
+    }
+  }
+
+  private emitOutput(stream: OutputStream, data: Buffer): void {
+    const seq = this.nextSeq++;
+    this.window.push({ seq, stream, data });
+    this.sink.notify('process/output', { processId: this.id, seq, stream, chunk: data.toString('base64') });
+    this.wake();
+    if (!this.paused && this.sink.congested()) this.pauseOutput();
+  }
+
+  /** Backpressure: stop reading the child's output (it blocks on a full pipe) until the client catches up. */
+  private pauseOutput(): void {
+    this.paused = true;
+    this.child?.stdout?.pause();
+    this.child?.stderr?.pause();
+    this.pty?.pause();
+    this.sink.whenUncongested(() => this.resumeOutput());
+  }
+
+  private resumeOutput(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.child?.stdout?.resume();
+    this.child?.stderr?.resume();
+    this.pty?.resume();
+  }
+
+  /** The sink changed (a client attached or left): a paused process must not wait on the old one. */
+  sinkChanged(): void {
+    if (this.paused && !this.sink.congested()) this.resumeOutput();
+  }
+
+  // ---- exit and close ----
+
+  private onExit(code: number): void {
+    if (this.rawExit !== undefined) return;
+    this.rawExit = code;
+    this.flush();
+    const publish = () => {
+      if (this.exit) return;
+      this.flush();
+      if (this.plan?.restricted && code !== 0) {
+        try {
+          this.denied = this.plan.isDenial(code, this.window.allData());
+        } catch {
+          this.denied = false;
+        }
+      }
+      const seq = this.nextSeq++;
+      this.exit = { code, seq };
+      this.sink.notify('process/exited', { processId: this.id, seq, exitCode: code, sandboxDenied: this.denied });
+      this.wake();
+      if (this.openStreams === 0) this.publishClosed();
+    };
+    if (this.plan?.restricted && code !== 0 && this.openStreams > 0) {
+      // Trailing output (the error message) may still be in the pipes: give it a moment.
+      const timer = setTimeout(publish, DENIAL_GRACE_MS);
+      this.denialWait = () => {
+        clearTimeout(timer);
+        publish();
+      };
+    } else {
+      publish();
+    }
+  }
+
+  private denialWait: (() => void) | undefined;
+
+  private onStreamClosed(): void {
+    this.openStreams = Math.max(0, this.openStreams - 1);
+    if (this.openStreams > 0) return;
+    this.flush();
+    if (this.exit) this.publishClosed();
+    else if (this.denialWait) this.denialWait();
+  }
+
+  private publishClosed(): void {
+    if (this.closedSeq !== undefined) return;
+    this.flush();
+    const seq = this.nextSeq++;
+    this.closedSeq = seq;
+    this.sink.notify('process/closed', { processId: this.id, seq });
+    this.wake();
+    this.plan?.dispose();
+    this.options.onClosed?.();
+  }
+
+  // ---- requests ----
+
+  async read(afterSeq: number, maxBytes: number | undefined, waitMs: number): Promise<ProcessReadResult> {
+    const deadline = Date.now() + waitMs;
+    for (let round = 0; round < 1_000_000; round++) {
+      const ready =
+        (this.nextSeq - 1 > afterSeq && this.window.after(afterSeq, 0).length > 0) ||
+        this.closedSeq !== undefined ||
+        (this.exit !== undefined && afterSeq < this.exit.seq) ||
+        this.destroyed;
+      const left = deadline - Date.now();
+      if (ready || left <= 0) break;
+      const d = new Deferred<void>();
+      const wake = () => d.resolve();
+      this.waiters.add(wake);
+      const timer = setTimeout(wake, left);
+      await d.promise;
+      clearTimeout(timer);
+      this.waiters.delete(wake);
+    }
+    const chunks = this.window.after(afterSeq, maxBytes);
+    const nextSeq = maxBytes !== undefined && chunks.length > 0 ? chunks[chunks.length - 1]!.seq + 1 : this.nextSeq;
+    return {
+      chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') })),
+      nextSeq,
+      exited: this.exit !== undefined,
+      exitCode: this.exit?.code ?? null,
+      closed: this.closedSeq !== undefined,
+      failure: null,
+      sandboxDenied: this.denied,
+    };
+  }
+
+  private wake(): void {
+    const ws = this.waiters;
+    this.waiters = new Set();
+    for (const w of ws) w();
+  }
+
+  async write(data: Buffer, writeId: string): Promise<WriteStatus> {
+    if (writeId.length === 0) throw RpcError.invalidParams('writeId must not be empty');
+    if (!this.tty && !this.pipeStdin) return 'stdinClosed';
+    if (this.writeIds.has(writeId)) return 'accepted';
+    if (this.rawExit !== undefined || this.destroyed) throw RpcError.internal('failed to write to process stdin');
+    if (this.pty) {
+      if (data.length > 0) this.pty.write(data);
+    } else {
+      const stdin = this.child?.stdin;
+      if (!stdin || stdin.destroyed || !stdin.writable) throw RpcError.internal('failed to write to process stdin');
+      if (data.length > 0) stdin.write(data);
+      if (stdin.writableLength > STDIN_QUEUE_LIMIT) {
+        // The child is not reading: hold the answer (and so the client's next write) until it does.
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            stdin.off('drain', done);
+            stdin.off('close', done);
+            resolve();
+          };
+          stdin.on('drain', done);
+          stdin.on('close', done);
+        });
+      }
+    }
+    this.writeIds.add(writeId);
+    this.writeOrder.push(writeId);
+    if (this.writeOrder.length > WRITE_ID_MEMORY) this.writeIds.delete(this.writeOrder.shift()!);
+    return 'accepted';
+  }
+
+  /** SIGINT to the process group (a PTY's line discipline does the same for ^C). */
+  interrupt(): void {
+    if (this.rawExit !== undefined || this.pid <= 0) return;
+    try {
+      process.kill(-this.pid, 'SIGINT');
+    } catch {
+      try {
+        process.kill(this.pid, 'SIGINT');
+      } catch {
+        // gone
+      }
+    }
+  }
+
+  /** SIGKILL to the whole tree. Returns whether it was still running. */
+  terminate(): boolean {
+    const running = this.rawExit === undefined && this.pid > 0;
+    if (this.pid > 0) killTree(this.pid);
+    return running;
+  }
+
+  resize(cols: number, rows: number): void {
+    if (!this.pty) throw RpcError.invalidParams(`process ${this.id} is not a tty`);
+    if (this.rawExit === undefined) this.pty.resize(cols, rows);
+  }
+
+  /** Session end or server shutdown: kill the tree and release every waiter and resource. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.terminate();
+    this.destroyed = true;
+    this.wake();
+    if (this.closedSeq === undefined) this.plan?.dispose();
+  }
+}

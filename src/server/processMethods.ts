@@ -1,0 +1,19 @@
+import type { Router } from '../rpc/router';
+import type { RequestContext } from './connection';
+
+/** process/* handlers: thin adapters from parsed params to the session. */
+export function registerProcessMethods(router: Router<RequestContext>): void {
+  router
+    .on('process/start', (p, ctx) => ctx.session.startProcess(p))
+    .on('process/read', (p, ctx) => ctx.session.read(p.processId, p.afterSeq ?? 0, p.maxBytes ?? undefined, p.waitMs ?? 0))
+    .on('process/write', async (p, ctx) => ({ status: await ctx.session.write(p.processId, Buffer.from(p.chunk, 'base64'), p.writeId) }))
+    .on('process/signal', (p, ctx) => {
+      ctx.session.interrupt(p.processId);
+      return {};
+    })
+    .on('process/terminate', (p, ctx) => ({ running: ctx.session.terminate(p.processId) }))
+    .on('process/resize', (p, ctx) => {
+      ctx.session.resize(p.processId, p.cols, p.rows);
+      return {};
+    });
+}

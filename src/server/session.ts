@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol/process';
+import { RpcError } from '../rpc/errors';
+import type { Clock, TimerHandle } from '../util/clock';
+import { ManagedProcess, type ProcessSink } from './managedProcess';
+import type { SpawnPlanner } from './spawnPlan';
+
+/** What a session needs from the connection it is attached to. */
+export interface SessionConnection {
+  notify(method: string, params: unknown): void;
+  congested(): boolean;
+  whenUncongested(cb: () => void): void;
+}
+
+export interface SessionOptions {
+  /** Detached sessions and exited processes are kept this long (default 30 s). */
+  ttlMs: number;
+  clock: Clock;
+  planner: SpawnPlanner;
+  retainedBytes?: number;
+  /** Processes a session may hold at once, running or retained (a bound against floods). */
+  maxProcesses?: number;
+}
+
+/** Extra per-session state owned by other modules (file handles), closed with the session. */
+export interface SessionResource {
+  closeAll(): void | Promise<void>;
+}
+
+/**
+ * A session owns processes and their retained output. It outlives its connection: detached, it
+ * keeps running until resumed or until the TTL expires (then its processes are killed).
+ */
+export class Session {
+  readonly id = randomUUID();
+  private readonly processes = new Map<string, ManagedProcess>();
+  /** Ids whose start is in progress, and whether a terminate arrived meanwhile. */
+  private readonly starting = new Map<string, { terminate: boolean }>();
+  private readonly retention = new Map<string, TimerHandle>();
+  private connection: SessionConnection | undefined;
+  private disposed = false;
+  private readonly sink: ProcessSink;
+
+  constructor(
+    private readonly options: SessionOptions,
+    readonly resources: SessionResource[] = [],
+  ) {
+    this.sink = {
+      notify: (method, params) => this.connection?.notify(method, params),
+      congested: () => this.connection?.congested() ?? false,
+      whenUncongested: (cb) => {
+        if (this.connection) this.connection.whenUncongested(cb);
+        else cb();
+      },
+    };
+  }
+
+  get isAttached(): boolean {
+    return this.connection !== undefined;
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  attach(conn: SessionConnection): void {
+    this.connection = conn;
+    this.sinkChanged();
+  }
+
+  detach(conn: SessionConnection): boolean {
+    if (this.connection !== conn) return false;
+    this.connection = undefined;
+    this.sinkChanged();
+    return true;
+  }
+
+  private sinkChanged(): void {
+    for (const p of this.processes.values()) p.sinkChanged();
+  }
+
+  get processCount(): number {
+    return this.processes.size + this.starting.size;
+  }
+
+  /** OS pids of running processes (tests and shutdown). */
+  runningPids(): number[] {
+    return [...this.processes.values()].filter((p) => p.isRunning).map((p) => p.osPid);
+  }
+
+  async startProcess(req: ProcessStartRequest): Promise<ProcessStartResult> {
+    const id = req.processId;
+    if (this.processes.has(id) || this.starting.has(id)) throw RpcError.invalidRequest(`process ${id} already exists`);
+    const max = this.options.maxProcesses ?? 4096;
+    if (this.processCount >= max) throw RpcError.invalidRequest(`too many processes in this session (limit ${max}); wait for some to be released`);
+    const state = { terminate: false };
+    this.starting.set(id, state);
+    let proc: ManagedProcess;
+    try {
+      proc = await ManagedProcess.start(req, this.sink, {
+        planner: this.options.planner,
+        retainedBytes: this.options.retainedBytes,
+        onClosed: () => this.scheduleRelease(id, proc),
+      });
+    } finally {
+      this.starting.delete(id);
+    }
+    if (this.disposed) {
+      proc.destroy();
+      throw RpcError.internal('session ended while the process was starting');
+    }
+    this.processes.set(id, proc);
+    if (state.terminate) proc.terminate();
+    return { processId: id, sandboxType: proc.sandboxType };
+  }
+
+  /** Exited processes stay readable (and their id taken) for the TTL after `closed`. */
+  private scheduleRelease(id: string, proc: ManagedProcess): void {
+    const timer = this.options.clock.setTimeout(() => {
+      this.retention.delete(id);
+      if (this.processes.get(id) === proc) this.processes.delete(id);
+    }, this.options.ttlMs);
+    timer.unref?.();
+    this.retention.set(id, timer);
+  }
+
+  private get(id: string): ManagedProcess {
+    const p = this.processes.get(id);
+    if (!p) throw RpcError.invalidRequest(`unknown process id ${id}`);
+    return p;
+  }
+
+  read(id: string, afterSeq: number, maxBytes: number | undefined, waitMs: number): Promise<ProcessReadResult> {
+    return this.get(id).read(afterSeq, maxBytes, waitMs);
+  }
+
+  write(id: string, data: Buffer, writeId: string): Promise<WriteStatus> {
+    if (writeId.length === 0) throw RpcError.invalidParams('writeId must not be empty');
+    if (this.starting.has(id)) return Promise.resolve('starting');
+    const p = this.processes.get(id);
+    if (!p) return Promise.resolve('unknownProcess');
+    return p.write(data, writeId);
+  }
+
+  interrupt(id: string): void {
+    this.processes.get(id)?.interrupt();
+  }
+
+  terminate(id: string): boolean {
+    const starting = this.starting.get(id);
+    if (starting) {
+      starting.terminate = true;
+      return true;
+    }
+    return this.processes.get(id)?.terminate() ?? false;
+  }
+
+  resize(id: string, cols: number, rows: number): void {
+    this.get(id).resize(cols, rows);
+  }
+
+  /** Kills every process and closes every resource. Idempotent. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.connection = undefined;
+    for (const t of this.retention.values()) this.options.clock.clearTimeout(t);
+    this.retention.clear();
+    for (const p of this.processes.values()) p.destroy();
+    this.processes.clear();
+    for (const r of this.resources) {
+      try {
+        void Promise.resolve(r.closeAll()).catch(() => undefined);
+      } catch {
+        // best effort
+      }
+    }
+  }
+}
