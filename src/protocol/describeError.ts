@@ -9,12 +9,13 @@ export function describeZodError(error: z.ZodError): string {
   const issue = error.issues[0];
   if (!issue) return 'invalid params';
   const where = issue.path.length > 0 ? ` at \`${issue.path.map(String).join('.')}\`` : '';
+  const missing = (issue as { input?: unknown }).input === undefined && issue.path.length > 0;
+  if (missing && (issue.code === 'invalid_type' || issue.code === 'invalid_value')) {
+    return `missing field \`${String(issue.path[issue.path.length - 1])}\``;
+  }
   switch (issue.code) {
     case 'invalid_type': {
       const input = (issue as { input?: unknown }).input;
-      if (input === undefined && issue.path.length > 0) {
-        return `missing field \`${String(issue.path[issue.path.length - 1])}\``;
-      }
       return `invalid type: ${describeValue(input)}, expected ${article(issue.expected)}${where}`;
     }
     case 'invalid_value': {

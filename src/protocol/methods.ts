@@ -31,6 +31,7 @@ export const requests = {
   'fs/readBlock': { params: fs.FsReadBlockParams, result: fs.FsReadBlockResult },
   'fs/writeBlock': { params: fs.FsWriteBlockParams, result: Empty },
   'fs/close': { params: fs.FsCloseParams, result: Empty },
+  'fs/walk': { params: fs.FsWalkParams, result: fs.FsWalkResult },
   'environment/info': { params: EnvironmentInfoParams, result: EnvironmentInfo },
   'environment/status': { params: EnvironmentStatusParams, result: EnvironmentStatusResult },
   'http/request': { params: HttpRequestParams, result: HttpRequestResult },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Base64, OutputStream, PathUri, ProcessId, U64 } from './common';
+import { SandboxContext } from './sandbox';
 
 /** Build the child environment from the server's own, then overlay `env` (which wins over `set`). */
 export const EnvPolicy = z.object({
@@ -31,8 +32,8 @@ export const ProcessStartParams = z.object({
   /** Overrides argv[0] as the child sees it. */
   arg0: z.string().nullable().optional(),
   envPolicy: EnvPolicy.nullable().optional(),
-  /** Executor-side sandbox request; see src/protocol/sandbox notes. Absent or null: no sandbox. */
-  sandbox: z.unknown().optional(),
+  /** Executor-side sandbox intent (codex's FileSystemSandboxContext, see ./sandbox). Absent or null: no sandbox. */
+  sandbox: SandboxContext.nullable().optional(),
   enforceManagedNetwork: z.boolean().optional(),
   managedNetwork: z.unknown().optional(),
   networkProxy: z.unknown().optional(),

@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process';
+import WebSocket from 'ws';
+import { StdioTransport } from '../rpc/stdioTransport';
+import { MAX_FRAME_BYTES } from '../rpc/transport';
+import { WebSocketTransport } from '../rpc/wsTransport';
+import type { Disposable } from '../util/disposable';
+import type { Connection, Connector, Endpoint } from './types';
+
+/** A WebSocket connection with keepalive probes (ws ping/pong control frames). */
+class WebSocketConnection extends WebSocketTransport implements Connection {
+  ping(): void {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.ping();
+  }
+
+  onPong(listener: () => void): Disposable {
+    const l = () => listener();
+    this.socket.on('pong', l);
+    return { dispose: () => void this.socket.off('pong', l) };
+  }
+}
+
+/** Opens `ws://`/`wss://` connections, presenting `token` as a bearer token on the upgrade. */
+export function websocketConnector(url: string, token?: string): Connector {
+  return (signal) =>
+    new Promise<Connection>((resolve, reject) => {
+      const ws = new WebSocket(url, {
+        headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
+        perMessageDeflate: false,
+        maxPayload: 4 * MAX_FRAME_BYTES,
+      });
+      const done = (err?: Error) => {
+        signal.removeEventListener('abort', onAbort);
+        ws.off('open', onOpen);
+        ws.off('error', onError);
+        ws.off('unexpected-response', onResponse);
+        if (err) {
+          // Keep a listener so a late socket error is not an uncaught exception.
+          ws.on('error', () => undefined);
+          ws.terminate();
+          reject(err);
+        } else {
+          resolve(new WebSocketConnection(ws));
+        }
+      };
+      const onOpen = () => done();
+      const onError = (e: Error) => done(new Error(`cannot connect to ${redact(url)}: ${e.message}`));
+      const onResponse = (_req: unknown, res: { statusCode?: number; statusMessage?: string }) =>
+        done(new Error(`${redact(url)} refused the WebSocket upgrade: HTTP ${res.statusCode ?? '?'} ${res.statusMessage ?? ''}`.trim()));
+      const onAbort = () => done(new Error(`connecting to ${redact(url)} timed out`));
+      ws.on('open', onOpen);
+      ws.on('error', onError);
+      ws.on('unexpected-response', onResponse);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+}
+
+/**
+ * Spawns `command` and speaks the protocol on its stdin/stdout (newline-delimited JSON); its
+ * stderr goes to ours. Closing the connection kills the child. Every (re)connect spawns a new
+ * child, so resume only works if that child reaches the same server (e.g. a stdio relay).
+ */
+export function stdioConnector(command: string, args: string[] = [], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Connector {
+  return (signal) =>
+    new Promise<Connection>((resolve, reject) => {
+      const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'inherit'] });
+      const onAbort = () => {
+        child.kill('SIGKILL');
+        reject(new Error(`starting ${command} timed out`));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      child.once('error', (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(new Error(`cannot start ${command}: ${e.message}`));
+      });
+      child.once('spawn', () => {
+        signal.removeEventListener('abort', onAbort);
+        const transport = new StdioTransport(child.stdout, child.stdin);
+        transport.onClose(() => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        });
+        child.once('exit', (code, sig) => transport.close(`${command} exited (${sig ?? code})`));
+        resolve(transport);
+      });
+    });
+}
+
+export function connectorFor(endpoint: Endpoint): Connector {
+  return endpoint.kind === 'websocket'
+    ? websocketConnector(endpoint.url, endpoint.token)
+    : stdioConnector(endpoint.command, endpoint.args, { cwd: endpoint.cwd, env: endpoint.env });
+}
+
+/** URLs may carry credentials in userinfo or the query; keep only what identifies the server. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '<invalid url>';
+  }
+}

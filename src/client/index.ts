@@ -1,0 +1,16 @@
+// Public API of the resilient exec client (docs/client.md).
+export { ExecServerClient } from './execServerClient';
+export type { ProcessHandle } from './processHandle';
+export * from './errors';
+export type {
+  CallOptions,
+  ClientOptions,
+  Connection,
+  ConnectionState,
+  Connector,
+  Endpoint,
+  ProcessCompletion,
+  ProcessEvent,
+  ProcessStatus,
+  StartProcessOptions,
+} from './types';

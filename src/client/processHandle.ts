@@ -1,0 +1,225 @@
+import type { OutputStream } from '../protocol/common';
+import type { ProcessStartResult, SandboxType } from '../protocol/process';
+import { Deferred } from '../util/deferred';
+import { Emitter, type Event } from '../util/emitter';
+import type { ExecClientError } from './errors';
+import { SeqOrderer, type SeqEvent } from './seqOrderer';
+import type { CallOptions, ProcessCompletion, ProcessEvent, ProcessStatus } from './types';
+
+/**
+ * One process on the executor, as seen through a (possibly reconnecting) client.
+ *
+ * Events come in `seq` order with no gaps or duplicates, across reconnects. Events that arrive
+ * before anyone subscribes (including those that beat the `process/start` answer) are kept and
+ * replayed, in order and synchronously, to the first subscriber of `onEvent`.
+ */
+export interface ProcessHandle {
+  readonly processId: string;
+  readonly tty: boolean;
+  /** Whether stdin is writable (`tty` or `pipeStdin`). */
+  readonly stdinWritable: boolean;
+  /** From the start answer; undefined on older servers. */
+  readonly sandboxType: SandboxType | undefined;
+  readonly status: ProcessStatus;
+  /** Set once `exited` is published. */
+  readonly exitCode: number | undefined;
+
+  readonly onEvent: Event<ProcessEvent>;
+
+  /**
+   * Resolves when both `exited` and `closed` were published (from pushed events; at most one extra
+   * `process/read` for servers whose exit event lacks `sandboxDenied`). Rejects with an
+   * `ExecClientError`: `disconnected` (client failed) or `outputLost`.
+   */
+  readonly completion: Promise<ProcessCompletion>;
+
+  /**
+   * Writes to stdin (strings as UTF-8), in call order, each with a fresh `writeId` (so a write in
+   * flight across a reconnect is retried safely). Exactly `"\x03"` to a non-TTY process sends an
+   * interrupt instead (a TTY's line discipline handles it). Rejects with `writeRejected` when the
+   * process has no stdin / exited / is unknown.
+   */
+  write(data: Buffer | string, options?: CallOptions): Promise<void>;
+  /** SIGINT (`process/signal interrupt`). No error if the process already exited. */
+  interrupt(options?: CallOptions): Promise<void>;
+  /** SIGKILL of the process group. Resolves whether it was still running. Uses the reserved cleanup permit. */
+  terminate(options?: CallOptions): Promise<boolean>;
+  /** PTY resize; rejects `unsupported` unless the server announces capability `processResize`. */
+  resize(cols: number, rows: number, options?: CallOptions): Promise<void>;
+}
+
+export type { OutputStream };
+
+/** What a handle needs from its client (kept narrow so the handle holds no connection state). */
+export interface HandleHost {
+  writeStdin(handle: ProcessHandleImpl, data: Buffer, options: CallOptions | undefined): Promise<void>;
+  interrupt(handle: ProcessHandleImpl, options: CallOptions | undefined): Promise<void>;
+  terminate(handle: ProcessHandleImpl, options: CallOptions | undefined): Promise<boolean>;
+  resize(handle: ProcessHandleImpl, cols: number, rows: number, options: CallOptions | undefined): Promise<void>;
+  /** The one compatibility `process/read` for an exit event without `sandboxDenied`. */
+  sandboxDeniedAfterExit(handle: ProcessHandleImpl, exitSeq: number): Promise<boolean>;
+  /** The handle is finished (closed or failed): the client may drop it. */
+  forget(handle: ProcessHandleImpl): void;
+}
+
+/**
+ * Where a handle is in its start: `starting` (request on the wire), `startLost` (the connection
+ * died before the answer: recovery asks the server whether it exists), `started`.
+ */
+export type StartPhase = 'unsent' | 'starting' | 'startLost' | 'started';
+
+export class ProcessHandleImpl implements ProcessHandle {
+  phase: StartPhase = 'unsent';
+  /** Connection generation the start request went out on. */
+  startGen = -1;
+  /** Resolved by recovery when a lost start is found on the server (or rejected if not). */
+  adoption: Deferred<ProcessStartResult> | undefined;
+  readonly orderer = new SeqOrderer();
+
+  private statusValue: ProcessStatus = 'running';
+  private exitValue: ProcessCompletion | undefined;
+  private sandboxTypeValue: SandboxType | undefined;
+  private readonly emitter = new Emitter<ProcessEvent>();
+  /** Events kept until the first subscriber (undefined once someone subscribed). */
+  private backlog: ProcessEvent[] | undefined = [];
+  private readonly done = new Deferred<ProcessCompletion>();
+  private writeChain: Promise<unknown> = Promise.resolve();
+  /** Seq of an exit event that lacked `sandboxDenied`. */
+  private sandboxUnknownSeq = -1;
+  /** Events held back while that exit's compatibility read runs. */
+  private held: SeqEvent[] | undefined;
+
+  readonly completion: Promise<ProcessCompletion>;
+
+  constructor(
+    private readonly host: HandleHost,
+    readonly processId: string,
+    readonly tty: boolean,
+    readonly stdinWritable: boolean,
+  ) {
+    this.completion = this.done.promise;
+    // Nobody may be awaiting completion (e.g. a caller that only watches events); a failure must
+    // not become an unhandled rejection. Awaiters still see it.
+    this.completion.catch(() => undefined);
+  }
+
+  get status(): ProcessStatus {
+    return this.statusValue;
+  }
+  get exitCode(): number | undefined {
+    return this.exitValue?.exitCode;
+  }
+  get sandboxType(): SandboxType | undefined {
+    return this.sandboxTypeValue;
+  }
+  /** Finished: nothing more will be published. */
+  get isFinished(): boolean {
+    return this.statusValue === 'closed' || this.statusValue === 'failed';
+  }
+
+  readonly onEvent: Event<ProcessEvent> = (listener) => {
+    const subscription = this.emitter.event(listener);
+    const backlog = this.backlog;
+    this.backlog = undefined;
+    for (const e of backlog ?? []) {
+      try {
+        listener(e);
+      } catch (err) {
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    }
+    return subscription;
+  };
+
+  markStarted(result: ProcessStartResult): void {
+    this.phase = 'started';
+    this.sandboxTypeValue = result.sandboxType;
+  }
+
+  /** A live notification (possibly early, late, or duplicated). */
+  receive(event: SeqEvent, sandboxUnknown = false): void {
+    if (this.isFinished) return;
+    if (sandboxUnknown && event.type === 'exited') this.sandboxUnknownSeq = event.seq;
+    this.publish(this.orderer.push(event));
+  }
+
+  /** Publishes events already in seq order. */
+  publish(events: SeqEvent[]): void {
+    for (const e of events) {
+      if (this.held) {
+        this.held.push(e);
+        continue;
+      }
+      if (e.type === 'exited' && e.seq === this.sandboxUnknownSeq) {
+        this.held = [];
+        void this.host.sandboxDeniedAfterExit(this, e.seq).then((sandboxDenied) => {
+          const rest = this.held ?? [];
+          this.held = undefined;
+          this.emitOne({ ...e, sandboxDenied });
+          this.publish(rest);
+        });
+        continue;
+      }
+      this.emitOne(e);
+    }
+  }
+
+  /** Terminal failure: one `failed` event, completion rejects, later events are ignored. */
+  fail(error: ExecClientError): void {
+    if (this.isFinished) return;
+    this.statusValue = 'failed';
+    this.held = undefined;
+    this.deliver({ type: 'failed', error });
+    this.done.reject(error);
+    this.adoption?.reject(error);
+    this.host.forget(this);
+  }
+
+  write(data: Buffer | string, options?: CallOptions): Promise<void> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    // Ctrl-C: a pipe has no line discipline, so turn it into SIGINT; a TTY gets the byte.
+    const run =
+      !this.tty && bytes.length === 1 && bytes[0] === 0x03
+        ? () => this.host.interrupt(this, options)
+        : () => this.host.writeStdin(this, bytes, options);
+    // Writes go out one after another so the executor sees them in call order.
+    const p = this.writeChain.then(run, run);
+    this.writeChain = p.catch(() => undefined);
+    return p;
+  }
+
+  interrupt(options?: CallOptions): Promise<void> {
+    return this.host.interrupt(this, options);
+  }
+
+  terminate(options?: CallOptions): Promise<boolean> {
+    return this.host.terminate(this, options);
+  }
+
+  resize(cols: number, rows: number, options?: CallOptions): Promise<void> {
+    return this.host.resize(this, cols, rows, options);
+  }
+
+  private emitOne(e: SeqEvent): void {
+    if (this.isFinished) return;
+    if (e.type === 'exited') {
+      this.exitValue = { exitCode: e.exitCode, sandboxDenied: e.sandboxDenied };
+      this.statusValue = 'exited';
+    } else if (e.type === 'closed') {
+      this.statusValue = 'closed';
+    }
+    this.deliver(e);
+    if (e.type === 'closed') {
+      // A close without an exit does not happen on known servers; report an unknown exit code.
+      this.done.resolve(this.exitValue ?? { exitCode: -1, sandboxDenied: false });
+      this.host.forget(this);
+    }
+  }
+
+  private deliver(e: ProcessEvent): void {
+    if (this.backlog) this.backlog.push(e);
+    else this.emitter.fire(e);
+  }
+}

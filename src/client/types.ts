@@ -1,0 +1,136 @@
+import type { OutputStream } from '../protocol/common';
+import type { EnvPolicy, ProcessStartParams, PtySize } from '../protocol/process';
+import type { Transport } from '../rpc/transport';
+import type { Clock } from '../util/clock';
+import type { Disposable } from '../util/disposable';
+import type { DisconnectedError, ExecClientError } from './errors';
+
+/**
+ * The client's connection, observable so a UI can show it (style.md §3).
+ * `connected → recovering → connected | failed`; `failed` is final.
+ */
+export type ConnectionState =
+  | { kind: 'connected'; sessionId: string }
+  | {
+      kind: 'recovering';
+      /** `clock.now()` when the current connection was lost. */
+      since: number;
+      /** Reconnect attempts so far in this outage (0 before the first). */
+      attempt: number;
+      /** Why the connection was lost (transport close reason). */
+      cause: string;
+    }
+  | { kind: 'failed'; error: DisconnectedError };
+
+/** Where the client connects. */
+export type Endpoint =
+  | {
+      kind: 'websocket';
+      /** `ws://` or `wss://`. */
+      url: string;
+      /** Sent as `Authorization: Bearer <token>` on the upgrade; never logged. */
+      token?: string;
+    }
+  | {
+      /** A command that speaks the protocol on its stdio, e.g. `ssh devbox exec-bridge serve --listen stdio`. */
+      kind: 'stdio';
+      command: string;
+      args?: string[];
+      cwd?: string;
+      env?: NodeJS.ProcessEnv;
+    };
+
+/**
+ * One live connection: a transport, optionally with keepalive probes. WebSocket connections
+ * implement `ping`/`onPong` (ws pings); a connection without them gets no keepalive.
+ */
+export interface Connection extends Transport {
+  ping?(): void;
+  onPong?(listener: () => void): Disposable;
+}
+
+/**
+ * Seam (style.md §9): opens one connection. The client calls it for the first connection and for
+ * each reconnect attempt; `signal` aborts an attempt that took too long.
+ */
+export type Connector = (signal: AbortSignal) => Promise<Connection>;
+
+export interface ClientOptions {
+  /** Where to connect; ignored when `connector` is given. */
+  endpoint?: Endpoint;
+  /** Opens connections; default built from `endpoint`. */
+  connector?: Connector;
+  /** Sent in `initialize`. Default `exec-bridge`. */
+  clientName?: string;
+  /** How long recovery may take before the client goes `failed`. Default 25 000 ms. */
+  deadlineMs?: number;
+  /** One connect + `initialize` attempt is abandoned after this. Default 5 000 ms. */
+  attemptTimeoutMs?: number;
+  /** Reconnect back-off: linear `stepMs` steps capped at `maxMs`, plus per-client jitter. Default 100 / 1 000 ms. */
+  backoff?: { stepMs: number; maxMs: number };
+  /**
+   * Client-side keepalive: ping every `intervalMs`; no pong within `timeoutMs` ⇒ the connection is
+   * treated as dead (a half-open socket must not stall recovery). Default 5 000 / 5 000 ms; `false` disables.
+   */
+  keepalive?: { intervalMs: number; timeoutMs: number } | false;
+  /** Regular calls in flight at once (one more permit is reserved for cleanup calls). Default 64. */
+  maxInFlight?: number;
+  /**
+   * If a cleanup call (`process/terminate`, `fs/close`) cannot get even the reserved permit within
+   * this long, the connection is judged wedged and closed so teardown can proceed. Default 10 000 ms.
+   */
+  cleanupStallMs?: number;
+  clock?: Clock;
+  /** Source of randomness for jitter and generated ids; default `Math.random`. */
+  random?: () => number;
+  /** Diagnostic lines (state changes, retries). Never receives tokens. */
+  log?: (line: string) => void;
+}
+
+export interface CallOptions {
+  /** Cancels the wait for this call (also while it waits for a permit or for recovery). */
+  signal?: AbortSignal;
+}
+
+export interface StartProcessOptions extends CallOptions {
+  /** Non-empty; argv[0] is resolved through PATH on the executor. */
+  argv: string[];
+  /** Absolute path on the executor (plain path; the client converts it to a `file://` URI). */
+  cwd: string;
+  /**
+   * Without `envPolicy`: the COMPLETE child environment (protocol semantics). When both `env` and
+   * `envPolicy` are omitted the child inherits the executor's environment (`envPolicy.inherit: 'all'`).
+   */
+  env?: Record<string, string>;
+  /** Build the child env from the executor's own, then overlay `env`. */
+  envPolicy?: EnvPolicy | null;
+  /** Run in a PTY (stream `pty`, stderr merged, `\n` → `\r\n`). Default false. */
+  tty?: boolean;
+  /** Non-tty only: keep stdin writable. Default false (stdin is /dev/null). */
+  pipeStdin?: boolean;
+  /** Initial PTY size (our server only; the real one uses 80×24). */
+  ptySize?: PtySize;
+  /** Executor-side sandbox intent (codex's FileSystemSandboxContext, src/protocol/sandbox.ts), passed through. */
+  sandbox?: ProcessStartParams['sandbox'];
+  /** Overrides argv[0] as the child sees it. */
+  arg0?: string | null;
+  /** Session-unique id; generated when omitted. */
+  processId?: string;
+}
+
+/** Ordered per-process events (by the server's per-process `seq`); `closed` or `failed` is last. */
+export type ProcessEvent =
+  | { type: 'output'; seq: number; stream: OutputStream; data: Buffer }
+  | { type: 'exited'; seq: number; exitCode: number; sandboxDenied: boolean }
+  | { type: 'closed'; seq: number }
+  /** Terminal: the handle will deliver nothing more (client failed, or output lost). */
+  | { type: 'failed'; error: ExecClientError };
+
+export interface ProcessCompletion {
+  /** Normal exit: the code; killed by signal N: 128+N; -1 if unknown. */
+  exitCode: number;
+  /** The executor judged the failure to be a sandbox denial. */
+  sandboxDenied: boolean;
+}
+
+export type ProcessStatus = 'running' | 'exited' | 'closed' | 'failed';

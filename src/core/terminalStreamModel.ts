@@ -1,0 +1,302 @@
+import { StringDecoder } from 'node:string_decoder';
+import type { ConnectionState, ProcessEvent } from '../client/types';
+import { Emitter, type Event } from '../util/emitter';
+
+/**
+ * What the model asks of the process behind the terminal. The adapter (src/vscode) maps these to
+ * ProcessHandle calls; the model itself never talks to the network (style.md §8).
+ */
+export type TerminalAction =
+  | { kind: 'write'; data: string }
+  | { kind: 'interrupt' }
+  | { kind: 'terminate' }
+  | { kind: 'resize'; cols: number; rows: number };
+
+/** How the current process is attached: a PTY passes bytes through; pipes need help. */
+export interface AttachOptions {
+  tty: boolean;
+  /** Pipe processes only: typed lines are forwarded (with local echo). */
+  stdinWritable: boolean;
+}
+
+export type Phase =
+  /** No process attached yet (starting, or waiting for an approval). */
+  | 'idle'
+  | 'running'
+  /** The run is over and the exit line is shown; any key closes the terminal. */
+  | 'finished'
+  /** The terminal is gone (user closed it, or a key closed it after `finished`). */
+  | 'closed';
+
+const DIM = '\x1b[2m';
+const YELLOW = '\x1b[33m';
+const RED = '\x1b[31m';
+const RESET = '\x1b[0m';
+
+/** A short reading of well-known exit codes (the executor reports death by signal N as 128+N). */
+export function describeExitCode(code: number): string {
+  switch (code) {
+    case 130:
+      return `exit code ${code} (interrupted)`;
+    case 137:
+      return `exit code ${code} (killed)`;
+    case 143:
+      return `exit code ${code} (terminated)`;
+    case -1:
+      return 'exit code unknown';
+    default:
+      return `exit code ${code}`;
+  }
+}
+
+/**
+ * The terminal side of one Exec Bridge terminal, as plain TS (no `vscode`): turns process events
+ * and connection changes into terminal text, and typed keys into actions.
+ *
+ * - Writes before `open()` are buffered and flushed in order on open (VS Code drops them otherwise).
+ * - Pipe output gets lone `\n` → `\r\n` (even across chunk boundaries); PTY output passes through.
+ * - Pipe stdin gets a small line editor with local echo (the process sees whole lines); Ctrl-C
+ *   interrupts. PTY input passes through raw (the executor's line discipline handles Ctrl-C).
+ * - Ends with one exit-code line; the next key closes the terminal with that code.
+ */
+export class TerminalStreamModel {
+  private readonly writeEmitter = new Emitter<string>();
+  private readonly actionEmitter = new Emitter<TerminalAction>();
+  private readonly closeEmitter = new Emitter<number | undefined>();
+  /** Terminal text to show; subscribe before `open()` is called. */
+  readonly onWrite: Event<string> = this.writeEmitter.event;
+  /** What the process should do (write/interrupt/terminate/resize). */
+  readonly onAction: Event<TerminalAction> = this.actionEmitter.event;
+  /** The terminal should close, with the final exit code when there is one. */
+  readonly onClose: Event<number | undefined> = this.closeEmitter.event;
+
+  private opened = false;
+  private pending: string[] = [];
+  private phaseValue: Phase = 'idle';
+  private attached: AttachOptions | undefined;
+  private decoders = new Map<string, StringDecoder>();
+  /** The last written character was `\r` (a following `\n` must not get another one). */
+  private lastWasCR = false;
+  /** The cursor is at column 0, as far as we know (so status lines need no leading newline). */
+  private atLineStart = true;
+  private line = '';
+  private recovering = false;
+  private exitCodeValue: number | undefined;
+  private dims: { cols: number; rows: number } | undefined;
+
+  get phase(): Phase {
+    return this.phaseValue;
+  }
+  get isOpen(): boolean {
+    return this.opened;
+  }
+  /** Exit code of the last attached process, once it exited. */
+  get exitCode(): number | undefined {
+    return this.exitCodeValue;
+  }
+  /** Last size VS Code reported (undefined before open if it gave none). */
+  get dimensions(): { cols: number; rows: number } | undefined {
+    return this.dims;
+  }
+
+  open(dimensions?: { cols: number; rows: number }): void {
+    if (this.opened || this.phaseValue === 'closed') return;
+    this.opened = true;
+    if (dimensions) this.dims = { cols: dimensions.cols, rows: dimensions.rows };
+    const text = this.pending.join('');
+    this.pending = [];
+    if (text) this.writeEmitter.fire(text);
+  }
+
+  /** The user closed the terminal: stop a running process; nothing is written any more. */
+  close(): void {
+    if (this.phaseValue === 'closed') return;
+    const wasRunning = this.phaseValue === 'running';
+    this.phaseValue = 'closed';
+    this.pending = [];
+    if (wasRunning) this.actionEmitter.fire({ kind: 'terminate' });
+  }
+
+  /** A (new) process now feeds this terminal: a first run, or an approved retry. */
+  attach(options: AttachOptions): void {
+    if (this.phaseValue === 'closed') return;
+    this.attached = { ...options };
+    this.phaseValue = 'running';
+    this.decoders.clear();
+    this.line = '';
+    this.exitCodeValue = undefined;
+  }
+
+  /** Process events in seq order (the client guarantees order and dedupe). */
+  processEvent(event: ProcessEvent): void {
+    if (this.phaseValue !== 'running') return;
+    switch (event.type) {
+      case 'output':
+        this.writeOutput(event.stream, event.data);
+        break;
+      case 'exited':
+        this.exitCodeValue = event.exitCode;
+        break;
+      case 'closed':
+        this.flushDecoders();
+        this.phaseValue = 'idle';
+        break;
+      case 'failed':
+        this.flushDecoders();
+        this.phaseValue = 'idle';
+        this.statusLine(`${RED}${event.error.message}${RESET}`);
+        break;
+    }
+  }
+
+  /** The executor connection changed: one dim line per outage; a failure says why. */
+  connectionState(state: ConnectionState): void {
+    if (this.phaseValue === 'closed') return;
+    if (state.kind === 'recovering') {
+      if (!this.recovering) this.statusLine(`${DIM}connection lost — resuming…${RESET}`);
+      this.recovering = true;
+    } else if (state.kind === 'connected') {
+      this.recovering = false;
+    } else {
+      this.recovering = false;
+      this.statusLine(`${RED}connection failed: ${state.error.message}${RESET}`);
+    }
+  }
+
+  /** A dim informational line (e.g. the command being run). */
+  notice(text: string): void {
+    this.statusLine(`${DIM}${text}${RESET}`);
+  }
+  /** A yellow line for things the user must look at (sandbox denial, unsandboxed retry). */
+  warning(text: string): void {
+    this.statusLine(`${YELLOW}${text}${RESET}`);
+  }
+  /** A red line (start failures). */
+  error(text: string): void {
+    this.statusLine(`${RED}${text}${RESET}`);
+  }
+
+  /**
+   * The run is over: show the exit code on the last line; the next key closes the terminal and
+   * `onClose` carries `exitCode` (undefined when the process never ran or its end is unknown).
+   */
+  finish(exitCode: number | undefined): void {
+    if (this.phaseValue === 'closed' || this.phaseValue === 'finished') return;
+    this.phaseValue = 'finished';
+    this.exitCodeValue = exitCode;
+    const what = exitCode === undefined ? 'no exit code' : describeExitCode(exitCode);
+    this.statusLine(`${DIM}[${what} — press any key to close]${RESET}`, false);
+  }
+
+  /** Closes at once (no key needed), e.g. when the extension shuts down. */
+  dispose(): void {
+    if (this.phaseValue !== 'closed') {
+      const code = this.phaseValue === 'finished' ? this.exitCodeValue : undefined;
+      this.close();
+      this.closeEmitter.fire(code);
+    }
+    this.writeEmitter.dispose();
+    this.actionEmitter.dispose();
+    this.closeEmitter.dispose();
+  }
+
+  setDimensions(cols: number, rows: number): void {
+    this.dims = { cols, rows };
+    if (this.phaseValue === 'running' && this.attached?.tty) this.actionEmitter.fire({ kind: 'resize', cols, rows });
+  }
+
+  /** Keys typed (or `sendText`) in the terminal. */
+  handleInput(data: string): void {
+    if (this.phaseValue === 'finished') {
+      this.phaseValue = 'closed';
+      this.closeEmitter.fire(this.exitCodeValue);
+      return;
+    }
+    if (this.phaseValue !== 'running' || !this.attached) return;
+    if (this.attached.tty) {
+      this.actionEmitter.fire({ kind: 'write', data });
+      return;
+    }
+    this.pipeInput(data);
+  }
+
+  private pipeInput(data: string): void {
+    const canWrite = this.attached?.stdinWritable === true;
+    // Drop escape sequences (arrows, function keys): a pipe has no use for them.
+    const keys = data.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1bO./g, '');
+    for (const ch of keys) {
+      if (ch === '\x03') {
+        this.line = '';
+        this.echo('^C\r\n');
+        this.actionEmitter.fire({ kind: 'interrupt' });
+      } else if (!canWrite) {
+        continue;
+      } else if (ch === '\r' || ch === '\n') {
+        const line = this.line + '\n';
+        this.line = '';
+        this.echo('\r\n');
+        this.actionEmitter.fire({ kind: 'write', data: line });
+      } else if (ch === '\x7f' || ch === '\b') {
+        if (this.line.length > 0) {
+          this.line = [...this.line].slice(0, -1).join('');
+          this.echo('\b \b');
+        }
+      } else if (ch === '\x04') {
+        // No close-stdin exists in the protocol: Ctrl-D only sends what is typed so far.
+        if (this.line) this.actionEmitter.fire({ kind: 'write', data: this.line });
+        this.line = '';
+      } else if (ch >= ' ' || ch === '\t') {
+        this.line += ch;
+        this.echo(ch);
+      }
+    }
+  }
+
+  private echo(text: string): void {
+    this.emit(text);
+    this.lastWasCR = text.endsWith('\r');
+    this.atLineStart = text.endsWith('\n');
+  }
+
+  private writeOutput(stream: string, data: Buffer): void {
+    let decoder = this.decoders.get(stream);
+    if (!decoder) {
+      decoder = new StringDecoder('utf8');
+      this.decoders.set(stream, decoder);
+    }
+    this.writeText(decoder.write(data));
+  }
+
+  private flushDecoders(): void {
+    for (const d of this.decoders.values()) this.writeText(d.end());
+    this.decoders.clear();
+  }
+
+  private writeText(text: string): void {
+    if (!text) return;
+    let out = text;
+    if (!this.attached?.tty) {
+      out = text.replace(/(?<!\r)\n/g, '\r\n');
+      // A `\r` that ended the previous chunk already pairs with this leading `\n`.
+      if (this.lastWasCR && text.startsWith('\n')) out = out.slice(1);
+    }
+    this.lastWasCR = text.endsWith('\r');
+    this.atLineStart = text.endsWith('\n');
+    this.emit(out);
+  }
+
+  /** A whole line of our own, starting at column 0 whatever the process left on screen. */
+  private statusLine(text: string, newline = true): void {
+    if (this.phaseValue === 'closed') return;
+    const lead = this.atLineStart ? '' : '\r\n';
+    this.emit(`${lead}${text}${newline ? '\r\n' : ''}`);
+    this.atLineStart = newline;
+    this.lastWasCR = false;
+  }
+
+  private emit(text: string): void {
+    if (this.phaseValue === 'closed') return;
+    if (this.opened) this.writeEmitter.fire(text);
+    else this.pending.push(text);
+  }
+}

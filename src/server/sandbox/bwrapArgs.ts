@@ -1,0 +1,92 @@
+import { isWithin } from './policy';
+import { MINIMAL_PATHS, type Layout } from './layout';
+
+/*
+ * Step 3 (Linux): the layout → a bubblewrap argv. Pure, so the exact argv is unit-tested; the
+ * integration tests then prove each requirement against the real bwrap.
+ */
+
+export interface BwrapOptions {
+  layout: Layout;
+  network: 'enabled' | 'restricted';
+  cwd: string;
+  /** The command (argv[0] already resolved to an absolute path by the runner). */
+  argv: string[];
+  /** Run `argv[0]` with this as its visible argv[0] (bash `exec -a`; bwrap 0.8 has no --argv0). */
+  arg0?: string | null;
+  /** bwrap is told to read the seccomp program from this fd (network off). */
+  seccompFd?: number;
+  /** A PTY run keeps the terminal's session (no --new-session), so job control works. */
+  tty: boolean;
+  /** We run as uid 0: extra hardening that only root needs. */
+  asRoot: boolean;
+  /** Our own state directory (the seccomp file): kept read-only if a writable mount would expose it. */
+  stateDir?: string;
+  bashPath?: string;
+}
+
+/** /proc entries a uid-0 process could write even without capabilities (as Docker masks them). */
+const PROC_READ_ONLY = ['/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus', '/proc/fs'];
+
+export function bwrapArgs(o: BwrapOptions): string[] {
+  const a: string[] = [];
+  // Namespaces: own user/pid/ipc/uts/cgroup; bwrap stays PID 1 of the sandbox as the reaper, so a
+  // signal death comes back as 128+n and killing bwrap (or its group) ends the whole tree.
+  a.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
+  if (o.network === 'restricted') a.push('--unshare-net');
+  a.push('--die-with-parent');
+  // A new session stops TIOCSTI-style injection into the caller's terminal; a PTY run owns its terminal.
+  if (!o.tty) a.push('--new-session');
+
+  const { layout } = o;
+  if (layout.root === 'ro') a.push('--ro-bind', '/', '/');
+  else if (layout.root === 'rw') a.push('--bind', '/', '/');
+  else for (const p of MINIMAL_PATHS) a.push('--ro-bind-try', p, p);
+  // Fresh minimal /dev (null, zero, random, tty, pts, shm): no host devices, no host /dev/shm.
+  a.push('--dev', '/dev');
+  a.push('--proc', '/proc');
+  // Without these, uid 0 in the sandbox can write kernel.core_pattern (a full escape) or sysrq.
+  if (o.asRoot) for (const p of PROC_READ_ONLY) a.push('--ro-bind-try', p, p);
+
+  for (const m of layout.mounts) {
+    switch (m.kind) {
+      case 'bind':
+        a.push('--bind', m.path, m.path);
+        break;
+      case 'ro-bind':
+        a.push('--ro-bind', m.path, m.path);
+        break;
+      case 'tmpfs':
+        a.push('--tmpfs', m.path);
+        break;
+      case 'placeholder':
+        a.push('--perms', mode(m.mode), '--tmpfs', m.path, '--remount-ro', m.path);
+        break;
+      case 'deny-dir':
+        a.push('--perms', '000', '--tmpfs', m.path, '--remount-ro', m.path);
+        break;
+      case 'deny-file':
+        a.push('--ro-bind', '/dev/null', m.path);
+        break;
+    }
+  }
+  if (o.stateDir && layout.writableRoots.some((w) => isWithin(o.stateDir!, w))) a.push('--ro-bind', o.stateDir, o.stateDir);
+  if (layout.root === 'empty') a.push('--remount-ro', '/');
+
+  // No capabilities: as root, CAP_SYS_ADMIN alone would let it remount the read-only binds writable.
+  a.push('--cap-drop', 'ALL');
+  if (o.seccompFd !== undefined) a.push('--seccomp', String(o.seccompFd));
+  a.push('--chdir', o.cwd);
+  a.push('--');
+  const [file, ...rest] = o.argv;
+  if (o.arg0 !== undefined && o.arg0 !== null && o.arg0 !== file) {
+    a.push(o.bashPath ?? '/bin/bash', '-c', 'exec -a "$0" "$@"', o.arg0, file!, ...rest);
+  } else {
+    a.push(file!, ...rest);
+  }
+  return a;
+}
+
+function mode(m: number): string {
+  return m.toString(8).padStart(3, '0');
+}

@@ -1,0 +1,178 @@
+import { lstatSync, readFileSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { depthOf, isWithin, type Access, type ResolvedPolicy } from './policy';
+
+/*
+ * Step 2 of planning: a restricted-filesystem policy → an ordered list of mounts, looking at the
+ * real filesystem (symlinks, what exists, `.git` pointer files). Mount order is the whole game:
+ * a later mount on a deeper path wins, so mounts are sorted by depth, and for one path the
+ * strongest access wins (deny > write > read; an explicit entry beats a built-in carve-out).
+ */
+
+/** Inside every writable root these stay read-only, even when missing (creating them is blocked). */
+export const PROTECTED_NAMES = ['.git', '.vscode', '.codex'] as const;
+
+/** What `minimal` makes readable when the root is not. */
+export const MINIMAL_PATHS = ['/bin', '/sbin', '/usr', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
+
+export type Mount =
+  /** `path` writable (host path bound read-write). */
+  | { kind: 'bind'; path: string }
+  /** `path` read-only. */
+  | { kind: 'ro-bind'; path: string }
+  /** Missing protected path: an empty read-only directory is mounted there (its stub is ours to remove). */
+  | { kind: 'placeholder'; path: string; mode: number }
+  /** Existing directory hidden behind an empty, inaccessible tmpfs. */
+  | { kind: 'deny-dir'; path: string }
+  /** Existing file hidden behind an empty read-only file. */
+  | { kind: 'deny-file'; path: string }
+  /** Private, empty, writable tmpfs (writes vanish at exit). */
+  | { kind: 'tmpfs'; path: string };
+
+export interface Layout {
+  /** Root of the sandbox: the host root read-only, read-write, or an empty root. */
+  root: 'ro' | 'rw' | 'empty';
+  mounts: Mount[];
+  /** Real paths that are writable (for the denial heuristic and Seatbelt). */
+  writableRoots: string[];
+  /** Read-only carve-outs inside writable roots (existing or placeholders), real paths. */
+  protectedPaths: string[];
+  /** How /tmp looks inside. */
+  tmp: 'shared' | 'private' | 'read-only';
+}
+
+interface Candidate {
+  path: string;
+  access: Access | 'protect';
+  /** Explicit entries beat built-in carve-outs at the same path. */
+  explicit: boolean;
+}
+
+function lstatOrNull(p: string): Stats | null {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+}
+
+function realpathOrNull(p: string): string | null {
+  try {
+    return realpathSync(p);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Real path of `p` when it exists; for a missing path, the real path of its deepest existing
+ * ancestor joined with the rest (so a later comparison with real roots still works).
+ */
+export function realish(p: string): string {
+  const r = realpathOrNull(p);
+  if (r !== null) return r;
+  const parent = dirname(p);
+  if (parent === p) return p;
+  return resolve(realish(parent), p.slice(parent.length + (parent.endsWith('/') ? 0 : 1)));
+}
+
+const STRENGTH: Record<Candidate['access'], number> = { read: 0, protect: 1, write: 2, deny: 3 };
+
+export function computeLayout(policy: ResolvedPolicy): Layout {
+  if (policy.fs === 'unrestricted') return { root: 'rw', mounts: [], writableRoots: ['/'], protectedPaths: [], tmp: 'shared' };
+
+  // 1. Explicit rules on real paths; a missing read/write target is skipped (nothing to bind).
+  const byPath = new Map<string, Candidate>();
+  const put = (c: Candidate) => {
+    const prev = byPath.get(c.path);
+    if (!prev || (c.explicit && !prev.explicit) || (c.explicit === prev.explicit && STRENGTH[c.access] > STRENGTH[prev.access])) byPath.set(c.path, c);
+  };
+  for (const rule of policy.rules) {
+    const real = realpathOrNull(rule.path);
+    if (real === null) {
+      if (rule.access === 'deny') put({ path: realish(rule.path), access: 'deny', explicit: true });
+      continue;
+    }
+    put({ path: real, access: rule.access, explicit: true });
+  }
+
+  const rootRule = byPath.get('/');
+  const root: Layout['root'] = rootRule?.access === 'read' ? 'ro' : rootRule?.access === 'write' ? 'rw' : 'empty';
+  byPath.delete('/');
+  const writable = () => [...(root === 'rw' ? ['/'] : []), ...[...byPath.values()].filter((c) => c.access === 'write').map((c) => c.path)];
+
+  // 2. Built-in carve-outs inside every writable root, and the target of a `.git` pointer file.
+  for (const w of writable()) {
+    for (const name of PROTECTED_NAMES) {
+      const p = w === '/' ? `/${name}` : `${w}/${name}`;
+      const st = lstatOrNull(p);
+      if (st === null) {
+        put({ path: p, access: 'protect', explicit: false });
+        continue;
+      }
+      if (st.isSymbolicLink()) {
+        // The link itself can be re-pointed (its directory is writable); protect what it points to.
+        const target = realpathOrNull(p) ?? resolve(dirname(p), readlinkSync(p));
+        put({ path: target, access: 'protect', explicit: false });
+        continue;
+      }
+      put({ path: p, access: 'protect', explicit: false });
+      if (name === '.git' && st.isFile()) {
+        const m = /^gitdir:\s*(.+?)\s*$/m.exec(safeRead(p));
+        if (m?.[1]) put({ path: realish(resolve(w, m[1])), access: 'protect', explicit: false });
+      }
+    }
+  }
+  const writableRoots = writable();
+  const underWritable = (p: string) => writableRoots.some((w) => isWithin(p, w));
+  // A carve-out outside every writable area is read-only anyway: no mount needed.
+  for (const [p, c] of byPath) if (c.access === 'protect' && !underWritable(p)) byPath.delete(p);
+
+  // 3. /tmp: shared when writable by a rule, otherwise a private tmpfs if the root is visible.
+  let tmp: Layout['tmp'];
+  const tmpRule = byPath.get('/tmp');
+  if (root === 'rw' || tmpRule?.access === 'write') tmp = 'shared';
+  else if (tmpRule?.access === 'read') tmp = 'read-only';
+  else tmp = 'private';
+  const readable = (p: string) => root !== 'empty' || [...byPath.values()].some((c) => c.access !== 'deny' && isWithin(p, c.path));
+  if (tmp === 'private' && root === 'ro' && isWithin(policy.cwd, '/tmp') && !byPath.has(policy.cwd)) {
+    // The private /tmp would hide a cwd under /tmp that the policy lets the command read.
+    put({ path: realpathOrNull(policy.cwd) ?? policy.cwd, access: 'read', explicit: true });
+  }
+
+  // 4. Order: shallow first; mounts on the same depth are independent.
+  const ordered = [...byPath.values()].sort((a, b) => depthOf(a.path) - depthOf(b.path) || a.path.localeCompare(b.path));
+  const mounts: Mount[] = [];
+  if (tmp === 'private' && !byPath.has('/tmp')) mounts.push({ kind: 'tmpfs', path: '/tmp' });
+  const protectedPaths: string[] = [];
+  for (const c of ordered) {
+    const st = lstatOrNull(c.path);
+    switch (c.access) {
+      case 'write':
+        mounts.push({ kind: 'bind', path: c.path });
+        break;
+      case 'read':
+        mounts.push({ kind: 'ro-bind', path: c.path });
+        break;
+      case 'protect':
+        protectedPaths.push(c.path);
+        mounts.push(st ? { kind: 'ro-bind', path: c.path } : { kind: 'placeholder', path: c.path, mode: 0o555 });
+        break;
+      case 'deny':
+        if (!readable(c.path)) break; // invisible anyway
+        if (st?.isDirectory()) mounts.push({ kind: 'deny-dir', path: c.path });
+        else if (st) mounts.push({ kind: 'deny-file', path: c.path });
+        else if (underWritable(c.path)) mounts.push({ kind: 'placeholder', path: c.path, mode: 0o000 });
+        break;
+    }
+  }
+  return { root, mounts, writableRoots, protectedPaths, tmp };
+}
+
+function safeRead(p: string): string {
+  try {
+    return readFileSync(p, 'utf8').slice(0, 4096);
+  } catch {
+    return '';
+  }
+}

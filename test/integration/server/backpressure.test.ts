@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { RawClient, startParams, startServer, type StartedServer } from '../../helpers/rawClient';
+
+function rssKb(pid: number): number {
+  const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8') as string;
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
+}
+
+describe('our exec-server: backpressure', () => {
+  let server: StartedServer;
+  before(async () => {
+    server = await startServer('ours');
+  });
+  after(() => server.stop());
+
+  test('a client that stops reading stalls the child (bounded server memory); nothing is dropped when it resumes', async () => {
+    const { client: c } = await RawClient.session(server.url);
+    const total = 128 * 1024 * 1024;
+    await c.call('process/start', startParams('flood', ['head', '-c', String(total), '/dev/zero']));
+    // Stop reading from the socket: the kernel buffers fill, then the server's send buffer.
+    const socket = (c.ws as unknown as { _socket: import('node:net').Socket })._socket;
+    socket.pause();
+    await new Promise((r) => setTimeout(r, 1500));
+    const rss = rssKb(server.child.pid!);
+    console.log(`server RSS while paused: ${rss} kB`);
+    // Without backpressure the server would hold ~170 MB of base64 frames by now.
+    assert.ok(rss < 150 * 1024, `server RSS ${rss} kB while the client is paused`);
+    const events = c.received.filter((m) => m.method === 'process/output').length;
+    assert.ok(!c.received.some((m) => m.method === 'process/exited' && m.params.processId === 'flood'), 'child is stalled, not finished');
+    socket.resume();
+    const all = await c.processEvents('flood', 60_000);
+    let bytes = 0;
+    let expected = 1;
+    for (const m of all) {
+      assert.equal(m.params.seq, expected++, 'contiguous seqs, in order');
+      if (m.method === 'process/output') bytes += Buffer.from(m.params.chunk, 'base64').length;
+    }
+    assert.equal(bytes, total);
+    assert.ok(events < all.length);
+    c.close();
+  });
+});

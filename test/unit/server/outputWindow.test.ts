@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { OutputWindow } from '../../../src/server/outputWindow';
+
+const chunk = (seq: number, n: number) => ({ seq, stream: 'stdout' as const, data: Buffer.alloc(n, seq % 256) });
+
+test('returns chunks after a seq, skipping seqs that are not output', () => {
+  const w = new OutputWindow();
+  w.push(chunk(1, 3));
+  w.push(chunk(2, 3));
+  w.push(chunk(4, 3)); // seq 3 was the exit event
+  assert.deepEqual(w.after(0).map((c) => c.seq), [1, 2, 4]);
+  assert.deepEqual(w.after(2).map((c) => c.seq), [4]);
+  assert.deepEqual(w.after(3).map((c) => c.seq), [4]);
+  assert.deepEqual(w.after(4), []);
+});
+
+test('maxBytes returns whole chunks and always at least one', () => {
+  const w = new OutputWindow();
+  for (let s = 1; s <= 5; s++) w.push(chunk(s, 10));
+  assert.deepEqual(w.after(0, 0).map((c) => c.seq), [1]);
+  assert.deepEqual(w.after(0, 1).map((c) => c.seq), [1]);
+  assert.deepEqual(w.after(0, 25).map((c) => c.seq), [1, 2]);
+  assert.deepEqual(w.after(2, 30).map((c) => c.seq), [3, 4, 5]);
+});
+
+test('evicts the oldest chunks beyond the byte budget; the gap shows the loss', () => {
+  const w = new OutputWindow(100);
+  for (let s = 1; s <= 30; s++) w.push(chunk(s, 10));
+  assert.equal(w.retainedBytes, 100);
+  assert.equal(w.firstSeq, 21);
+  assert.equal(w.after(0)[0]!.seq, 21);
+  // A single chunk bigger than the budget is still kept.
+  w.push(chunk(31, 500));
+  assert.deepEqual(w.after(0).map((c) => c.seq), [31]);
+});
+
+test('evicts beyond the chunk-count bound and stays fast over many pushes', () => {
+  const w = new OutputWindow(1 << 30, 1000);
+  for (let s = 1; s <= 200_000; s++) w.push(chunk(s, 1));
+  assert.equal(w.retainedChunks, 1000);
+  assert.equal(w.firstSeq, 199_001);
+  assert.equal(w.after(199_999).length, 1);
+});
