@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { StdioTransport } from '../rpc/stdioTransport';
 import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
-import { serverMethodRegistrations, sessionResources } from '../server/methods';
 import { sandboxPlanner } from '../server/planner';
 
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | stdio] [--token-file FILE]
@@ -102,8 +101,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
     sessionTtlMs: args.ttlMs,
     log,
     ...sandboxPlanner({ bwrapPath: args.bwrapPath }),
-    createSessionResources: sessionResources,
-    registerMethods: serverMethodRegistrations,
   };
   const server = new ExecServer(options);
 

@@ -6,15 +6,19 @@ import { RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
 import type { Router } from '../rpc/router';
 import type { Transport } from '../rpc/transport';
+import type { FileHandleTable } from './fileHandles';
 import type { Session, SessionConnection } from './session';
 import type { SessionRegistry } from './sessionRegistry';
 
 /** What every request handler gets: the session, and a way to notify this connection. */
 export interface RequestContext {
   session: Session;
+  fileHandles: FileHandleTable;
   notify(method: string, params: unknown): void;
   /** Streaming `http/request` ids active on this connection (unique while active). */
   activeHttpStreams: Set<string>;
+  /** Aborted when this connection ends (streamed HTTP bodies stop). */
+  signal: AbortSignal;
 }
 
 export interface ConnectionOptions {
@@ -51,7 +55,8 @@ export class ServerConnection implements SessionConnection {
   private initializing = false;
   private initializedReceived = false;
   private inFlight = 0;
-  private readonly ctx: { activeHttpStreams: Set<string> } = { activeHttpStreams: new Set() };
+  private readonly activeHttpStreams = new Set<string>();
+  private readonly abort = new AbortController();
   private readonly highWater: number;
 
   constructor(
@@ -66,6 +71,7 @@ export class ServerConnection implements SessionConnection {
       onUnexpectedResponse: () => this.drop('client sent a response nobody asked for'),
     });
     this.peer.onClose(() => {
+      this.abort.abort();
       if (this.session) options.registry.detach(this.session, this);
     });
   }
@@ -127,7 +133,13 @@ export class ServerConnection implements SessionConnection {
       if (!this.options.router.has(method)) return this.options.router.dispatch(method, params, undefined as never);
       if (!this.initializeDone || !this.session) throw RpcError.invalidRequest(`client must call initialize before using ${family(method)} methods`);
       if (!this.initializedReceived) throw RpcError.invalidRequest(`client must send initialized before using ${family(method)} methods`);
-      const ctx: RequestContext = { session: this.session, notify: (m, p) => this.notify(m, p), activeHttpStreams: this.ctx.activeHttpStreams };
+      const ctx: RequestContext = {
+        session: this.session,
+        fileHandles: this.session.fileHandles,
+        notify: (m, p) => this.notify(m, p),
+        activeHttpStreams: this.activeHttpStreams,
+        signal: this.abort.signal,
+      };
       return await this.options.router.dispatch(method, params, ctx);
     } finally {
       this.inFlight--;

@@ -10,7 +10,8 @@ import { systemClock, type Clock } from '../util/clock';
 import { ServerConnection, type RequestContext } from './connection';
 import { environmentInfo } from './environment';
 import { registerProcessMethods } from './processMethods';
-import type { SessionResource } from './session';
+import { registerFsMethods } from './fsMethods';
+import { registerHttpMethods } from './httpRequest';
 import { SessionRegistry } from './sessionRegistry';
 import { planUnsandboxed, type SpawnPlanner } from './spawnPlan';
 
@@ -25,10 +26,6 @@ export interface ExecServerOptions {
   sandboxAvailable?: boolean;
   clock?: Clock;
   log?: (line: string) => void;
-  /** Per-session resources owned by other modules (file handles). */
-  createSessionResources?: () => SessionResource[];
-  /** Extra method registrations (fs, http) on the shared router. */
-  registerMethods?: Array<(router: Router<RequestContext>) => void>;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '[::1]']);
@@ -50,15 +47,13 @@ export class ExecServer {
   private readonly envInfo: () => ReturnType<typeof environmentInfo>;
 
   constructor(private readonly options: ExecServerOptions = {}) {
-    this.registry = new SessionRegistry(
-      { ttlMs: options.sessionTtlMs ?? 30_000, clock: options.clock ?? systemClock, planner: options.planner ?? planUnsandboxed },
-      options.createSessionResources,
-    );
+    this.registry = new SessionRegistry({ ttlMs: options.sessionTtlMs ?? 30_000, clock: options.clock ?? systemClock, planner: options.planner ?? planUnsandboxed });
     registerProcessMethods(this.router);
+    registerFsMethods(this.router);
+    registerHttpMethods(this.router);
     this.router
       .on('environment/info', () => this.envInfo())
       .on('environment/status', () => ({ status: 'ready' }));
-    for (const register of options.registerMethods ?? []) register(this.router);
     const info = environmentInfo({ sandbox: options.sandboxAvailable ?? false });
     this.envInfo = () => info;
   }

@@ -1,10 +1,11 @@
 import type { ExecServerOptions } from './execServer';
-import { planUnsandboxed } from './spawnPlan';
+import { SandboxPlanner } from './sandbox';
 
 /**
- * The spawn planner the CLI server uses. Until the sandbox layer is wired, a start that asks for a
- * sandbox fails closed (never runs unsandboxed).
+ * The spawn planner the CLI server uses: commands without a `sandbox` run as they are; sandboxed
+ * ones go through bubblewrap (Linux) or Seatbelt (macOS), and fail closed when that is impossible.
  */
-export function sandboxPlanner(_opts: { bwrapPath?: string }): Pick<ExecServerOptions, 'planner' | 'sandboxAvailable'> {
-  return { planner: planUnsandboxed, sandboxAvailable: false };
+export function sandboxPlanner(opts: { bwrapPath?: string }): Pick<ExecServerOptions, 'planner' | 'sandboxAvailable'> {
+  const planner = new SandboxPlanner({ bwrapPath: opts.bwrapPath });
+  return { planner: (req) => planner.plan(req), sandboxAvailable: process.platform === 'linux' || process.platform === 'darwin' };
 }

@@ -69,25 +69,26 @@ function signalAll(pids: number[], signal: NodeJS.Signals): void {
 }
 
 /**
- * Kills the whole tree of `rootPid` with SIGKILL so that nothing survives: the group first (cheap
- * and atomic), then everything found in /proc, freezing it with SIGSTOP first so that no member
- * can fork a new child between the scan and the kill. Repeats (bounded) until a scan finds nothing.
+ * Kills the whole tree of `rootPid` with SIGKILL so that nothing survives. The tree is found first
+ * (parent links only exist while the parents live: killing the group first would orphan a
+ * `setsid` grandchild before we could see it), frozen with SIGSTOP so that no member can fork
+ * between scan and kill, then killed. Repeats (bounded) until a scan finds nothing alive.
  */
 export function killTree(rootPid: number): void {
+  if (process.platform === 'linux') {
+    for (let round = 0; round < 8; round++) {
+      const pids = collectTree(rootPid).filter((pid) => !isZombie(pid));
+      if (pids.length === 0) break;
+      signalAll(pids, 'SIGSTOP');
+      signalAll([...new Set([...pids, ...collectTree(rootPid)])], 'SIGKILL');
+    }
+  }
   try {
     process.kill(-rootPid, 'SIGKILL');
   } catch {
     // no such group (already dead, or not a group leader)
   }
-  if (process.platform !== 'linux') return;
-  for (let round = 0; round < 8; round++) {
-    const pids = collectTree(rootPid).filter((pid) => !isZombie(pid));
-    if (pids.length === 0) return;
-    signalAll(pids, 'SIGSTOP');
-    signalAll(collectTree(rootPid), 'SIGKILL');
-  }
 }
-
 function isZombie(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
 import type { Clock, TimerHandle } from '../util/clock';
+import { FileHandleTable } from './fileHandles';
 import { ManagedProcess, type ProcessSink } from './managedProcess';
 import type { SpawnPlanner } from './spawnPlan';
 
@@ -22,11 +23,6 @@ export interface SessionOptions {
   maxProcesses?: number;
 }
 
-/** Extra per-session state owned by other modules (file handles), closed with the session. */
-export interface SessionResource {
-  closeAll(): void | Promise<void>;
-}
-
 /**
  * A session owns processes and their retained output. It outlives its connection: detached, it
  * keeps running until resumed or until the TTL expires (then its processes are killed).
@@ -40,11 +36,10 @@ export class Session {
   private connection: SessionConnection | undefined;
   private disposed = false;
   private readonly sink: ProcessSink;
+  /** Files opened with `fs/open`, closed with the session. */
+  readonly fileHandles = new FileHandleTable();
 
-  constructor(
-    private readonly options: SessionOptions,
-    readonly resources: SessionResource[] = [],
-  ) {
+  constructor(private readonly options: SessionOptions) {
     this.sink = {
       notify: (method, params) => this.connection?.notify(method, params),
       congested: () => this.connection?.congested() ?? false,
@@ -168,12 +163,6 @@ export class Session {
     this.retention.clear();
     for (const p of this.processes.values()) p.destroy();
     this.processes.clear();
-    for (const r of this.resources) {
-      try {
-        void Promise.resolve(r.closeAll()).catch(() => undefined);
-      } catch {
-        // best effort
-      }
-    }
+    void this.fileHandles.closeAll().catch(() => undefined);
   }
 }

@@ -1,7 +1,7 @@
 import { ErrorCode } from '../protocol/common';
 import { RpcError } from '../rpc/errors';
 import type { Clock, TimerHandle } from '../util/clock';
-import { Session, type SessionConnection, type SessionOptions, type SessionResource } from './session';
+import { Session, type SessionConnection, type SessionOptions } from './session';
 
 /**
  * All sessions of a server. `initialize` creates one; a dropped connection detaches it; a
@@ -12,10 +12,7 @@ export class SessionRegistry {
   private readonly sessions = new Map<string, Session>();
   private readonly expiry = new Map<string, TimerHandle>();
 
-  constructor(
-    private readonly options: SessionOptions,
-    private readonly createResources: () => SessionResource[] = () => [],
-  ) {}
+  constructor(private readonly options: SessionOptions) {}
 
   get clock(): Clock {
     return this.options.clock;
@@ -30,7 +27,7 @@ export class SessionRegistry {
   }
 
   create(conn: SessionConnection): Session {
-    const s = new Session(this.options, this.createResources());
+    const s = new Session(this.options);
     this.sessions.set(s.id, s);
     s.attach(conn);
     return s;

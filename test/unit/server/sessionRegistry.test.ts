@@ -12,9 +12,7 @@ const conn = (): SessionConnection & { notes: unknown[] } => {
 };
 
 function registry(clock: FakeClock, ttlMs = 30_000) {
-  let closed = 0;
-  const r = new SessionRegistry({ ttlMs, clock, planner: planUnsandboxed }, () => [{ closeAll: () => void closed++ }]);
-  return { r, closedResources: () => closed };
+  return { r: new SessionRegistry({ ttlMs, clock, planner: planUnsandboxed }) };
 }
 
 test('resume reattaches a detached session with the same id', () => {
@@ -40,9 +38,9 @@ test('resume while attached is -32010 and unknown ids are -32600', () => {
   assert.throws(() => r.resume('nope', conn()), (e: unknown) => e instanceof RpcError && e.code === -32600 && e.message === 'unknown session id nope');
 });
 
-test('a detached session expires after the TTL and its resources are closed', () => {
+test('a detached session expires after the TTL and its file handles are closed', () => {
   const clock = new FakeClock();
-  const { r, closedResources } = registry(clock, 1000);
+  const { r } = registry(clock, 1000);
   const a = conn();
   const s = r.create(a);
   r.detach(s, a);
@@ -51,7 +49,7 @@ test('a detached session expires after the TTL and its resources are closed', ()
   clock.advance(1);
   assert.equal(r.size, 0);
   assert.ok(s.isDisposed);
-  assert.equal(closedResources(), 1);
+  assert.throws(() => s.fileHandles.checkCanAdd('h1'), /session is closed/);
   assert.throws(() => r.resume(s.id, conn()), /unknown session id/);
 });
 
