@@ -16,7 +16,7 @@ export function describeZodError(error: z.ZodError): string {
   switch (issue.code) {
     case 'invalid_type': {
       const input = (issue as { input?: unknown }).input;
-      return `invalid type: ${describeValue(input)}, expected ${article(issue.expected)}${where}`;
+      return `invalid type: ${describeValue(input)}, expected ${article(issue.expected)}`;
     }
     case 'invalid_value': {
       const input = (issue as { input?: unknown }).input;
@@ -35,7 +35,7 @@ function describeValue(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'sequence';
   if (typeof v === 'string') return `string ${JSON.stringify(v)}`;
-  if (typeof v === 'number') return Number.isInteger(v) ? `integer \`${v}\`` : `floating point \`${v}\``;
+  if (typeof v === 'number') return 'number';
   if (typeof v === 'boolean') return `boolean \`${v}\``;
   if (typeof v === 'object') return 'map';
   return typeof v;

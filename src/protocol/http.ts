@@ -14,7 +14,8 @@ export const HttpRequestParams = z.object({
   /** http or https only. */
   url: z.string(),
   headers: z.array(HttpRequestHeader).nullable().optional(),
-  bodyBase64: Base64.nullable().optional(),
+  /** Checked by the server, so that bad base64 gets the reference's decoder message (-32602). */
+  bodyBase64: z.string().nullable().optional(),
   /** Absent: no timeout. */
   timeoutMs: U64.nullable().optional(),
   redirectPolicy: z.enum(['follow', 'stop']).nullable().optional(),
