@@ -1,12 +1,16 @@
+import { runCommand, RUN_USAGE } from './run';
 import { serveCommand, SERVE_USAGE } from './serve';
 
 const USAGE = `exec-bridge — run commands on an executor through an exec-server
 
 ${SERVE_USAGE}
+
+${RUN_USAGE}
 `;
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
+  run: runCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

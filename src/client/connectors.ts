@@ -17,6 +17,14 @@ class WebSocketConnection extends WebSocketTransport implements Connection {
     this.socket.on('pong', l);
     return { dispose: () => void this.socket.off('pong', l) };
   }
+
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
 }
 
 /** Opens `ws://`/`wss://` connections, presenting `token` as a bearer token on the upgrade. */

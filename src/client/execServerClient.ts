@@ -119,6 +119,7 @@ export class ExecServerClient implements Disposable {
   private wedgedGen = -1;
   private attempt: { abort: AbortController; live?: Live } | undefined;
   private cancelSleep: (() => void) | undefined;
+  private incomingPaused = false;
   private deadlineTimer: TimerHandle | undefined;
 
   private readonly waiters = new Set<Deferred<Live>>();
@@ -182,6 +183,20 @@ export class ExecServerClient implements Disposable {
   get capabilities(): Readonly<Record<string, boolean>> {
     return this.caps;
   }
+  /**
+   * While true the client stops reading from the connection, so the server (and in the end the
+   * command's output pipe) is held back by TCP instead of this process buffering without bound.
+   * For a consumer slower than the stream, e.g. a full stdout pipe. Keepalive is suspended
+   * meanwhile; calls still go out, but their answers wait too. Applies to later connections.
+   */
+  setIncomingPaused(paused: boolean): void {
+    if (this.incomingPaused === paused) return;
+    this.incomingPaused = paused;
+    const conn = this.live?.conn;
+    if (paused) conn?.pause?.();
+    else conn?.resume?.();
+  }
+
   /** Calls holding an admission permit right now, and the most seen at once (diagnostics, tests). */
   get inFlight(): { now: number; peak: number } {
     return { now: this.admission.inFlight, peak: this.admission.peakInFlight };
@@ -218,7 +233,7 @@ export class ExecServerClient implements Disposable {
           handle.startGen = gen;
         },
         // The answer was lost with the connection: recovery asks the server and settles this.
-        onLost: () => abortable((handle.adoption ??= new Deferred()).promise, options.signal, 'process/start'),
+        onLost: () => abortable(handle.awaitAdoption(), options.signal, 'process/start'),
       });
       handle.markStarted(result);
       return handle;
@@ -471,6 +486,7 @@ export class ExecServerClient implements Disposable {
     const gen = ++this.genCounter;
     this.acceptGen = gen;
     const peer = new RpcPeer(conn, {
+      replyToMalformed: false,
       onNotification: (method, params) => {
         if (gen === this.acceptGen) this.onNotification(method, params);
       },
@@ -502,6 +518,12 @@ export class ExecServerClient implements Disposable {
     live.store.add(conn.onMessage(alive));
     const schedule = () => {
       probe = this.clock.setTimeout(() => {
+        if (this.incomingPaused && this.live === live) {
+          // We are not reading: no pong could be seen. Not a dead connection.
+          alive();
+          schedule();
+          return;
+        }
         conn.ping?.();
         deadline ??= this.clock.setTimeout(() => {
           this.log(`no pong within ${ka.timeoutMs} ms; dropping the connection`);
@@ -530,7 +552,7 @@ export class ExecServerClient implements Disposable {
     for (const h of this.processes.values()) {
       if (h.phase === 'starting' && h.startGen === live.gen) {
         h.phase = 'startLost';
-        h.adoption ??= new Deferred();
+        void h.awaitAdoption();
       }
     }
     this.log(`connection lost (${reason}); resuming session`);
@@ -618,6 +640,7 @@ export class ExecServerClient implements Disposable {
 
   private becomeConnected(live: Live): void {
     this.live = live;
+    if (this.incomingPaused) live.conn.pause?.();
     this.attempt = undefined;
     this.setState({ kind: 'connected', sessionId: this.session });
     const waiters = [...this.waiters];
@@ -679,7 +702,7 @@ export class ExecServerClient implements Disposable {
     this.waiters.clear();
     for (const h of [...this.processes.values()]) h.fail(error);
     this.processes.clear();
-    this.log(`failed: ${error.message}`);
+    if (error.reason !== 'disposed') this.log(`failed: ${error.message}`);
     this.setState({ kind: 'failed', error });
   }
 

@@ -14,3 +14,4 @@ export type {
   ProcessStatus,
   StartProcessOptions,
 } from './types';
+export { connectorFor, redact, stdioConnector, websocketConnector } from './connectors';

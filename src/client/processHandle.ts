@@ -133,6 +133,16 @@ export class ProcessHandleImpl implements ProcessHandle {
     return subscription;
   };
 
+  /** The adoption promise for a start whose answer was lost (created once). */
+  awaitAdoption(): Promise<ProcessStartResult> {
+    if (!this.adoption) {
+      this.adoption = new Deferred();
+      // The starter may have stopped waiting (aborted); its failure must not go unhandled.
+      this.adoption.promise.catch(() => undefined);
+    }
+    return this.adoption.promise;
+  }
+
   markStarted(result: ProcessStartResult): void {
     this.phase = 'started';
     this.sandboxTypeValue = result.sandboxType;

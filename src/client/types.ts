@@ -47,6 +47,9 @@ export type Endpoint =
 export interface Connection extends Transport {
   ping?(): void;
   onPong?(listener: () => void): Disposable;
+  /** Stop / restart reading from the peer (TCP backpressure). */
+  pause?(): void;
+  resume?(): void;
 }
 
 /**

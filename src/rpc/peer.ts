@@ -15,6 +15,12 @@ export interface PeerHandlers {
    * on any unsolicited response (as the real one does); a client just ignores it.
    */
   onUnexpectedResponse?(id: RequestId | null): void;
+  /**
+   * Answer unparseable frames with an id -1 error (the server's duty, exec-server-protocol.md §8).
+   * A client must stay silent instead: the real server drops a connection that sends it an
+   * unrequested error. Default true.
+   */
+  replyToMalformed?: boolean;
 }
 
 export interface CallOptions {
@@ -106,6 +112,7 @@ export class RpcPeer implements Disposable {
     const msg = parseMessage(text);
     switch (msg.kind) {
       case 'malformed':
+        if (this.handlers.replyToMalformed === false) return;
         this.transport.send(encodeError(-1, { code: ErrorCode.InvalidRequest, message: `failed to parse JSON-RPC message: ${msg.reason}` }));
         return;
       case 'request':

@@ -1,0 +1,374 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
+
+export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--token-file FILE] [--tty] [--cwd DIR]
+                      [--no-stdin] [--deadline-ms N] [--verbose] -- COMMAND [ARG]...
+
+  Runs COMMAND on an executor through the resilient client: streams its stdout/stderr to ours,
+  forwards our stdin, turns Ctrl-C into an interrupt, and exits with its exit code. A dropped
+  connection is resumed (the command keeps running, no output is lost or repeated).
+
+  --url          exec-server to use (ws:// or wss://); e.g. ours or \`codex exec-server\`.
+  --bundled      start our own exec-server (loopback, random token) for this run (default without --url).
+  --token-file   bearer token for --url (file content, trimmed; EXEC_BRIDGE_TOKEN works too).
+  --tty          run in a pseudo-terminal (our terminal goes raw; the remote line discipline handles keys).
+  --cwd          working directory on the executor (default: ours with --bundled, the executor's with --url).
+  --no-stdin     give the command /dev/null as stdin. (The protocol cannot forward end-of-file, so a
+                 command that reads stdin to its end waits forever unless it is interrupted.)
+  --deadline-ms  how long to try resuming a lost connection before giving up (default 25000).
+  --verbose      log connection details on stderr.
+
+  Exit status: the command's; 127 if it was not found; 255 if the connection failed.`;
+
+interface RunArgs {
+  url?: string;
+  bundled: boolean;
+  tokenFile?: string;
+  tty: boolean;
+  cwd?: string;
+  stdin: boolean;
+  deadlineMs?: number;
+  verbose: boolean;
+  argv: string[];
+}
+
+class UsageError extends Error {}
+class HelpRequested extends Error {}
+
+export function parseRunArgs(args: string[]): RunArgs {
+  const out: RunArgs = { bundled: false, tty: false, stdin: true, verbose: false, argv: [] };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') {
+      out.argv = args.slice(i + 1);
+      break;
+    }
+    if (!a.startsWith('-')) {
+      out.argv = args.slice(i);
+      break;
+    }
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const flag = eq > 0 ? a.slice(0, eq) : a;
+    const value = () => {
+      const v = eq > 0 ? a.slice(eq + 1) : args[++i];
+      if (v === undefined) throw new UsageError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--url':
+        out.url = value();
+        break;
+      case '--bundled':
+        out.bundled = true;
+        break;
+      case '--token-file':
+        out.tokenFile = value();
+        break;
+      case '--tty':
+        out.tty = true;
+        break;
+      case '--cwd':
+        out.cwd = value();
+        break;
+      case '--no-stdin':
+        out.stdin = false;
+        break;
+      case '--deadline-ms': {
+        const v = value();
+        const n = Number(v);
+        if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--deadline-ms must be a positive integer, got ${v}`);
+        out.deadlineMs = n;
+        break;
+      }
+      case '--verbose':
+        out.verbose = true;
+        break;
+      case '-h':
+      case '--help':
+        throw new HelpRequested();
+      default:
+        throw new UsageError(`unknown option ${a}`);
+    }
+  }
+  if (out.url !== undefined && out.bundled) throw new UsageError('use either --url or --bundled');
+  if (out.url === undefined) out.bundled = true;
+  if (out.argv.length === 0) throw new UsageError('no command given');
+  return out;
+}
+
+/** `exec-bridge run`: resolves with the exit status for the process. */
+export async function runCommand(argv: string[]): Promise<number> {
+  let args: RunArgs;
+  try {
+    args = parseRunArgs(argv);
+  } catch (e) {
+    if (e instanceof HelpRequested) {
+      process.stdout.write(RUN_USAGE + '\n');
+      return 0;
+    }
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`exec-bridge run: ${e.message}\n${RUN_USAGE}\n`);
+    return 2;
+  }
+  const say = (line: string) => process.stderr.write(`exec-bridge: ${line}\n`);
+  const debug = args.verbose ? say : () => undefined;
+
+  let bundled: BundledServer | undefined;
+  let client: ExecServerClient | undefined;
+  const cleanup = new Cleanup();
+  try {
+    let url: string;
+    let token: string | undefined;
+    if (args.bundled) {
+      bundled = await startBundledServer();
+      cleanup.add(() => bundled?.stop());
+      url = bundled.url;
+      token = bundled.token;
+      debug(`bundled exec-server at ${url}`);
+    } else {
+      url = args.url!;
+      token = args.tokenFile ? readFileSync(args.tokenFile, 'utf8').trim() : process.env.EXEC_BRIDGE_TOKEN;
+    }
+    client = await ExecServerClient.connect({
+      endpoint: { kind: 'websocket', url, token },
+      clientName: 'exec-bridge-run',
+      deadlineMs: args.deadlineMs,
+      log: args.verbose ? (line) => say(line) : undefined,
+    });
+    debug(`connected to ${redact(url)} (session ${client.sessionId})`);
+    watchConnection(client, say);
+
+    const cwd = args.cwd ? (args.bundled ? resolve(args.cwd) : args.cwd) : args.bundled ? process.cwd() : executorCwd(client);
+    const stdinIsTty = Boolean(process.stdin.isTTY);
+    const handle = await client.startProcess({
+      argv: args.argv,
+      cwd,
+      tty: args.tty,
+      pipeStdin: !args.tty && args.stdin,
+      ...(args.tty && process.stdout.isTTY ? { ptySize: { cols: process.stdout.columns, rows: process.stdout.rows } } : {}),
+    });
+    debug(`started process ${handle.processId}`);
+
+    // Our reader went away (e.g. `| head`): stop the command, as a local pipeline would.
+    const onOutputError = () => void handle.terminate().catch(() => undefined);
+    process.stdout.on('error', onOutputError);
+    cleanup.add(() => process.stdout.off('error', onOutputError));
+    const c = client;
+    let held = false;
+    handle.onEvent((e) => {
+      if (e.type !== 'output') return;
+      const out = e.stream === 'stderr' ? process.stderr : process.stdout;
+      // A slow reader of our stdout (a pipe) holds the stream back end to end instead of us buffering it.
+      if (!out.write(e.data) && !held) {
+        held = true;
+        c.setIncomingPaused(true);
+        out.once('drain', () => {
+          held = false;
+          c.setIncomingPaused(false);
+        });
+      }
+    });
+    if (args.stdin || args.tty) cleanup.add(forwardStdin(handle, args.tty && stdinIsTty));
+    cleanup.add(forwardInterrupts(handle, say));
+    if (args.tty && process.stdout.isTTY && client.capabilities.processResize) cleanup.add(forwardResize(handle));
+
+    try {
+      const done = await handle.completion;
+      await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+      return done.exitCode < 0 ? 255 : done.exitCode & 0xff;
+    } catch (e) {
+      if (isExecClientError(e) && e.kind === 'outputLost') {
+        // The output can no longer be exact: stop the command rather than let it run unobserved.
+        await handle.terminate().catch(() => undefined);
+      }
+      throw e;
+    }
+  } catch (e) {
+    if (isExecClientError(e)) {
+      say(e.message);
+      const notFound = e.kind === 'rpc' && (e as { data?: { kind?: string } }).data?.kind === 'spawnNotFound';
+      return notFound ? 127 : 255;
+    }
+    say(e instanceof Error ? e.message : String(e));
+    return 255;
+  } finally {
+    client?.dispose();
+    await cleanup.run();
+  }
+}
+
+/** Resolves when everything written so far reached the OS (process.exit would drop the rest). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise<void>((resolvePromise) => {
+    if (stream.writableLength === 0) resolvePromise();
+    else stream.write('', () => resolvePromise());
+  });
+}
+
+function watchConnection(client: ExecServerClient, say: (line: string) => void): void {
+  let lostAt = 0;
+  client.onDidChangeState((s: ConnectionState) => {
+    if (s.kind === 'recovering' && s.attempt === 0) {
+      lostAt = Date.now();
+      say(`connection lost (${s.cause}); resuming…`);
+    } else if (s.kind === 'connected' && lostAt > 0) {
+      say(`resumed after ${Date.now() - lostAt} ms`);
+      lostAt = 0;
+    }
+  });
+}
+
+function executorCwd(client: ExecServerClient): string {
+  const uri = client.environmentInfo?.cwd;
+  if (uri) {
+    try {
+      return fileURLToPath(uri);
+    } catch {
+      // fall through
+    }
+  }
+  return process.cwd();
+}
+
+/** Our stdin → the process's, one write at a time (stdin is paused while a write is on the wire). */
+function forwardStdin(handle: ProcessHandle, raw: boolean): () => void {
+  const stdin = process.stdin;
+  if (raw) stdin.setRawMode(true);
+  const onData = (chunk: Buffer) => {
+    stdin.pause();
+    handle.write(chunk).then(
+      () => stdin.resume(),
+      // The process exited or closed its stdin: stop reading ours.
+      () => stdin.off('data', onData),
+    );
+  };
+  stdin.on('data', onData);
+  return () => {
+    stdin.off('data', onData);
+    if (raw) stdin.setRawMode(false);
+    stdin.pause();
+    stdin.unref?.();
+  };
+}
+
+/** SIGINT → interrupt (a TTY process gets the Ctrl-C byte); a second within 2 s → terminate. */
+function forwardInterrupts(handle: ProcessHandle, say: (line: string) => void): () => void {
+  let last = 0;
+  const onSigint = () => {
+    const now = Date.now();
+    if (now - last < 2_000) {
+      say('terminating');
+      void handle.terminate().catch(() => undefined);
+    } else {
+      void handle.write('\x03').catch(() => undefined);
+    }
+    last = now;
+  };
+  const onSigterm = () => void handle.terminate().catch(() => undefined);
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigterm);
+  return () => {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigterm);
+  };
+}
+
+function forwardResize(handle: ProcessHandle): () => void {
+  const onResize = () => void handle.resize(process.stdout.columns, process.stdout.rows).catch(() => undefined);
+  process.stdout.on('resize', onResize);
+  return () => process.stdout.off('resize', onResize);
+}
+
+interface BundledServer {
+  url: string;
+  token: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `exec-bridge serve` (this same script) on loopback port 0 with a random token kept in a
+ * 0600 file. It gets its own process group so a Ctrl-C in the terminal reaches only us (we turn it
+ * into an interrupt of the command) and not the server.
+ */
+async function startBundledServer(): Promise<BundledServer> {
+  const token = randomBytes(32).toString('hex');
+  const dir = mkdtempSync(join(tmpdir(), 'exec-bridge-run-'));
+  const tokenFile = join(dir, 'token');
+  writeFileSync(tokenFile, token, { mode: 0o600 });
+  const script = process.argv[1]!;
+  const child = spawn(process.execPath, [script, 'serve', '--listen', 'ws://127.0.0.1:0', '--token-file', tokenFile], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
+  });
+  const killNow = () => {
+    try {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    } catch {
+      // gone
+    }
+  };
+  // Last resort if we exit without running the cleanup (e.g. an uncaught error).
+  process.once('exit', killNow);
+  const stop = async () => {
+    process.off('exit', killNow);
+    await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const url = await readUrl(child);
+    return { url, token, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+function readUrl(child: ChildProcess): Promise<string> {
+  return new Promise<string>((resolvePromise, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('the bundled exec-server did not start within 15 s')), 15_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /ws:\/\/[^\s]+/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolvePromise(m[0]);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the bundled exec-server exited (${code}) before it was ready`));
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Undo actions, run last-in first-out; one failing does not stop the others. */
+class Cleanup {
+  private readonly actions: Array<() => unknown> = [];
+  add(action: () => unknown): void {
+    this.actions.push(action);
+  }
+  async run(): Promise<void> {
+    for (const a of this.actions.reverse()) {
+      try {
+        await a();
+      } catch {
+        // keep going
+      }
+    }
+  }
+}

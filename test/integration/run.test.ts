@@ -1,0 +1,125 @@
+/** `node dist/cli.js run …` end to end: exit codes, streams, stdin, Ctrl-C, and cuts under a fault proxy. */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import { FaultProxy } from '../helpers/faultProxy';
+import { CLI_JS, startExecServer, type ExecServerProcess } from '../helpers/servers';
+import { eventually, numberedLines, streamingScript } from './clientHelpers';
+
+interface Run {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exit: Promise<number | null>;
+}
+
+function run(args: string[], timeoutMs = 20_000): Run {
+  const child = spawn(process.execPath, [CLI_JS, 'run', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<number | null>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`run ${args.join(' ')} did not finish in ${timeoutMs} ms; stderr: ${err}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+describe('run --bundled', () => {
+  test('streams stdout and stderr apart and exits with the command status', async () => {
+    const r = run(['--bundled', '--no-stdin', '--', 'bash', '-c', 'echo out; echo err >&2; exit 7']);
+    assert.equal(await r.exit, 7);
+    assert.equal(r.stdout(), 'out\n');
+    assert.equal(r.stderr(), 'err\n');
+  });
+
+  test('forwards stdin; the bundled server is gone afterwards', async () => {
+    const r = run(['--bundled', '--verbose', '--', 'head', '-n', '2']);
+    r.child.stdin!.write('one\ntwo\nthree\n');
+    assert.equal(await r.exit, 0);
+    assert.equal(r.stdout(), 'one\ntwo\n');
+    const url = /bundled exec-server at (ws:\/\/\S+)/.exec(r.stderr())?.[1];
+    assert.ok(url, r.stderr());
+    const refused = await new Promise<boolean>((resolve) => {
+      const ws = new WebSocket(url);
+      ws.on('open', () => {
+        ws.terminate();
+        resolve(false);
+      });
+      ws.on('error', () => resolve(true));
+    });
+    assert.equal(refused, true, 'the bundled server was stopped');
+  });
+
+  test('Ctrl-C becomes an interrupt of the remote command', async () => {
+    const r = run(['--bundled', '--no-stdin', '--', 'bash', '-c', `trap 'echo got-int; kill $!; exit 42' INT; echo ready; sleep 10 & wait`]);
+    await eventually(() => r.stdout().includes('ready'), 15_000, 'ready');
+    r.child.kill('SIGINT');
+    assert.equal(await r.exit, 42);
+    assert.equal(r.stdout(), 'ready\ngot-int\n');
+  });
+
+  test('--tty runs the command in a PTY', async () => {
+    const r = run(['--bundled', '--tty', '--', 'bash', '-c', 'test -t 0 && test -t 1 && echo tty']);
+    r.child.stdin!.end();
+    assert.equal(await r.exit, 0);
+    assert.equal(r.stdout(), 'tty\r\n');
+  });
+
+  test('a missing command exits 127; a bad option exits 2', async () => {
+    const r = run(['--bundled', '--no-stdin', '--', 'no-such-binary-xyz']);
+    assert.equal(await r.exit, 127);
+    const u = run(['--frobnicate', '--', 'true']);
+    assert.equal(await u.exit, 2);
+    assert.match(u.stderr(), /unknown option --frobnicate/);
+  });
+
+  test('an unreachable server exits 255 with a clear message', async () => {
+    const r = run(['--url', 'ws://127.0.0.1:1', '--', 'true']);
+    assert.equal(await r.exit, 255);
+    assert.match(r.stderr(), /cannot connect/);
+  });
+});
+
+for (const kind of ['ours', 'codex'] as const) {
+  describe(`run --url against ${kind} through cuts`, () => {
+    let server: ExecServerProcess;
+    let proxy: FaultProxy;
+    let dir: string;
+    before(async () => {
+      server = await startExecServer(kind, { token: true });
+      proxy = await FaultProxy.forUrl(server.url);
+      dir = mkdtempSync(join(tmpdir(), 'exec-bridge-run-test-'));
+      writeFileSync(join(dir, 'token'), server.token!, { mode: 0o600 });
+    });
+    after(async () => {
+      await proxy?.close();
+      await server?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('keeps output exact across repeated cuts and reports the recovery', async () => {
+      const r = run(['--url', proxy.url, '--token-file', join(dir, 'token'), '--no-stdin', '--cwd', '/tmp', '--', ...streamingScript(2000, 100)]);
+      for (const at of [400, 1000, 1600]) {
+        await eventually(() => r.stdout().includes(`line ${at}\n`), 15_000, `line ${at}`);
+        proxy.cut();
+      }
+      assert.equal(await r.exit, 0);
+      const pid = /^pid (\d+)\n/.exec(r.stdout())?.[1];
+      assert.equal(r.stdout(), `pid ${pid}\n${numberedLines(2000)}pid ${pid}\n`);
+      assert.equal(r.stderr().match(/connection lost .*; resuming…/g)?.length, 3, r.stderr());
+      assert.equal(r.stderr().match(/resumed after \d+ ms/g)?.length, 3, r.stderr());
+    });
+  });
+}
