@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
+import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
 import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol/process';
@@ -39,10 +40,11 @@ const STDIN_QUEUE_LIMIT = 8 * 1024 * 1024;
 const DENIAL_GRACE_MS = 150;
 const DEFAULT_PTY = { cols: 80, rows: 24 };
 
-let ptyModule: typeof import('node-pty') | undefined;
-function loadPty(): typeof import('node-pty') {
+let ptyModule: typeof NodePty | undefined;
+function loadPty(): typeof NodePty {
   // Loaded on first use: a server that never starts a PTY never loads the native addon.
-  ptyModule ??= require('node-pty') as typeof import('node-pty');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  ptyModule ??= require('node-pty') as typeof NodePty;
   return ptyModule;
 }
 

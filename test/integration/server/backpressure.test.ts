@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { RawClient, startParams, startServer, type StartedServer } from '../../helpers/rawClient';
 
 function rssKb(pid: number): number {
-  const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8') as string;
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
 }
 
@@ -19,7 +21,7 @@ describe('our exec-server: backpressure', () => {
     const total = 128 * 1024 * 1024;
     await c.call('process/start', startParams('flood', ['head', '-c', String(total), '/dev/zero']));
     // Stop reading from the socket: the kernel buffers fill, then the server's send buffer.
-    const socket = (c.ws as unknown as { _socket: import('node:net').Socket })._socket;
+    const socket = (c.ws as unknown as { _socket: Socket })._socket;
     socket.pause();
     await new Promise((r) => setTimeout(r, 1500));
     const rss = rssKb(server.child.pid!);
