@@ -6,3 +6,4 @@ export * from './http';
 export * from './methods';
 export * from './process';
 export * from './session';
+export * from './sandbox';

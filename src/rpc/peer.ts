@@ -94,6 +94,11 @@ export class RpcPeer implements Disposable {
     if (!this.closedFlag) this.transport.send(encodeNotification(method, params));
   }
 
+  /** Sends a notification its owner encoded itself (see `encodeOutputNotification`). */
+  notifyFrame(frame: Buffer): void {
+    if (!this.closedFlag) this.transport.sendFrame(frame);
+  }
+
   /** Ids of requests whose answer has not arrived, with their methods. */
   pendingMethods(): Array<{ id: RequestId; method: string }> {
     return [...this.pending].map(([id, p]) => ({ id, method: p.method }));

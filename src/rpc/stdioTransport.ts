@@ -50,6 +50,14 @@ export class StdioTransport extends BaseTransport {
     this.output.write(text + '\n', () => this.written(n));
   }
 
+  sendFrame(frame: Buffer): void {
+    if (this.isClosed) return;
+    const n = frame.length + 1;
+    this.pending += n;
+    this.output.write(frame);
+    this.output.write('\n', () => this.written(n));
+  }
+
   protected doClose(): void {
     this.input.destroy();
     this.output.end();

@@ -6,6 +6,8 @@ import type { Disposable } from '../util/disposable';
  */
 export interface Transport {
   send(text: string): void;
+  /** Sends one message already encoded as UTF-8 JSON (the hot path for process output). */
+  sendFrame(frame: Buffer): void;
   onMessage(listener: (text: string) => void): Disposable;
   onClose(listener: (reason: string | undefined) => void): Disposable;
   close(reason?: string): void;

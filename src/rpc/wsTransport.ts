@@ -29,6 +29,17 @@ export class WebSocketTransport extends BaseTransport {
     });
   }
 
+  sendFrame(frame: Buffer): void {
+    if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return;
+    const n = frame.length;
+    this.pending += n;
+    // A text frame from bytes: no string → UTF-8 re-encoding on the way to the socket.
+    this.ws.send(frame, { binary: false }, (err) => {
+      this.written(n);
+      if (err) this.close(`send failed: ${err.message}`);
+    });
+  }
+
   protected doClose(): void {
     // terminate (not close): the peer may be gone; waiting for a close handshake only delays teardown.
     this.ws.terminate();

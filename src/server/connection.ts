@@ -39,7 +39,7 @@ const LOW_WATER = 1024 * 1024;
 function family(method: string): string {
   if (method.startsWith('fs/')) return 'filesystem';
   if (method.startsWith('http/')) return 'http';
-  if (method.startsWith('environment/')) return 'environment info';
+  if (method.startsWith('environment/')) return `environment ${method.slice('environment/'.length)}`;
   return 'exec';
 }
 
@@ -83,6 +83,10 @@ export class ServerConnection implements SessionConnection {
   // SessionConnection
   notify(method: string, params: unknown): void {
     this.peer.notify(method, params);
+  }
+
+  notifyFrame(frame: Buffer): void {
+    this.peer.notifyFrame(frame);
   }
 
   congested(): boolean {

@@ -9,6 +9,7 @@ import { WebSocketTransport } from '../rpc/wsTransport';
 import { systemClock, type Clock } from '../util/clock';
 import { ServerConnection, type RequestContext } from './connection';
 import { environmentInfo } from './environment';
+import { FifoPool } from './fifoPool';
 import { registerProcessMethods } from './processMethods';
 import { registerFsMethods } from './fsMethods';
 import { registerHttpMethods } from './httpRequest';
@@ -45,9 +46,16 @@ export class ExecServer {
   private http: Server | undefined;
   private wss: WebSocketServer | undefined;
   private readonly envInfo: () => ReturnType<typeof environmentInfo>;
+  private readonly fifos = new FifoPool();
 
   constructor(private readonly options: ExecServerOptions = {}) {
-    this.registry = new SessionRegistry({ ttlMs: options.sessionTtlMs ?? 30_000, clock: options.clock ?? systemClock, planner: options.planner ?? planUnsandboxed });
+    this.fifos.warm();
+    this.registry = new SessionRegistry({
+      ttlMs: options.sessionTtlMs ?? 30_000,
+      clock: options.clock ?? systemClock,
+      planner: options.planner ?? planUnsandboxed,
+      fifos: this.fifos,
+    });
     registerProcessMethods(this.router);
     registerFsMethods(this.router);
     registerHttpMethods(this.router);
@@ -136,6 +144,7 @@ export class ExecServer {
   /** Kills every session's processes, closes every connection and the listener. */
   async close(): Promise<void> {
     this.registry.dispose();
+    this.fifos.dispose();
     for (const c of this.connections) c.close('server shutting down');
     this.connections.clear();
     this.wss?.close();

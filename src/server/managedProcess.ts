@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { accessSync, existsSync, constants as fsConstants, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
+import type { Socket } from 'node:net';
 import { delimiter, isAbsolute, join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
@@ -9,6 +11,7 @@ import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus }
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
 import { buildChildEnv } from './envPolicy';
+import { closeChildEnds, type FifoPool } from './fifoPool';
 import { OutputWindow } from './outputWindow';
 import { killTree } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
@@ -17,6 +20,8 @@ import { pathFromUri } from './uri';
 /** Where a process delivers its notifications: the session's attached connection, if any. */
 export interface ProcessSink {
   notify(method: string, params: unknown): void;
+  /** The same, for a notification already encoded (process output: the hot path). */
+  notifyFrame(frame: Buffer): void;
   /** True while the attached client's socket buffer is above the high-water mark. */
   congested(): boolean;
   /** Calls `cb` once the congestion clears, or the client detaches. */
@@ -28,6 +33,8 @@ export interface ProcessOptions {
   /** Output above this size is coalesced no further: one notification carries at most this. */
   maxChunkBytes?: number;
   retainedBytes?: number;
+  /** Real pipes for stdio (else Node's socket pairs). */
+  fifos?: FifoPool;
   /** Called once after `closed` is published (the session starts the retention timer). */
   onClosed?: () => void;
 }
@@ -89,12 +96,45 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null)
 }
 
 /**
+ * `{"method":"process/output","params":{…,"chunk":"<base64>"}}` written straight into one Buffer:
+ * output is most of what a server sends, and building it this way skips JSON.stringify over the
+ * base64 text and the UTF-8 re-encoding of the whole frame on the way to the socket.
+ */
+export function encodeOutputNotification(idJson: string, seq: number, stream: OutputStream, data: Buffer): Buffer {
+  const head = `{"method":"process/output","params":{"processId":${idJson},"seq":${seq},"stream":"${stream}","chunk":"`;
+  const headBytes = Buffer.byteLength(head);
+  const b64Len = 4 * Math.ceil(data.length / 3);
+  const frame = Buffer.allocUnsafe(headBytes + b64Len + 3);
+  frame.write(head, 0, 'utf8');
+  frame.write(data.toString('base64'), headBytes, 'latin1');
+  frame.write('"}}', headBytes + b64Len, 'latin1');
+  return frame;
+}
+
+/**
+ * node-pty execs its `file` with argv[0] = file and cannot set argv0 itself. So that a PTY child sees
+ * the name it was asked for (argv[0] as given, or `arg0`), pass the name when PATH lookup in the
+ * child finds the same program, and use `exec -a` in bash for an explicit `arg0`.
+ */
+function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, arg0: string | null | undefined): { file: string; args: string[] } {
+  if (plan.file !== resolved) return { file: plan.file, args: plan.args }; // a sandbox launcher handles argv[0]
+  if (arg0 && arg0 !== requested && existsSync('/bin/bash')) {
+    return { file: '/bin/bash', args: ['--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', arg0, resolved, ...plan.args] };
+  }
+  const viaPath = !requested.includes('/') && plan.env.PATH !== undefined && resolveExecutable(requested, plan.cwd, plan.env.PATH) === resolved;
+  return { file: viaPath ? requested : resolved, args: plan.args };
+}
+
+/**
  * One process of a session: spawns it (pipes or PTY), numbers its events with one per-process seq
  * (output…, exited, closed; `closed` always last, output may follow `exited`), retains output for
  * `process/read`, answers long polls, dedupes writes by `writeId`, and kills its whole tree.
  */
 export class ManagedProcess {
   private child: ChildProcess | undefined;
+  private stdin: Writable | undefined;
+  private stdout: Readable | undefined;
+  private stderr: Readable | undefined;
   private pty: IPty | undefined;
   private plan: SpawnPlan | undefined;
   private pid = 0;
@@ -113,6 +153,8 @@ export class ManagedProcess {
   private paused = false;
   private destroyed = false;
   private readonly maxChunk: number;
+  /** The process id as a JSON string literal, encoded once. */
+  private readonly idJson: string;
 
   private constructor(
     readonly id: string,
@@ -123,6 +165,7 @@ export class ManagedProcess {
   ) {
     this.window = new OutputWindow(options.retainedBytes);
     this.maxChunk = options.maxChunkBytes ?? MAX_CHUNK;
+    this.idJson = JSON.stringify(id);
   }
 
   get sandboxType(): SandboxType {
@@ -143,6 +186,12 @@ export class ManagedProcess {
 
   static async start(req: ProcessStartRequest, sink: ProcessSink, options: ProcessOptions): Promise<ManagedProcess> {
     if (req.argv.length === 0) throw RpcError.invalidParams('argv must not be empty');
+    if (req.enforceManagedNetwork) {
+      // Fail closed: we cannot enforce a managed network proxy, so we must not run as if we did.
+      throw RpcError.internal('this exec-server does not support enforceManagedNetwork (managed network proxy); the command was not run', {
+        kind: 'unsupported',
+      });
+    }
     const cwd = pathFromUri(req.cwd, 'cwd');
     const env = buildChildEnv(req.env, req.envPolicy);
     try {
@@ -153,7 +202,8 @@ export class ManagedProcess {
     const argv0 = resolveExecutable(req.argv[0]!, cwd, env.PATH ?? process.env.PATH);
     let plan: SpawnPlan;
     try {
-      plan = await options.planner({ argv: [argv0, ...req.argv.slice(1)], arg0: req.arg0, cwd, env, tty: req.tty, sandbox: req.sandbox ?? null });
+      // The planner gets the resolved program and the name the child should see as argv[0].
+      plan = await options.planner({ argv: [argv0, ...req.argv.slice(1)], arg0: req.arg0 ?? req.argv[0], cwd, env, tty: req.tty, sandbox: req.sandbox ?? null });
     } catch (e) {
       if (e instanceof RpcError) throw e;
       throw RpcError.internal(`sandbox unavailable: ${(e as Error).message}`, { kind: 'sandboxUnavailable' });
@@ -161,7 +211,7 @@ export class ManagedProcess {
     const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options);
     proc.plan = plan;
     try {
-      if (req.tty) proc.spawnPty(plan, req.ptySize ?? DEFAULT_PTY);
+      if (req.tty) proc.spawnPty(ptyLaunch(plan, argv0, req.argv[0]!, req.arg0), plan, req.ptySize ?? DEFAULT_PTY);
       else await proc.spawnPipes(plan, plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined);
     } catch (e) {
       plan.dispose();
@@ -171,25 +221,60 @@ export class ManagedProcess {
   }
 
   private async spawnPipes(plan: SpawnPlan, argv0: string | undefined): Promise<void> {
-    const child = spawn(plan.file, plan.args, {
-      cwd: plan.cwd,
-      env: plan.env,
-      argv0,
-      // Own process group and session: signals and kills address the whole group.
-      detached: true,
-      stdio: [this.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', (e: NodeJS.ErrnoException) => {
-        reject(e.code === 'ENOENT' ? spawnNotFound() : RpcError.internal(`${e.message}`, { kind: 'spawnFailed' }));
+    const fifos = this.options.fifos;
+    let ends: Array<{ ours: Socket; childFd: number }> | undefined;
+    if (fifos?.available) {
+      try {
+        ends = fifos.open(this.pipeStdin ? [true, false, false] : [false, false]);
+      } catch {
+        ends = undefined; // fall back to socket pairs rather than fail the start
+      }
+    }
+    const fds = ends?.map((e) => e.childFd);
+    const stdio: Array<'pipe' | 'ignore' | number> = fds
+      ? this.pipeStdin
+        ? [fds[0]!, fds[1]!, fds[2]!]
+        : ['ignore', fds[0]!, fds[1]!]
+      : [this.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'];
+    let child: ChildProcess;
+    try {
+      child = spawn(plan.file, plan.args, {
+        cwd: plan.cwd,
+        env: plan.env,
+        argv0,
+        // Own process group and session: signals and kills address the whole group.
+        detached: true,
+        stdio,
       });
-    });
+    } finally {
+      // The child has its copies (fork happened synchronously); ours would keep the pipes open.
+      if (fds) closeChildEnds(fds);
+    }
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', (e: NodeJS.ErrnoException) => {
+          reject(e.code === 'ENOENT' ? spawnNotFound() : RpcError.internal(`${e.message}`, { kind: 'spawnFailed' }));
+        });
+      });
+    } catch (e) {
+      for (const end of ends ?? []) end.ours.destroy();
+      throw e;
+    }
     this.child = child;
     this.pid = child.pid!;
-    child.stdin?.on('error', () => undefined); // EPIPE after the child exits: reported on the next write
+    if (ends) {
+      const mine = ends.map((e) => e.ours);
+      if (this.pipeStdin) this.stdin = mine.shift();
+      [this.stdout, this.stderr] = mine;
+    } else {
+      this.stdin = child.stdin ?? undefined;
+      this.stdout = child.stdout!;
+      this.stderr = child.stderr!;
+    }
+    this.stdin?.on('error', () => undefined); // EPIPE after the child exits: reported on the next write
     this.openStreams = 2;
-    for (const [stream, s] of [['stdout', child.stdout!], ['stderr', child.stderr!]] as const) {
+    for (const [stream, s] of [['stdout', this.stdout!], ['stderr', this.stderr!]] as const) {
       s.on('data', (d: Buffer) => this.onData(stream, d));
       s.on('close', () => this.onStreamClosed());
       s.on('error', () => undefined);
@@ -197,8 +282,8 @@ export class ManagedProcess {
     child.on('exit', (code, signal) => this.onExit(exitCodeOf(code, signal)));
   }
 
-  private spawnPty(plan: SpawnPlan, size: { cols: number; rows: number }): void {
-    const pty = loadPty().spawn(plan.file, plan.args, {
+  private spawnPty(launch: { file: string; args: string[] }, plan: SpawnPlan, size: { cols: number; rows: number }): void {
+    const pty = loadPty().spawn(launch.file, launch.args, {
       name: plan.env.TERM ?? 'xterm-256color',
       cols: size.cols,
       rows: size.rows,
@@ -250,7 +335,7 @@ export class ManagedProcess {
   private emitOutput(stream: OutputStream, data: Buffer): void {
     const seq = this.nextSeq++;
     this.window.push({ seq, stream, data });
-    this.sink.notify('process/output', { processId: this.id, seq, stream, chunk: data.toString('base64') });
+    this.sink.notifyFrame(encodeOutputNotification(this.idJson, seq, stream, data));
     this.wake();
     if (!this.paused && this.sink.congested()) this.pauseOutput();
   }
@@ -258,8 +343,8 @@ export class ManagedProcess {
   /** Backpressure: stop reading the child's output (it blocks on a full pipe) until the client catches up. */
   private pauseOutput(): void {
     this.paused = true;
-    this.child?.stdout?.pause();
-    this.child?.stderr?.pause();
+    this.stdout?.pause();
+    this.stderr?.pause();
     this.pty?.pause();
     this.sink.whenUncongested(() => this.resumeOutput());
   }
@@ -267,8 +352,8 @@ export class ManagedProcess {
   private resumeOutput(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.child?.stdout?.resume();
-    this.child?.stderr?.resume();
+    this.stdout?.resume();
+    this.stderr?.resume();
     this.pty?.resume();
   }
 
@@ -379,7 +464,7 @@ export class ManagedProcess {
     if (this.pty) {
       if (data.length > 0) this.pty.write(data);
     } else {
-      const stdin = this.child?.stdin;
+      const stdin = this.stdin;
       if (!stdin || stdin.destroyed || !stdin.writable) throw RpcError.internal('failed to write to process stdin');
       if (data.length > 0) stdin.write(data);
       if (stdin.writableLength > STDIN_QUEUE_LIMIT) {
@@ -418,7 +503,17 @@ export class ManagedProcess {
   /** SIGKILL to the whole tree. Returns whether it was still running. */
   terminate(): boolean {
     const running = this.rawExit === undefined && this.pid > 0;
-    if (this.pid > 0) killTree(this.pid);
+    if (running) {
+      killTree(this.pid);
+    } else if (this.pid > 0) {
+      // The leader is gone and its pid may already belong to someone else: only the process
+      // group id is safe to use (the kernel keeps it reserved while any member lives).
+      try {
+        process.kill(-this.pid, 'SIGKILL');
+      } catch {
+        // no member left
+      }
+    }
     return running;
   }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
 import type { Clock, TimerHandle } from '../util/clock';
+import type { FifoPool } from './fifoPool';
 import { FileHandleTable } from './fileHandles';
 import { ManagedProcess, type ProcessSink } from './managedProcess';
 import type { SpawnPlanner } from './spawnPlan';
@@ -9,6 +10,7 @@ import type { SpawnPlanner } from './spawnPlan';
 /** What a session needs from the connection it is attached to. */
 export interface SessionConnection {
   notify(method: string, params: unknown): void;
+  notifyFrame(frame: Buffer): void;
   congested(): boolean;
   whenUncongested(cb: () => void): void;
 }
@@ -19,6 +21,7 @@ export interface SessionOptions {
   clock: Clock;
   planner: SpawnPlanner;
   retainedBytes?: number;
+  fifos?: FifoPool;
   /** Processes a session may hold at once, running or retained (a bound against floods). */
   maxProcesses?: number;
 }
@@ -42,6 +45,7 @@ export class Session {
   constructor(private readonly options: SessionOptions) {
     this.sink = {
       notify: (method, params) => this.connection?.notify(method, params),
+      notifyFrame: (frame) => this.connection?.notifyFrame(frame),
       congested: () => this.connection?.congested() ?? false,
       whenUncongested: (cb) => {
         if (this.connection) this.connection.whenUncongested(cb);
@@ -95,6 +99,7 @@ export class Session {
       proc = await ManagedProcess.start(req, this.sink, {
         planner: this.options.planner,
         retainedBytes: this.options.retainedBytes,
+        fifos: this.options.fifos,
         onClosed: () => this.scheduleRelease(id, proc),
       });
     } finally {

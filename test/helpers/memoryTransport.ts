@@ -20,6 +20,10 @@ export class MemoryTransport extends BaseTransport {
     queueMicrotask(() => peer?.deliver(text));
   }
 
+  sendFrame(frame: Buffer): void {
+    this.send(frame.toString('utf8'));
+  }
+
   deliver(text: string): void {
     this.emitMessage(text);
   }

@@ -57,6 +57,9 @@ class CountingConnection implements Connection {
     }
     this.inner.send(text);
   }
+  sendFrame(frame: Buffer): void {
+    this.send(frame.toString('utf8'));
+  }
   onMessage(l: (text: string) => void): Disposable {
     return this.inner.onMessage(l);
   }

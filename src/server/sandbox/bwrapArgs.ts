@@ -80,7 +80,8 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   a.push('--');
   const [file, ...rest] = o.argv;
   if (o.arg0 !== undefined && o.arg0 !== null && o.arg0 !== file) {
-    a.push(o.bashPath ?? '/bin/bash', '-c', 'exec -a "$0" "$@"', o.arg0, file!, ...rest);
+    // --norc: bash would otherwise read ~/.bashrc when stdin is a socket (its "rshd" heuristic).
+    a.push(o.bashPath ?? '/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', o.arg0, file!, ...rest);
   } else {
     a.push(file!, ...rest);
   }

@@ -24,7 +24,7 @@ export type Mount =
   | { kind: 'placeholder'; path: string; mode: number }
   /** Existing directory hidden behind an empty, inaccessible tmpfs. */
   | { kind: 'deny-dir'; path: string }
-  /** Existing file hidden behind an empty read-only file. */
+  /** Existing file hidden: /dev/null bound over it on a nodev mount, so opening it fails with EACCES. */
   | { kind: 'deny-file'; path: string }
   /** Private, empty, writable tmpfs (writes vanish at exit). */
   | { kind: 'tmpfs'; path: string };
@@ -35,7 +35,7 @@ export interface Layout {
   mounts: Mount[];
   /** Real paths that are writable (for the denial heuristic and Seatbelt). */
   writableRoots: string[];
-  /** Read-only carve-outs inside writable roots (existing or placeholders), real paths. */
+  /** Not writable although inside a writable root: carve-outs (existing or placeholders), read and deny entries. */
   protectedPaths: string[];
   /** How /tmp looks inside. */
   tmp: 'shared' | 'private' | 'read-only';
@@ -46,6 +46,7 @@ interface Candidate {
   access: Access | 'protect';
   /** Explicit entries beat built-in carve-outs at the same path. */
   explicit: boolean;
+  scratch?: boolean;
 }
 
 function lstatOrNull(p: string): Stats | null {
@@ -78,7 +79,11 @@ export function realish(p: string): string {
 
 const STRENGTH: Record<Candidate['access'], number> = { read: 0, protect: 1, write: 2, deny: 3 };
 
-export function computeLayout(policy: ResolvedPolicy): Layout {
+/**
+ * `isStub` tells which existing directories are placeholders another running sandbox created: they
+ * must stay placeholders (shared, removed by their last user), not become real carve-outs.
+ */
+export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => boolean = () => false): Layout {
   if (policy.fs === 'unrestricted') return { root: 'rw', mounts: [], writableRoots: ['/'], protectedPaths: [], tmp: 'shared' };
 
   // 1. Explicit rules on real paths; a missing read/write target is skipped (nothing to bind).
@@ -93,7 +98,7 @@ export function computeLayout(policy: ResolvedPolicy): Layout {
       if (rule.access === 'deny') put({ path: realish(rule.path), access: 'deny', explicit: true });
       continue;
     }
-    put({ path: real, access: rule.access, explicit: true });
+    put({ path: real, access: rule.access, explicit: true, ...(rule.scratch ? { scratch: true } : {}) });
   }
 
   const rootRule = byPath.get('/');
@@ -101,8 +106,12 @@ export function computeLayout(policy: ResolvedPolicy): Layout {
   byPath.delete('/');
   const writable = () => [...(root === 'rw' ? ['/'] : []), ...[...byPath.values()].filter((c) => c.access === 'write').map((c) => c.path)];
 
-  // 2. Built-in carve-outs inside every writable root, and the target of a `.git` pointer file.
+  // 2. Built-in carve-outs inside every writable root but scratch ones (/tmp, $TMPDIR), and the
+  //    target of a `.git` pointer file.
+  const scratch = new Set([...byPath.values()].filter((c) => c.scratch).map((c) => c.path));
   for (const w of writable()) {
+    // A writable "/" is full write access: carve-outs at /.git would only litter the host root.
+    if (scratch.has(w) || w === '/') continue;
     for (const name of PROTECTED_NAMES) {
       const p = w === '/' ? `/${name}` : `${w}/${name}`;
       const st = lstatOrNull(p);
@@ -135,9 +144,10 @@ export function computeLayout(policy: ResolvedPolicy): Layout {
   else if (tmpRule?.access === 'read') tmp = 'read-only';
   else tmp = 'private';
   const readable = (p: string) => root !== 'empty' || [...byPath.values()].some((c) => c.access !== 'deny' && isWithin(p, c.path));
-  if (tmp === 'private' && root === 'ro' && isWithin(policy.cwd, '/tmp') && !byPath.has(policy.cwd)) {
+  const cwdReal = realpathOrNull(policy.cwd) ?? policy.cwd;
+  if (tmp === 'private' && root === 'ro' && isWithin(cwdReal, '/tmp') && ![...byPath.values()].some((c) => c.access !== 'deny' && isWithin(cwdReal, c.path))) {
     // The private /tmp would hide a cwd under /tmp that the policy lets the command read.
-    put({ path: realpathOrNull(policy.cwd) ?? policy.cwd, access: 'read', explicit: true });
+    put({ path: cwdReal, access: 'read', explicit: true });
   }
 
   // 4. Order: shallow first; mounts on the same depth are independent.
@@ -153,12 +163,14 @@ export function computeLayout(policy: ResolvedPolicy): Layout {
         break;
       case 'read':
         mounts.push({ kind: 'ro-bind', path: c.path });
+        if (underWritable(c.path)) protectedPaths.push(c.path);
         break;
       case 'protect':
         protectedPaths.push(c.path);
-        mounts.push(st ? { kind: 'ro-bind', path: c.path } : { kind: 'placeholder', path: c.path, mode: 0o555 });
+        mounts.push(st && !isStub(c.path) ? { kind: 'ro-bind', path: c.path } : { kind: 'placeholder', path: c.path, mode: 0o555 });
         break;
       case 'deny':
+        if (underWritable(c.path)) protectedPaths.push(c.path);
         if (!readable(c.path)) break; // invisible anyway
         if (st?.isDirectory()) mounts.push({ kind: 'deny-dir', path: c.path });
         else if (st) mounts.push({ kind: 'deny-file', path: c.path });

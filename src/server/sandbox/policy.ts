@@ -14,6 +14,8 @@ export interface PathRule {
   /** Absolute, normalised (not yet resolved through symlinks). */
   path: string;
   access: Access;
+  /** Only from `slash_tmp`/`tmpdir`: a scratch area, which gets no `.git`-style carve-outs. */
+  scratch?: boolean;
 }
 
 export interface ResolvedPolicy {
@@ -63,21 +65,24 @@ export function resolvePolicy(sandbox: unknown, cwd: string, env: Record<string,
   const workspaceRoots = (ctx.workspaceRoots ?? []).map((u) => pathFromUri(u, 'sandbox.workspaceRoots'));
   const tmpDirs = ctx.temporaryDirectories ? ctx.temporaryDirectories.map((u) => pathFromUri(u, 'sandbox.temporaryDirectories')) : env.TMPDIR ? [env.TMPDIR] : [];
 
-  const byPath = new Map<string, Access>();
+  const byPath = new Map<string, PathRule>();
   let minimal = false;
-  const add = (p: string, access: Access) => {
-    const key = normalize(p).replace(/(.)\/+$/, '$1');
-    const prev = byPath.get(key);
-    if (prev === undefined || PRECEDENCE[access] > PRECEDENCE[prev]) byPath.set(key, access);
+  const add = (p: string, access: Access, scratch: boolean) => {
+    const path = normalize(p).replace(/(.)\/+$/, '$1');
+    const prev = byPath.get(path);
+    const strongest = prev === undefined || PRECEDENCE[access] > PRECEDENCE[prev.access] ? access : prev.access;
+    // A path is scratch only if every entry naming it is (a workspace at /tmp keeps its carve-outs).
+    byPath.set(path, { path, access: strongest, ...((prev === undefined || prev.scratch) && scratch ? { scratch: true } : {}) });
   };
   for (const entry of perms.file_system.entries) {
     const access: Access = entry.access === 'none' ? 'deny' : entry.access;
+    const scratch = entry.path.type === 'special' && (entry.path.value.kind === 'slash_tmp' || entry.path.value.kind === 'tmpdir');
     for (const p of entryPaths(entry, { anchor, workspaceRoots, tmpDirs })) {
       if (p === 'minimal') minimal = minimal || access !== 'deny';
-      else add(p, access);
+      else add(p, access, scratch);
     }
   }
-  const rules = [...byPath].map(([path, access]) => ({ path, access }));
+  const rules = [...byPath.values()];
   return { unrestricted: false, fs: 'restricted', network: perms.network, rules, minimal, cwd };
 }
 

@@ -1,27 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { isAlive, until } from '../../helpers/procs';
 import { RawClient, startParams, startServer, type StartedServer } from '../../helpers/rawClient';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const unb64 = (s: string) => Buffer.from(s, 'base64').toString();
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return !existsSync(`/proc/${pid}/stat`) ? false : !readFileSync(`/proc/${pid}/stat`, 'latin1').includes(') Z ');
-  } catch {
-    return false;
-  }
-};
-async function until(pred: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const alive = isAlive;
 
 describe('our exec-server: processes', () => {
   let server: StartedServer;

@@ -3,16 +3,10 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { isAlive } from '../../helpers/procs';
 import { RawClient, startParams, startServer, type StartedServer } from '../../helpers/rawClient';
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = isAlive;
 
 describe('our exec-server: sessions', () => {
   let server: StartedServer;

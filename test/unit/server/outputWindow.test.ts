@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { encodeOutputNotification } from '../../../src/server/managedProcess';
 import { OutputWindow } from '../../../src/server/outputWindow';
 
 const chunk = (seq: number, n: number) => ({ seq, stream: 'stdout' as const, data: Buffer.alloc(n, seq % 256) });
@@ -41,4 +42,15 @@ test('evicts beyond the chunk-count bound and stays fast over many pushes', () =
   assert.equal(w.retainedChunks, 1000);
   assert.equal(w.firstSeq, 199_001);
   assert.equal(w.after(199_999).length, 1);
+});
+
+test('output notifications encoded straight to bytes are the JSON a serializer would produce', () => {
+  for (const [id, len] of [['p1', 0], ['p1', 1], ['p1', 2], ['ünïcode "id"\n', 3], ['', 65536]] as const) {
+    const data = Buffer.from(Array.from({ length: len }, (_, i) => (i * 7) % 256));
+    const frame = encodeOutputNotification(JSON.stringify(id), 42, 'stderr', data);
+    assert.deepEqual(JSON.parse(frame.toString('utf8')), {
+      method: 'process/output',
+      params: { processId: id, seq: 42, stream: 'stderr', chunk: data.toString('base64') },
+    });
+  }
 });

@@ -8,7 +8,7 @@ import { FakeClock } from '../../../src/util/clock';
 
 const conn = (): SessionConnection & { notes: unknown[] } => {
   const notes: unknown[] = [];
-  return { notes, notify: (m, p) => notes.push([m, p]), congested: () => false, whenUncongested: (cb) => cb() };
+  return { notes, notify: (m, p) => notes.push([m, p]), notifyFrame: (f) => notes.push(f), congested: () => false, whenUncongested: (cb) => cb() };
 };
 
 function registry(clock: FakeClock, ttlMs = 30_000) {

@@ -1,0 +1,327 @@
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { accessSync, constants as fsConstants, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, isAbsolute, join } from 'node:path';
+import type { SpawnPlan, SpawnRequest } from '../spawnPlan';
+import { bwrapArgs } from './bwrapArgs';
+import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
+import { computeLayout, type Layout } from './layout';
+import { resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
+import { networkOffFilter } from './seccomp';
+import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
+
+export type { SpawnPlan, SpawnRequest } from '../spawnPlan';
+export { classifyExit, type DenialContext, type DenialVerdict } from './denial';
+export { SandboxUnsupportedError } from './policy';
+
+/** A sandboxed start that cannot be honoured. The message says what to do; the command did not run. */
+export class SandboxUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxUnavailableError';
+  }
+}
+
+export interface SandboxOptions {
+  /** bubblewrap binary (default: $BWRAP_PATH, else `bwrap` on the server's PATH). */
+  bwrapPath?: string;
+}
+
+/** A plan plus what the heuristic knows, for callers that want more than a boolean. */
+export interface SandboxedSpawnPlan extends SpawnPlan {
+  /** The full verdict behind `isDenial` (kind and the evidence line). */
+  classify(exitCode: number, output: Buffer[]): DenialVerdict;
+}
+
+/**
+ * Plans how to start a command: as it is (no sandbox or full access), or wrapped in the platform
+ * sandbox. Never silently runs a sandboxed request unsandboxed: if the sandbox cannot be applied it
+ * throws `SandboxUnavailableError` (or `SandboxUnsupportedError` for requests it cannot enforce).
+ */
+export async function planSpawn(req: SpawnRequest, opts: SandboxOptions = {}): Promise<SandboxedSpawnPlan> {
+  return sharedPlanner(opts.bwrapPath).plan(req);
+}
+
+// One planner per bwrap path: it caches the (successful) bwrap probe and owns the placeholder registry.
+const planners = new Map<string, SandboxPlanner>();
+function sharedPlanner(bwrapPath: string | undefined): SandboxPlanner {
+  const key = bwrapPath ?? '';
+  let p = planners.get(key);
+  if (!p) planners.set(key, (p = new SandboxPlanner({ bwrapPath })));
+  return p;
+}
+
+export class SandboxPlanner {
+  private bwrapReady: Promise<string> | undefined;
+  private seccompProgram: Buffer | undefined;
+  /** Placeholder stubs bwrap creates on the host for missing carve-outs, with their users. */
+  private readonly stubs = new Map<string, number>();
+
+  constructor(
+    private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {},
+  ) {}
+
+  /** Placeholder stubs currently in use (none may outlive the plans that made them). */
+  get liveStubs(): number {
+    return this.stubs.size;
+  }
+
+  async plan(req: SpawnRequest): Promise<SandboxedSpawnPlan> {
+    if (req.argv.length === 0) throw new SandboxUnsupportedError('argv must not be empty');
+    const policy = resolvePolicy(req.sandbox, req.cwd, req.env);
+    if (policy.unrestricted) return unsandboxedPlan(req);
+    const platform = this.opts.platform ?? process.platform;
+    if (platform === 'linux') return this.planLinux(req, policy);
+    if (platform === 'darwin') return this.planMac(req, policy);
+    throw new SandboxUnavailableError(`no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt); the command was not run. Start it without a sandbox (full access) if you trust it.`);
+  }
+
+  private async planLinux(req: SpawnRequest, policy: ResolvedPolicy): Promise<SandboxedSpawnPlan> {
+    const bwrap = await this.bwrap();
+    const layout = computeLayout(policy, (p) => this.stubs.has(p));
+    // Every sandbox keeps our state directory read-only (not only network-off ones): a network-on
+    // command with a shared /tmp must not be able to swap the filter of the next network-off one.
+    const stateDir = this.stateDir();
+    const seccomp = policy.network === 'restricted' ? this.seccompFile() : undefined;
+    const argv = [commandName(req), ...req.argv.slice(1)];
+    const args = bwrapArgs({
+      layout,
+      network: policy.network,
+      cwd: req.cwd,
+      argv,
+      arg0: req.arg0 && req.arg0 !== argv[0] ? req.arg0 : null,
+      seccompFd: seccomp ? 3 : undefined,
+      tty: req.tty,
+      asRoot: process.getuid?.() === 0,
+      stateDir,
+    });
+    const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
+    for (const p of placeholders) this.retainStub(p);
+    // The runner has no spare fds to give (child_process and node-pty alike), so a tiny shell opens
+    // the filter as fd 3 and execs bwrap, which reads it and closes it before running the command.
+    const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
+    return this.finish(req, policy, layout, 'linuxSeccomp', launch, () => placeholders.forEach((p) => this.releaseStub(p)));
+  }
+
+  private planMac(req: SpawnRequest, policy: ResolvedPolicy): SandboxedSpawnPlan {
+    const layout = computeLayout(policy);
+    const profile = seatbeltProfile({
+      layout,
+      network: policy.network,
+      deniedPaths: layout.mounts.filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0)).map((m) => m.path),
+      readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
+    });
+    const argv = [commandName(req), ...req.argv.slice(1)];
+    if (req.arg0 && req.arg0 !== argv[0]) argv.unshift('/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', req.arg0);
+    return this.finish(req, policy, layout, 'macosSeatbelt', { file: SANDBOX_EXEC, args: seatbeltArgs(profile, argv) }, () => undefined);
+  }
+
+  private finish(
+    req: SpawnRequest,
+    policy: ResolvedPolicy,
+    layout: Layout,
+    sandboxType: SpawnPlan['sandboxType'],
+    launch: { file: string; args: string[] },
+    release: () => void,
+  ): SandboxedSpawnPlan {
+    const ctx: DenialContext = {
+      fsRestricted: policy.fs === 'restricted',
+      networkRestricted: policy.network === 'restricted',
+      cwd: req.cwd,
+      writableRoots: layout.writableRoots,
+      protectedPaths: layout.protectedPaths,
+    };
+    let disposed = false;
+    return {
+      ...launch,
+      env: req.env,
+      cwd: req.cwd,
+      sandboxType,
+      restricted: true,
+      classify: (code, output) => classifyExit(code, output, ctx),
+      isDenial: (code, output) => classifyExit(code, output, ctx).denied,
+      dispose: () => {
+        if (disposed) return;
+        disposed = true;
+        release();
+      },
+    };
+  }
+
+  /** Finds bwrap and checks once that it can build a sandbox here; fails closed with a fix-it. */
+  private bwrap(): Promise<string> {
+    if (!this.bwrapReady) {
+      const attempt = probeBwrap(findBwrap(this.opts.bwrapPath));
+      this.bwrapReady = attempt;
+      // A failure is not cached: fixing the machine must not need a server restart.
+      attempt.catch(() => {
+        if (this.bwrapReady === attempt) this.bwrapReady = undefined;
+      });
+    }
+    return this.bwrapReady;
+  }
+
+  /** Where the seccomp program lives (created on first use). */
+  get stateDirectory(): string {
+    return this.stateDir();
+  }
+
+  /**
+   * Our private directory for the seccomp program. A sandboxed command must never be able to
+   * weaken the filter of the next one, so the directory is ours alone (0700) and bwrap re-binds it
+   * read-only whenever a writable mount (a shared /tmp) would expose it.
+   */
+  private stateDir(): string {
+    if (this.opts.stateDir) return this.opts.stateDir;
+    const uid = process.getuid?.() ?? 0;
+    const preferred = join(tmpdir(), `exec-bridge-sandbox-${uid}`);
+    try {
+      mkdirSync(preferred, { mode: 0o700 });
+    } catch {
+      // exists (ours from an earlier run, or a trap): checked below
+    }
+    const st = lstatSync(preferred, { throwIfNoEntry: false });
+    if (st && st.isDirectory() && !st.isSymbolicLink() && st.uid === uid && (st.mode & 0o077) === 0) return (this.opts.stateDir = preferred);
+    return (this.opts.stateDir = mkdtempSync(join(tmpdir(), 'exec-bridge-sandbox-')));
+  }
+
+  /** The filter file, checked on every use (cheap: a few hundred bytes) and rewritten if it changed. */
+  private seccompFile(): string {
+    if (!this.seccompProgram) {
+      try {
+        this.seccompProgram = networkOffFilter();
+      } catch (e) {
+        throw new SandboxUnavailableError(`cannot turn the network off on this machine: ${(e as Error).message}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`);
+      }
+    }
+    const bpf = this.seccompProgram;
+    const file = join(this.stateDir(), `net-off-${process.arch}-${createHash('sha256').update(bpf).digest('hex').slice(0, 16)}.bpf`);
+    let current: Buffer | undefined;
+    try {
+      current = readFileSync(file);
+    } catch {
+      current = undefined;
+    }
+    if (!current || !current.equals(bpf)) {
+      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+      writeFileSync(tmp, bpf, { mode: 0o400, flag: 'wx' });
+      renameSync(tmp, file);
+    }
+    return file;
+  }
+
+  private retainStub(p: string): void {
+    this.stubs.set(p, (this.stubs.get(p) ?? 0) + 1);
+  }
+
+  /** The last user of a placeholder removes the empty stub directory bwrap left on the host. */
+  private releaseStub(p: string): void {
+    const n = (this.stubs.get(p) ?? 1) - 1;
+    if (n > 0) {
+      this.stubs.set(p, n);
+      return;
+    }
+    this.stubs.delete(p);
+    try {
+      rmdirSync(p); // only succeeds for an empty directory: never removes anything real
+    } catch {
+      // not there, or someone put content in it: leave it
+    }
+  }
+}
+
+function unsandboxedPlan(req: SpawnRequest): SandboxedSpawnPlan {
+  return {
+    file: req.argv[0]!,
+    args: req.argv.slice(1),
+    env: req.env,
+    cwd: req.cwd,
+    sandboxType: 'none',
+    restricted: false,
+    classify: () => ({ denied: false, kind: 'none' }),
+    isDenial: () => false,
+    dispose: () => undefined,
+  };
+}
+
+/**
+ * The runner hands us argv[0] already resolved to an absolute path. bwrap looks the name up again
+ * on the child's PATH, so when the original name (`arg0`) resolves to the same file there, pass
+ * the name: the command then sees the argv[0] it would see unsandboxed.
+ */
+function commandName(req: SpawnRequest): string {
+  const file = req.argv[0]!;
+  const name = req.arg0;
+  if (!name || name.includes('/') || !isAbsolute(file) || req.env.PATH === undefined) return file;
+  for (const dir of req.env.PATH.split(delimiter)) {
+    if (!dir || !isAbsolute(dir)) continue;
+    const p = join(dir, name);
+    if (isExecutable(p)) return p === file ? name : file;
+  }
+  return file;
+}
+
+function isExecutable(p: string): boolean {
+  try {
+    if (!statSync(p).isFile()) return false;
+    accessSync(p, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const INSTALL_HINT =
+  'install bubblewrap on the executor (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora/RHEL: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`) or point BWRAP_PATH (or `serve --bwrap-path`) at a bwrap binary';
+
+export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+  const configured = explicit ?? env.BWRAP_PATH;
+  if (configured) {
+    if (!isExecutable(configured)) throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}. The command was not run.`);
+    return configured;
+  }
+  for (const dir of (env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
+    if (dir && isAbsolute(dir) && isExecutable(join(dir, 'bwrap'))) return join(dir, 'bwrap');
+  }
+  throw new SandboxUnavailableError(`the sandbox needs bubblewrap (bwrap), which is not installed on the executor; ${INSTALL_HINT}. The command was not run.`);
+}
+
+/**
+ * Runs bwrap once with the namespaces and mounts every sandbox uses. If that fails, no sandboxed
+ * command can run here: say why, and how to fix it.
+ */
+export function probeBwrap(bwrap: string, timeoutMs = 10_000): Promise<string> {
+  return new Promise((resolveProbe, reject) => {
+    const args = ['--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--cap-drop', 'ALL', '--', 'true'];
+    const child = spawn(bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      if (stderr.length < 4096) stderr += d.toString('utf8');
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new SandboxUnavailableError(`could not run bwrap (${bwrap}): ${e.message}; ${INSTALL_HINT}. The command was not run.`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) return resolveProbe(bwrap);
+      reject(new SandboxUnavailableError(explainProbeFailure(stderr.trim() || `exit ${code ?? signal}`)));
+    });
+  });
+}
+
+export function explainProbeFailure(stderr: string): string {
+  const s = stderr.toLowerCase();
+  let fix: string;
+  if (/setting up uid map|no permissions to create new namespace|creating new namespace failed|operation not permitted|permission denied/.test(s)) {
+    fix =
+      'user namespaces are not available to this user. Enable them (`sysctl -w kernel.unprivileged_userns_clone=1`, `sysctl -w user.max_user_namespaces=15000`; on Ubuntu 23.10+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` or install an AppArmor profile for bwrap), run the exec-server as root, or, inside a container, allow namespaces (Docker: `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`)';
+  } else if (/can't mount proc|mount proc|\/proc/.test(s)) {
+    fix = 'bwrap cannot mount a private /proc here (a container with a masked /proc?); run the container with `--privileged` or without /proc masking';
+  } else {
+    fix = 'check that bwrap works: `bwrap --ro-bind / / --unshare-user --unshare-pid --unshare-net --proc /proc --dev /dev true`';
+  }
+  return `bubblewrap cannot create a sandbox on this executor (${stderr.split('\n')[0]}): ${fix}. The command was not run.`;
+}
