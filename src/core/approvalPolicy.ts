@@ -1,0 +1,132 @@
+/*
+ * What happens after the executor reports `sandboxDenied`: ask the user, approve automatically, or
+ * never re-run — per the `approvalPolicy` setting. An approved retry runs the same argv, cwd and env
+ * without the sandbox and is marked as such; "Always Allow" remembers that exact command (argv, cwd
+ * and executor) in the workspace. No `vscode` here: the UI prompt and the storage are injected.
+ */
+
+/** The setting. `autoApprove` re-runs denied commands unsandboxed without asking. */
+export type ApprovalMode = 'ask' | 'autoApprove' | 'never';
+
+export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'autoApprove', 'never'];
+
+/** The user's answer to the prompt; `undefined` = dismissed (treated as deny). */
+export type ApprovalAnswer = 'once' | 'always' | 'deny';
+
+/** A run the executor reported as denied by its sandbox. */
+export interface DeniedRun {
+  commandLine: string;
+  argv: string[];
+  /** Absolute path on the executor. */
+  cwd: string;
+  /** Which executor (name or URL): an approval on one executor does not carry to another. */
+  executor: string;
+  sandboxLabel: string;
+  exitCode: number;
+}
+
+export interface ApprovalOutcome {
+  /** Re-run the same argv, cwd and env without the sandbox. */
+  approved: boolean;
+  /** One line for the terminal and the log. */
+  note: string;
+  /** What decided it. */
+  reason: 'autoApprove' | 'alwaysAllowed' | 'approvedOnce' | 'approvedAlways' | 'denied' | 'dismissed' | 'never' | 'cancelled';
+}
+
+/** Workspace-scoped storage for "Always Allow" (VS Code: `workspaceState`). */
+export interface AlwaysAllowStore {
+  get(): readonly string[];
+  set(keys: string[]): void | Promise<void>;
+}
+
+/** A store in memory (tests, the CLI). */
+export class MemoryAlwaysAllowStore implements AlwaysAllowStore {
+  private keys: string[] = [];
+  get(): readonly string[] {
+    return this.keys;
+  }
+  set(keys: string[]): void {
+    this.keys = [...keys];
+  }
+}
+
+export interface ApprovalPolicyDeps {
+  /** Read on every decision, so a settings change applies to the next denial. */
+  mode(): ApprovalMode;
+  store: AlwaysAllowStore;
+  /** Shows the prompt; resolves with the answer or `undefined` when dismissed. */
+  ask(run: DeniedRun, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
+}
+
+/** "Always allow" cap: oldest entries go first, so the workspace state cannot grow without bound. */
+const MAX_REMEMBERED = 500;
+
+export class ApprovalPolicy {
+  constructor(private readonly deps: ApprovalPolicyDeps) {}
+
+  /** The identity of "this exact command": executor, cwd and argv (the env is never stored). */
+  static commandKey(run: Pick<DeniedRun, 'argv' | 'cwd' | 'executor'>): string {
+    return JSON.stringify([run.executor, run.cwd, run.argv]);
+  }
+
+  isAlwaysAllowed(run: Pick<DeniedRun, 'argv' | 'cwd' | 'executor'>): boolean {
+    return this.deps.store.get().includes(ApprovalPolicy.commandKey(run));
+  }
+
+  async forget(run: Pick<DeniedRun, 'argv' | 'cwd' | 'executor'>): Promise<void> {
+    const key = ApprovalPolicy.commandKey(run);
+    await this.deps.store.set(this.deps.store.get().filter((k) => k !== key));
+  }
+
+  async forgetAll(): Promise<void> {
+    await this.deps.store.set([]);
+  }
+
+  /** Decides what to do about a denied run; only `ask` mode (without a remembered approval) prompts. */
+  async approve(run: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome> {
+    if (signal.aborted) return { approved: false, reason: 'cancelled', note: 'not re-run: the terminal was closed' };
+    const mode = this.deps.mode();
+    if (mode === 'never') return { approved: false, reason: 'never', note: 'not re-run without the sandbox (approval policy: never)' };
+    if (mode === 'autoApprove') return { approved: true, reason: 'autoApprove', note: 'approved automatically (approval policy: autoApprove)' };
+    if (this.isAlwaysAllowed(run)) return { approved: true, reason: 'alwaysAllowed', note: 'approved: this command is always allowed in this workspace' };
+    const answer = await this.deps.ask(run, signal);
+    if (signal.aborted) return { approved: false, reason: 'cancelled', note: 'not re-run: the terminal was closed' };
+    switch (answer) {
+      case 'once':
+        return { approved: true, reason: 'approvedOnce', note: 'approved once' };
+      case 'always': {
+        const key = ApprovalPolicy.commandKey(run);
+        const keys = [...this.deps.store.get().filter((k) => k !== key), key];
+        await this.deps.store.set(keys.slice(-MAX_REMEMBERED));
+        return { approved: true, reason: 'approvedAlways', note: 'approved: Always Allow This Command' };
+      }
+      case 'deny':
+        return { approved: false, reason: 'denied', note: 'not re-run: denied' };
+      case undefined:
+        return { approved: false, reason: 'dismissed', note: 'not re-run: the prompt was dismissed' };
+    }
+  }
+}
+
+/** A start request as far as the retry cares: the sandbox goes, everything else stays. */
+export interface RetryableStart {
+  argv: string[];
+  cwd: string;
+  env?: Record<string, string>;
+  sandbox?: unknown;
+}
+
+/** The approved retry: the same argv, cwd and env, no sandbox, marked as an unsandboxed retry. */
+export function unsandboxedRetry<T extends RetryableStart>(start: T): Omit<T, 'sandbox'> & { unsandboxedRetry: true } {
+  const { sandbox: _dropped, ...rest } = start;
+  return { ...rest, unsandboxedRetry: true };
+}
+
+/**
+ * What to report for a finished run: only a run that actually ran in a sandbox can be denied by it
+ * (a server may say `sandboxDenied` for an unsandboxed run; that is never shown as a denial).
+ */
+export function reportedDenial(run: { sandboxed: boolean; sandboxDenied: boolean }): boolean {
+  return run.sandboxed && run.sandboxDenied;
+}

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { disassemble, evaluate, networkOffFilter, SeccompAction, SYSCALLS } from '../../../src/server/sandbox/seccomp';
+
+const AF_UNIX = 1;
+const AF_INET = 2;
+const AF_INET6 = 10;
+const AF_NETLINK = 16;
+const SOCK_STREAM = 1;
+const SOCK_DGRAM = 2;
+const SOCK_SEQPACKET = 5;
+const SOCK_CLOEXEC_NONBLOCK = 0o2000000 | 0o4000;
+
+for (const arch of Object.keys(SYSCALLS)) {
+  const t = SYSCALLS[arch]!;
+  const bpf = networkOffFilter(arch);
+  const run = (nr: number, args: number[] = [], a = t.auditArch) => evaluate(bpf, { arch: a, nr, args });
+
+  test(`seccomp (${arch}): inet sockets and connect get EPERM, unix streams and everything else pass`, () => {
+    assert.equal(bpf.length % 8, 0);
+    assert.ok(disassemble(bpf).length < 40, 'a small program');
+    assert.equal(run(t.socket, [AF_INET, SOCK_STREAM]), SeccompAction.eperm);
+    assert.equal(run(t.socket, [AF_INET6, SOCK_DGRAM]), SeccompAction.eperm);
+    assert.equal(run(t.socket, [AF_NETLINK, SOCK_DGRAM]), SeccompAction.eperm);
+    assert.equal(run(t.socket, [AF_UNIX, SOCK_DGRAM]), SeccompAction.eperm, 'a unix datagram could be sent to a host socket');
+    assert.equal(run(t.socketpair, [AF_UNIX, SOCK_DGRAM]), SeccompAction.eperm);
+    assert.equal(run(t.socket, [AF_UNIX, SOCK_STREAM]), SeccompAction.allow);
+    assert.equal(run(t.socket, [AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC_NONBLOCK]), SeccompAction.allow, 'flags in the type are ignored');
+    assert.equal(run(t.socketpair, [AF_UNIX, SOCK_SEQPACKET]), SeccompAction.allow);
+    assert.equal(run(t.connect, [3, 0x1000, 16]), SeccompAction.eperm);
+    for (const nr of t.ioUring) assert.equal(run(nr), SeccompAction.eperm);
+    // Ordinary syscalls (read=0/63, write=1/64, openat=257/56, execve=59/221) are untouched.
+    for (const nr of [0, 1, 56, 59, 63, 64, 221, 257]) if (nr !== t.socket && nr !== t.socketpair && nr !== t.connect) assert.equal(run(nr), SeccompAction.allow, `nr ${nr}`);
+  });
+
+  test(`seccomp (${arch}): calls from another ABI are refused wholesale`, () => {
+    assert.equal(run(0, [], 0x40000003 /* AUDIT_ARCH_I386 */), SeccompAction.eperm);
+    assert.equal(run(0, [], 0x40000028 /* AUDIT_ARCH_ARM */), SeccompAction.eperm);
+    if (t.foreignAbiFloor !== undefined) assert.equal(run(t.foreignAbiFloor + t.socket, [AF_INET]), SeccompAction.eperm, 'x32');
+  });
+}
+
+test('seccomp: unknown architectures are refused, not guessed', () => {
+  assert.throws(() => networkOffFilter('mips'), /no seccomp syscall table/);
+});
+
+test('seccomp: the x86_64 program is byte-for-byte stable (what bwrap reads)', () => {
+  const insns = disassemble(networkOffFilter('x64'));
+  assert.deepEqual(insns[0], [0x20, 0, 0, 4], 'load arch');
+  assert.deepEqual(insns[1]![0], 0x15);
+  assert.deepEqual(insns.at(-1), [0x06, 0, 0, SeccompAction.allow]);
+  assert.deepEqual(insns.at(-2), [0x06, 0, 0, SeccompAction.eperm]);
+});
