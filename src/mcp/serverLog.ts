@@ -3,9 +3,10 @@ import { Emitter, type Event } from '../util/emitter';
 /**
  * `lifecycle`: what the manager did and why (start, pid-free process id, exit code, durations);
  * `stderr`: the server's own stderr, one entry per line (shown as info: servers log there, it is not
- * an error); `trace`: JSON-RPC messages, only when tracing is on.
+ * an error); `message`: the server's MCP log notifications (`notifications/message`); `trace`:
+ * JSON-RPC messages, only when tracing is on.
  */
-export type LogEntryKind = 'lifecycle' | 'stderr' | 'trace';
+export type LogEntryKind = 'lifecycle' | 'stderr' | 'message' | 'trace';
 
 export interface LogEntry {
   /** Increases by one per entry of this log, so a viewer that fell behind can tell what it missed. */
@@ -57,8 +58,11 @@ export class ServerLog {
     this.append('lifecycle', text);
   }
 
-  /** Raw stderr bytes; split into lines here (a chunk may end mid-line or mid-character). */
-  stderr(chunk: Uint8Array): void {
+  /**
+   * Raw stderr bytes; split into lines here (a chunk may end mid-line or mid-character). Empty
+   * lines are dropped. `intercept` may claim a complete line (return true) so it is not logged.
+   */
+  stderr(chunk: Uint8Array, intercept?: (line: string) => boolean): void {
     const text = this.partial + this.decoder.decode(chunk, { stream: true });
     const lines = text.split(/\r?\n/);
     this.partial = lines.pop() ?? '';
@@ -67,14 +71,17 @@ export class ServerLog {
       lines.push(this.partial);
       this.partial = '';
     }
-    for (const line of lines) this.append('stderr', this.cut(line));
+    for (const line of lines) {
+      if (line === '' || intercept?.(line)) continue;
+      this.append('stderr', this.cut(line));
+    }
   }
 
   /** Emits a trailing partial stderr line (call when the process closed). */
-  flushStderr(): void {
+  flushStderr(intercept?: (line: string) => boolean): void {
     const rest = this.partial + this.decoder.decode();
     this.partial = '';
-    if (rest !== '') this.append('stderr', this.cut(rest));
+    if (rest !== '' && !intercept?.(rest)) this.append('stderr', this.cut(rest));
   }
 
   /** The last `n` stderr lines still in the ring (the partial line included). */

@@ -1,0 +1,229 @@
+/** Shared bits of the MCP integration tests (not a test file itself). */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ExecServerClient, type ClientOptions } from '../../src/client';
+import { mergeMcpConfig, parseSettingsServers, type McpConfig } from '../../src/mcp/config';
+import type { McpExecClient, McpExecutor, McpExecutorHost } from '../../src/mcp/executorHost';
+import type { McpServer, McpTimings } from '../../src/mcp/mcpServer';
+import { McpServerManager } from '../../src/mcp/serverManager';
+import { WRAPPER_NAME } from '../../src/mcp/orphanReaper';
+import type { McpServerState } from '../../src/mcp/serverState';
+import { Emitter } from '../../src/util/emitter';
+import { FaultProxy } from '../helpers/faultProxy';
+import { REPO_ROOT, startExecServer, type ExecServerProcess, type ServerKind } from '../helpers/servers';
+
+const MCP = join(REPO_ROOT, 'node_modules', '@modelcontextprotocol');
+export const SERVER_MEMORY = join(MCP, 'server-memory', 'dist', 'index.js');
+export const SERVER_EVERYTHING = join(MCP, 'server-everything', 'dist', 'index.js');
+export const SERVER_FILESYSTEM = join(MCP, 'server-filesystem', 'dist', 'index.js');
+/** Compiled next to this file. */
+export const FIXTURE_SERVER = join(__dirname, 'mcpFixtureServer.js');
+/** Dependency-free MCP server, for tests that start many. */
+export const TINY_SERVER = join(__dirname, 'mcpTinyServer.js');
+export const NODE = process.execPath;
+
+/**
+ * A small real implementation of the executor seam (what the extension does with its connections):
+ * executors by id, one of them active; `changed()` fires `onDidChange`.
+ */
+export class TestExecutorHost implements McpExecutorHost {
+  private readonly executors = new Map<string, McpExecutor>();
+  active: string | undefined;
+  private readonly emitter = new Emitter<void>();
+  readonly onDidChange = this.emitter.event;
+
+  set(id: string, client: McpExecClient): void {
+    this.executors.set(id, { id, label: id, client });
+    this.active ??= id;
+  }
+
+  changed(): void {
+    this.emitter.fire();
+  }
+
+  acquire(executor: string | undefined): Promise<McpExecutor> {
+    const id = executor ?? this.active;
+    const e = id === undefined ? undefined : this.executors.get(id);
+    if (!e || e.client.state.kind === 'failed') return Promise.reject(new Error(`executor "${id ?? '(none)'}" is not connected`));
+    return Promise.resolve(e);
+  }
+
+  resolveId(executor: string | undefined): string | undefined {
+    return executor ?? this.active;
+  }
+}
+
+export interface Executor {
+  server: ExecServerProcess;
+  client: ExecServerClient;
+  proxy: FaultProxy | undefined;
+  host: TestExecutorHost;
+  /** Another client (own session) on the same server. */
+  connect(options?: Partial<ClientOptions>, viaProxy?: boolean): Promise<ExecServerClient>;
+  close(): Promise<void>;
+}
+
+export async function startExecutor(
+  kind: ServerKind,
+  options: { proxy?: boolean; client?: Partial<ClientOptions>; serverArgs?: string[] } = {},
+): Promise<Executor> {
+  const server = await startExecServer(kind, { args: options.serverArgs ?? [] });
+  const clients: ExecServerClient[] = [];
+  let proxy: FaultProxy | undefined;
+  try {
+    if (options.proxy) proxy = await FaultProxy.forUrl(server.url);
+    const connect = async (extra: Partial<ClientOptions> = {}, viaProxy = true) => {
+      const url = viaProxy && proxy ? proxy.url : server.url;
+      const c = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url }, clientName: 'mcp-test', ...extra });
+      clients.push(c);
+      return c;
+    };
+    const client = await connect(options.client);
+    const host = new TestExecutorHost();
+    host.set('local', client);
+    return {
+      server,
+      client,
+      proxy,
+      host,
+      connect,
+      close: async () => {
+        for (const c of clients) c.dispose();
+        await proxy?.close();
+        await server.stop();
+      },
+    };
+  } catch (e) {
+    await proxy?.close();
+    await server.stop();
+    throw e;
+  }
+}
+
+/** A configuration from a settings-style object of servers. */
+export function configOf(servers: Record<string, object>): McpConfig {
+  const config = mergeMcpConfig([parseSettingsServers(servers, { kind: 'settings', file: 'test settings' })]);
+  const bad = config.diagnostics.filter((d) => d.severity === 'error');
+  if (bad.length > 0) throw new Error(`test config invalid: ${JSON.stringify(bad)}`);
+  return config;
+}
+
+/** Resolves when `pred(server.state)` holds (checked now and on every change); rejects after `timeoutMs` with the log tail. */
+export function waitForState(server: McpServer, pred: (s: McpServerState) => boolean, timeoutMs = 20_000, what = 'state'): Promise<McpServerState> {
+  return new Promise((resolve, reject) => {
+    if (pred(server.state)) return resolve(server.state);
+    const timer = setTimeout(() => {
+      sub.dispose();
+      const tail = server.log
+        .all()
+        .slice(-15)
+        .map((e) => `  ${e.kind}: ${e.text}`)
+        .join('\n');
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} of "${server.name}"; now ${JSON.stringify(server.state)}\n${tail}`));
+    }, timeoutMs);
+    const sub = server.onDidChange(() => {
+      if (!pred(server.state)) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolve(server.state);
+    });
+    return undefined;
+  });
+}
+
+/** Polls `fn` every 25 ms (for things with no event, like the OS process table); bounded by `timeoutMs`. */
+export async function eventually<T>(fn: () => T | undefined | false, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+interface ProcInfo {
+  pid: number;
+  ppid: number;
+  state: string;
+}
+
+function readProcs(): ProcInfo[] {
+  const out: ProcInfo[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // The command may contain spaces and parentheses: fields start after the last ')'.
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.push({ pid: Number(name), state: rest[0] ?? '?', ppid: Number(rest[1]) });
+    } catch {
+      // exited while we looked
+    }
+  }
+  return out;
+}
+
+/** Live (non-zombie) descendants of `pid`: the executor's process tree. */
+export function descendants(pid: number): number[] {
+  const procs = readProcs();
+  const children = new Map<number, ProcInfo[]>();
+  for (const p of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const out: number[] = [];
+  const stack = [pid];
+  for (let guard = 0; stack.length > 0 && guard < 100_000; guard++) {
+    const cur = stack.pop() as number;
+    for (const c of children.get(cur) ?? []) {
+      if (c.state !== 'Z') out.push(c.pid);
+      stack.push(c.pid);
+    }
+  }
+  return out;
+}
+
+/**
+ * Live processes whose environment carries `MCP_TEST_TAG=<tag>`. Unlike the tree, this also finds
+ * a grandchild that was re-parented to init when its parent died — exactly the leak to catch.
+ */
+export function tagged(tag: string): number[] {
+  const needle = `MCP_TEST_TAG=${tag}\0`;
+  const out: number[] = [];
+  for (const p of readProcs()) {
+    if (p.state === 'Z' || p.pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${p.pid}/environ`, 'latin1').includes(needle)) out.push(p.pid);
+    } catch {
+      // exited, or not ours
+    }
+  }
+  return out;
+}
+
+/** Like `tagged`, without the reaper wrappers (`/bin/sh -c … exec-bridge-mcp …`): the servers and their helpers. */
+export function taggedServers(tag: string): number[] {
+  return tagged(tag).filter((pid) => {
+    try {
+      return !readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(`\0${WRAPPER_NAME}\0`);
+    } catch {
+      return false;
+    }
+  });
+}
+
+let tagCounter = 0;
+/** A unique tag for one test's processes. */
+export function newTag(): string {
+  return `t${process.pid}-${++tagCounter}-${Date.now().toString(36)}`;
+}
+
+/** Short timings so failure paths run in test time. */
+export const TIMINGS: Partial<McpTimings> = { graceMs: 300, closeConfirmMs: 3000, restartDelaysMs: [100, 200, 400], listChangedDebounceMs: 50 };
+
+export function manager(host: McpExecutorHost, timings: Partial<McpTimings> = {}): McpServerManager {
+  return new McpServerManager({ host, timings: { ...TIMINGS, ...timings }, clientInfo: { name: 'exec-bridge-test', version: '0.0.0' } });
+}
+
+/** The text parts of a tool result, joined. */
+export function text(result: { content?: unknown }): string {
+  return ((result.content ?? []) as { type: string; text?: string }[]).map((c) => c.text ?? '').join('');
+}

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { describeExitCode } from '../../../src/mcp/execProcessTransport';
+import { parseExitMarker, wrapWithReaper } from '../../../src/mcp/orphanReaper';
+import { ServerLog } from '../../../src/mcp/serverLog';
+import { canTransition, describeState, FINAL_STATES, formatMs } from '../../../src/mcp/serverState';
+import { exampleArguments, parseToolArguments } from '../../../src/mcp/toolArguments';
+
+test('ServerLog splits stderr into lines across chunks and characters, bounds the ring and the lines', () => {
+  const log = new ServerLog({ maxEntries: 5, maxLineChars: 10, now: () => 42 });
+  const seen: string[] = [];
+  log.onDidAppend((e) => seen.push(`${e.seq}:${e.kind}:${e.text}`));
+  const euro = Buffer.from('€\n'); // 3 bytes + newline, split mid-character below
+  log.stderr(Buffer.from('one\ntw'));
+  log.stderr(Buffer.from('o\r\n\n'));
+  log.stderr(euro.subarray(0, 1));
+  log.stderr(euro.subarray(1));
+  log.lifecycle('started');
+  log.stderr(Buffer.from('x'.repeat(25) + '\n'));
+  assert.deepEqual(seen, ['1:stderr:one', '2:stderr:two', '3:stderr:€', '4:lifecycle:started', '5:stderr:xxxxxxxxxx… (15 more characters)']);
+  log.stderr(Buffer.from('partial'));
+  assert.deepEqual(log.stderrTail(2), ['xxxxxxxxxx… (15 more characters)', 'partial'], 'the tail includes an unfinished line');
+  log.flushStderr();
+  log.append('trace', 't');
+  assert.equal(log.all().length, 5, 'ring bounded');
+  assert.equal(log.all()[0]?.seq, 3);
+  assert.equal(log.all()[0]?.time, 42);
+  // An intercepted line is not logged.
+  log.stderr(Buffer.from('secret-marker\nkept\n'), (l) => l === 'secret-marker');
+  assert.deepEqual(log.stderrTail(1), ['kept']);
+});
+
+test('ServerLog cuts a line that never ends instead of growing without bound', () => {
+  const log = new ServerLog({ maxLineChars: 8 });
+  log.stderr(Buffer.from('a'.repeat(20)));
+  assert.equal(log.stderrTail(5).length, 1);
+  assert.match(log.stderrTail(5)[0] ?? '', /^aaaaaaaa… \(12 more characters\)$/);
+});
+
+test('state transitions: every non-final state can reach a final one; finals only restart', () => {
+  assert.deepEqual([...FINAL_STATES].sort(), ['crashed', 'stopped', 'timedOut']);
+  assert.ok(canTransition('stopped', 'starting'));
+  assert.ok(canTransition('starting', 'ready'));
+  assert.ok(canTransition('ready', 'stopping'));
+  assert.ok(canTransition('stopping', 'timedOut'));
+  assert.ok(canTransition('ready', 'crashed'));
+  assert.ok(!canTransition('stopped', 'ready'), 'never ready without starting');
+  assert.ok(!canTransition('ready', 'stopped'), 'a stop always passes through stopping');
+  assert.ok(!canTransition('timedOut', 'ready'));
+  assert.equal(describeState({ kind: 'ready', since: 0, tools: 1 }, 0), 'Ready (1 tool)');
+  assert.equal(describeState({ kind: 'timedOut', since: 0, reason: 'x', stderrTail: [], timeoutMs: 30_000 }, 0), 'Timed out after 30 s');
+  assert.equal(describeState({ kind: 'crashed', since: 0, reason: 'x', stderrTail: [], exitCode: 3, restartAt: 2500 }, 500), 'Crashed (exit 3) — restarting in 2 s');
+  assert.equal(describeState({ kind: 'crashed', since: 0, reason: 'x', stderrTail: [], waitingForExecutor: true }, 0), 'Crashed — restarts when the executor is back');
+  assert.equal(formatMs(1500), '1.5 s');
+  assert.equal(formatMs(61_000), '1 min 1 s');
+  assert.equal(describeExitCode(137), 'exit code 137 (SIGKILL)');
+  assert.equal(describeExitCode(3), 'exit code 3');
+});
+
+function runWrapped(argv: string[]): Promise<{ code: number | null; stderr: string; pids: number[] }> {
+  return new Promise((resolve) => {
+    // detached: its own process group, as an exec-server gives each process.
+    const child = spawn(wrapWithReaper(argv)[0]!, wrapWithReaper(argv).slice(1), { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stdin.end('hello\n');
+    child.on('close', (code) => resolve({ code, stderr, pids: stdout.split(/\s+/).filter(Boolean).map(Number) }));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').slice(readFileSync(`/proc/${pid}/stat`, 'utf8').lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
+  }
+}
+
+test('the reaper wrapper passes stdin through, reports the exit code, and kills what the server left behind', async () => {
+  // The "server": reads a line from stdin, starts a helper that ignores INT/TERM/HUP, prints its pid, exits 7.
+  const r = await runWrapped(['bash', '-c', `read line; [ "$line" = hello ] || exit 99; (trap '' INT TERM HUP; exec sleep 300) </dev/null >/dev/null 2>&1 & echo $!; echo oops >&2; exit 7`]);
+  const markers = r.stderr.split('\n').map(parseExitMarker).filter((x) => x !== undefined);
+  assert.deepEqual(markers, [7], r.stderr);
+  assert.match(r.stderr, /^oops\n/);
+  assert.equal(r.code, null, 'the wrapper killed its own group, itself included');
+  assert.equal(r.pids.length, 1);
+  for (let i = 0; i < 100 && alive(r.pids[0]!); i++) await new Promise((res) => setTimeout(res, 20));
+  assert.equal(alive(r.pids[0]!), false, 'the helper is gone');
+  assert.equal(parseExitMarker('exec-bridge-mcp-exit:x'), undefined);
+  assert.equal(parseExitMarker('not a marker'), undefined);
+});
+
+test('tool arguments: JSON parse errors, non-objects and schema mismatches are explained', () => {
+  const tool = { name: 'add', inputSchema: { type: 'object' as const, properties: { a: { type: 'number' }, mode: { type: 'string', enum: ['x', 'y'] } }, required: ['a', 'mode'] } };
+  assert.deepEqual(parseToolArguments(tool, '{"a": 1, "mode": "x"}'), { ok: true, args: { a: 1, mode: 'x' } });
+  const bad = parseToolArguments(tool, '{"a": "one", "mode": "x"}');
+  assert.ok(!bad.ok && /does not match the input schema of add/.test(bad.message), JSON.stringify(bad));
+  const missing = parseToolArguments(tool, '{"a": 1}');
+  assert.ok(!missing.ok && /mode/.test(missing.message));
+  assert.deepEqual(parseToolArguments(tool, '[1]'), { ok: false, message: 'the arguments must be a JSON object, like {"name": "value"}' });
+  const json = parseToolArguments(tool, '{a:1}');
+  assert.ok(!json.ok && json.message.startsWith('not valid JSON'));
+  assert.deepEqual(parseToolArguments({ name: 'none', inputSchema: { type: 'object' } }, '  '), { ok: true, args: {} });
+  assert.equal(exampleArguments(tool), '{"a":0,"mode":"x"}');
+});
