@@ -3,10 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
+import { SandboxPolicyName, sandboxForPolicy } from '../protocol/sandbox';
 
 export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--token-file FILE] [--tty] [--cwd DIR]
+                      [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
                       [--no-stdin] [--deadline-ms N] [--verbose] -- COMMAND [ARG]...
 
   Runs COMMAND on an executor through the resilient client: streams its stdout/stderr to ours,
@@ -18,12 +20,21 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--toke
   --token-file   bearer token for --url (file content, trimmed; EXEC_BRIDGE_TOKEN works too).
   --tty          run in a pseudo-terminal (our terminal goes raw; the remote line discipline handles keys).
   --cwd          working directory on the executor (default: ours with --bundled, the executor's with --url).
+  --sandbox      run inside the executor's sandbox (see the README's "Sandbox" section): read-only,
+                 workspace-write (the working directory is the workspace) or full-access. If the
+                 sandbox blocks the command, a "sandbox denied" line says so and how to re-run it.
+  --sandbox-network  allow the network inside the sandbox (default: off).
   --no-stdin     give the command /dev/null as stdin. (The protocol cannot forward end-of-file, so a
                  command that reads stdin to its end waits forever unless it is interrupted.)
   --deadline-ms  how long to try resuming a lost connection before giving up (default 25000).
   --verbose      log connection details on stderr.
 
   Exit status: the command's; 127 if it was not found; 255 if the connection failed.`;
+
+/** Shell-like rendering of argv for messages. */
+function shellQuote(argv: string[]): string {
+  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
 
 interface RunArgs {
   url?: string;
@@ -34,6 +45,8 @@ interface RunArgs {
   stdin: boolean;
   deadlineMs?: number;
   verbose: boolean;
+  sandbox?: SandboxPolicyName;
+  sandboxNetwork: boolean;
   argv: string[];
 }
 
@@ -41,7 +54,7 @@ class UsageError extends Error {}
 class HelpRequested extends Error {}
 
 export function parseRunArgs(args: string[]): RunArgs {
-  const out: RunArgs = { bundled: false, tty: false, stdin: true, verbose: false, argv: [] };
+  const out: RunArgs = { bundled: false, tty: false, stdin: true, verbose: false, sandboxNetwork: false, argv: [] };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--') {
@@ -88,6 +101,16 @@ export function parseRunArgs(args: string[]): RunArgs {
       case '--verbose':
         out.verbose = true;
         break;
+      case '--sandbox': {
+        const v = value();
+        const policy = SandboxPolicyName.safeParse(v);
+        if (!policy.success) throw new UsageError(`--sandbox must be read-only, workspace-write or full-access, got ${v}`);
+        out.sandbox = policy.data;
+        break;
+      }
+      case '--sandbox-network':
+        out.sandboxNetwork = true;
+        break;
       case '-h':
       case '--help':
         throw new HelpRequested();
@@ -98,6 +121,7 @@ export function parseRunArgs(args: string[]): RunArgs {
   if (out.url !== undefined && out.bundled) throw new UsageError('use either --url or --bundled');
   if (out.url === undefined) out.bundled = true;
   if (out.argv.length === 0) throw new UsageError('no command given');
+  if (out.sandboxNetwork && !out.sandbox) throw new UsageError('--sandbox-network needs --sandbox');
   return out;
 }
 
@@ -150,6 +174,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       cwd,
       tty: args.tty,
       pipeStdin: !args.tty && args.stdin,
+      ...(args.sandbox ? { sandbox: sandboxForPolicy({ policy: args.sandbox, cwd: pathToFileURL(cwd).href, network: args.sandboxNetwork }) } : {}),
       ...(args.tty && process.stdout.isTTY ? { ptySize: { cols: process.stdout.columns, rows: process.stdout.rows } } : {}),
     });
     debug(`started process ${handle.processId}`);
@@ -180,6 +205,13 @@ export async function runCommand(argv: string[]): Promise<number> {
     try {
       const done = await handle.completion;
       await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+      if (done.sandboxDenied && args.sandbox) {
+        const net = args.sandboxNetwork ? '' : ' (network off)';
+        say(
+          `sandbox denied: \`${shellQuote(args.argv)}\` was blocked by the ${args.sandbox} sandbox${net} (exit status ${done.exitCode}).` +
+            ` If you trust it, run it again without the sandbox: exec-bridge run --sandbox full-access${args.sandboxNetwork ? ' --sandbox-network' : ''} -- ${shellQuote(args.argv)}`,
+        );
+      }
       return done.exitCode < 0 ? 255 : done.exitCode & 0xff;
     } catch (e) {
       if (isExecClientError(e) && e.kind === 'outputLost') {

@@ -36,6 +36,42 @@ function run(args: string[], timeoutMs = 20_000): Run {
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
+describe('run --sandbox', () => {
+  test('a write outside the workspace is reported as a sandbox denial; full access runs it', async () => {
+    const ws = mkdtempSync(join(tmpdir(), 'eb-run-ws-'));
+    // Outside the workspace and outside /tmp (which workspace-write may write).
+    const outside = mkdtempSync('/var/tmp/eb-run-out-');
+    try {
+      const target = join(outside, 'x');
+      const denied = run(['--sandbox', 'workspace-write', '--cwd', ws, '--no-stdin', '--', 'touch', target]);
+      assert.equal(await denied.exit, 1);
+      assert.match(denied.stderr(), /Read-only file system/);
+      assert.match(denied.stderr(), new RegExp(`sandbox denied: \`touch ${target}\` was blocked by the workspace-write sandbox`));
+      assert.match(denied.stderr(), /run it again without the sandbox: exec-bridge run --sandbox full-access -- touch/);
+      // Inside the workspace the same command works and nothing is reported.
+      const inside = run(['--sandbox', 'workspace-write', '--cwd', ws, '--no-stdin', '--', 'touch', join(ws, 'y')]);
+      assert.equal(await inside.exit, 0);
+      assert.doesNotMatch(inside.stderr(), /sandbox denied/);
+      const full = run(['--sandbox', 'full-access', '--cwd', ws, '--no-stdin', '--', 'touch', target]);
+      assert.equal(await full.exit, 0, full.stderr());
+      assert.doesNotMatch(full.stderr(), /sandbox denied/);
+      // An ordinary failure inside the sandbox is not a denial.
+      const plain = run(['--sandbox', 'read-only', '--cwd', ws, '--no-stdin', '--', 'grep', '-q', 'nothing', '/etc/hostname']);
+      assert.equal(await plain.exit, 1);
+      assert.doesNotMatch(plain.stderr(), /sandbox denied/);
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  test('refuses an unknown policy', async () => {
+    const r = run(['--sandbox', 'nope', '--', 'true']);
+    assert.equal(await r.exit, 2);
+    assert.match(r.stderr(), /--sandbox must be read-only, workspace-write or full-access/);
+  });
+});
+
 describe('run --bundled', () => {
   test('streams stdout and stderr apart and exits with the command status', async () => {
     const r = run(['--bundled', '--no-stdin', '--', 'bash', '-c', 'echo out; echo err >&2; exit 7']);
