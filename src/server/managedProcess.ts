@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, existsSync, constants as fsConstants, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { Socket } from 'node:net';
 import { delimiter, isAbsolute, join } from 'node:path';
@@ -11,6 +11,7 @@ import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus }
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
 import { buildChildEnv } from './envPolicy';
+import { isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';
 import { OutputWindow } from './outputWindow';
 import { killTree } from './processTree';
@@ -61,15 +62,6 @@ function spawnNotFound(): RpcError {
 
 /** argv[0] resolved as execvp would: through the child's PATH (or ours if it has none). */
 export function resolveExecutable(file: string, cwd: string, pathVar: string | undefined): string {
-  const isExecutableFile = (p: string) => {
-    try {
-      if (!statSync(p).isFile()) return false;
-      accessSync(p, fsConstants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   if (file.includes('/')) {
     const p = isAbsolute(file) ? file : join(cwd, file);
     try {

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, constants as fsConstants, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
-import type { SpawnPlan, SpawnRequest } from '../spawnPlan';
+import { isExecutableFile } from '../executables';
+import { passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
 import { bwrapArgs } from './bwrapArgs';
 import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
 import { computeLayout, type Layout } from './layout';
@@ -232,17 +233,7 @@ export class SandboxPlanner {
 }
 
 function unsandboxedPlan(req: SpawnRequest): SandboxedSpawnPlan {
-  return {
-    file: req.argv[0]!,
-    args: req.argv.slice(1),
-    env: req.env,
-    cwd: req.cwd,
-    sandboxType: 'none',
-    restricted: false,
-    classify: () => ({ denied: false, kind: 'none' }),
-    isDenial: () => false,
-    dispose: () => undefined,
-  };
+  return { ...passthroughPlan(req), classify: () => ({ denied: false, kind: 'none' }) };
 }
 
 /**
@@ -257,20 +248,12 @@ function commandName(req: SpawnRequest): string {
   for (const dir of req.env.PATH.split(delimiter)) {
     if (!dir || !isAbsolute(dir)) continue;
     const p = join(dir, name);
-    if (isExecutable(p)) return p === file ? name : file;
+    if (isExecutableFile(p)) return p === file ? name : file;
   }
   return file;
 }
 
-function isExecutable(p: string): boolean {
-  try {
-    if (!statSync(p).isFile()) return false;
-    accessSync(p, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
+
 
 const INSTALL_HINT =
   'install bubblewrap on the executor (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora/RHEL: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`) or point BWRAP_PATH (or `serve --bwrap-path`) at a bwrap binary';
@@ -278,11 +261,11 @@ const INSTALL_HINT =
 export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   const configured = explicit ?? env.BWRAP_PATH;
   if (configured) {
-    if (!isExecutable(configured)) throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}. The command was not run.`);
+    if (!isExecutableFile(configured)) throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}. The command was not run.`);
     return configured;
   }
   for (const dir of (env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
-    if (dir && isAbsolute(dir) && isExecutable(join(dir, 'bwrap'))) return join(dir, 'bwrap');
+    if (dir && isAbsolute(dir) && isExecutableFile(join(dir, 'bwrap'))) return join(dir, 'bwrap');
   }
   throw new SandboxUnavailableError(`the sandbox needs bubblewrap (bwrap), which is not installed on the executor; ${INSTALL_HINT}. The command was not run.`);
 }
