@@ -15,6 +15,9 @@ const common = {
   sourcemap: true,
   logLevel: 'warning',
   external: ['node-pty'],
+  // Prefer ES modules where a package has both: jsonc-parser's UMD "main" uses a dynamic require
+  // that a bundle cannot resolve ("Cannot find module './impl/format'").
+  mainFields: ['module', 'main'],
 };
 
 const builds = [

@@ -1,25 +1,175 @@
 #!/usr/bin/env node
-// `npm start` (interim, until the VS Code demo lands): starts the bundled exec-server on loopback
-// with a fresh token and prints how to use it. Ctrl-C stops it and every process it started.
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// `npm start`: the product demo. Builds and packages the extension (exec-bridge.vsix), installs it
+// into a real VS Code in the browser (code-server 4.100.3 = VS Code 1.100.3), checks once in a
+// headless chromium that the installed extension starts the bundled executor and runs a command
+// on it, then prints the local URL to open. Ctrl-C stops code-server and everything it started.
+//
+// Options: --port N (default: $PORT or a free port), --no-verify (skip the headless check).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  cacheRoot,
+  CHROMIUM_ARGS,
+  chromiumPath,
+  codeServerArgs,
+  CS_VERSION,
+  ensureCodeServer,
+  fail,
+  freePort,
+  killGroup,
+  root,
+  waitHealthy,
+  writeUserSettings,
+} from './vscode-test.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), 'exec-bridge-'));
-const tokenFile = join(dir, 'token');
-writeFileSync(tokenFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
-const server = spawn(process.execPath, [join(root, 'dist/cli.js'), 'serve', '--listen', 'ws://127.0.0.1:0', '--token-file', tokenFile, '--verbose'], {
-  stdio: ['ignore', 'pipe', 'inherit'],
+const argv = process.argv.slice(2);
+const portArg = argv.includes('--port') ? Number(argv[argv.indexOf('--port') + 1]) : Number(process.env.PORT || 0);
+const verify = !argv.includes('--no-verify');
+const log = (...a) => console.log('[start]', ...a);
+
+log('packaging the extension (npm run package)');
+const pkg = spawnSync('npm', ['run', '--silent', 'package'], { cwd: root, encoding: 'utf8' });
+const vsix = join(root, 'exec-bridge.vsix');
+if (pkg.status !== 0 || !existsSync(vsix)) {
+  process.stderr.write(pkg.stdout + pkg.stderr);
+  fail('npm run package failed');
+}
+
+const codeServer = ensureCodeServer();
+// A fresh demo profile each time, outside the repo.
+const demo = join(cacheRoot, 'demo');
+rmSync(demo, { recursive: true, force: true });
+const env = {
+  ...process.env,
+  HOME: join(demo, 'home'),
+  TMPDIR: join(demo, 'tmp'),
+  XDG_CONFIG_HOME: join(demo, 'xdg', 'config'),
+  XDG_DATA_HOME: join(demo, 'xdg', 'data'),
+  XDG_CACHE_HOME: join(demo, 'xdg', 'cache'),
+};
+const userData = join(demo, 'user-data');
+const extensions = join(demo, 'extensions');
+const workspace = join(demo, 'workspace');
+for (const d of [env.HOME, env.TMPDIR, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.XDG_CACHE_HOME, extensions, workspace]) mkdirSync(d, { recursive: true });
+writeUserSettings(userData, { 'workbench.startupEditor': 'readme' });
+writeFileSync(
+  join(workspace, 'README.md'),
+  [
+    '# Exec Bridge demo',
+    '',
+    'Open the **Exec Bridge** view in the activity bar, or run from the command palette (F1):',
+    '',
+    '- **Exec Bridge: Run Command on Executor…** — e.g. `ls -la; uname -a`',
+    '- **Exec Bridge: New Executor Shell** — an interactive shell on the executor',
+    '- try `touch ~/outside-the-workspace` to see the sandbox ask for approval',
+    '',
+  ].join('\n'),
+);
+
+log(`installing ${vsix} into code-server ${CS_VERSION}`);
+const install = spawnSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
+  env,
+  encoding: 'utf8',
+  timeout: 120_000,
 });
-server.stdout.once('data', (d) => {
-  const url = d.toString().trim();
-  console.log(`Exec Bridge exec-server listening on ${url}`);
-  console.log(`token file: ${tokenFile}`);
-  console.log(`\nRun a command through it:\n  node dist/cli.js run --url ${url} --token-file ${tokenFile} -- bash -c 'echo hello from the executor; uname -a'`);
-  console.log(`Or use it from codex-compatible clients with "Authorization: Bearer $(cat ${tokenFile})".\nCtrl-C stops it.`);
+if (install.status !== 0) {
+  process.stderr.write(install.stdout + install.stderr);
+  fail('code-server --install-extension failed');
+}
+
+const port = portArg || (await freePort());
+const base = `http://127.0.0.1:${port}`;
+const logFile = join(demo, 'code-server.log');
+const cs = spawn(codeServer, [...codeServerArgs(port, userData, extensions), workspace], {
+  detached: true,
+  stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],
+  env,
 });
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => server.kill('SIGTERM'));
-server.on('exit', (code) => process.exit(code ?? 0));
+let stopping = false;
+const stop = async (code) => {
+  if (stopping) return;
+  stopping = true;
+  log('stopping code-server');
+  await killGroup(cs);
+  process.exit(code);
+};
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+cs.on('exit', (code) => {
+  if (!stopping) {
+    console.error(`[start] code-server exited (${code}); log: ${logFile}`);
+    process.exit(1);
+  }
+});
+try {
+  await waitHealthy(base, cs, 60_000);
+} catch (e) {
+  console.error(`[start] ${e.message}; log: ${logFile}`);
+  await stop(1);
+}
+const url = `${base}/?folder=${encodeURIComponent(workspace)}`;
+
+if (verify && existsSync(chromiumPath)) {
+  log('checking the installed extension in headless chromium');
+  try {
+    await smokeTest(url);
+    log('ok: the bundled executor started and ran a command (screenshot: test-results/demo.png)');
+  } catch (e) {
+    console.error(`[start] the headless check failed: ${e.message}`);
+    console.error('[start] code-server keeps running; see test-results/demo-fail.png and the log:', logFile);
+  }
+}
+
+console.log(`\nExec Bridge demo — VS Code ${CS_VERSION.replace(/^4/, '1')} (code-server ${CS_VERSION}) with the extension installed:\n\n  ${url}\n\nCtrl-C stops it.`);
+
+/** Opens the workbench, runs a command on the bundled executor through the palette, reads the terminal. */
+async function smokeTest(target) {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, env, args: CHROMIUM_ARGS });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const results = join(root, 'test-results');
+  mkdirSync(results, { recursive: true });
+  try {
+    await page.goto(target, { waitUntil: 'domcontentloaded', timeout: 120_000 });
+    const container = page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]');
+    await container.waitFor({ timeout: 120_000 });
+    // Opening our view activates the extension and takes focus away from the README preview
+    // (a webview would swallow the F1 below).
+    await container.click();
+    const row = page.locator('[id="workbench.view.extension.execBridge"] .monaco-list-row:has-text("bundled")').first();
+    await row.waitFor({ timeout: 60_000 });
+    await row.click();
+    await page.keyboard.press('ArrowRight'); // the click may have collapsed it
+    const input = page.locator('.quick-input-widget input');
+    for (let i = 0; i < 5 && !(await input.isVisible()); i++) {
+      await page.keyboard.press('F1');
+      await input.waitFor({ state: 'visible', timeout: 3000 }).catch(() => undefined);
+    }
+    await input.fill('>Exec Bridge: Run Command on Executor');
+    await page.locator('.quick-input-list .monaco-list-row:has-text("Run Command on Executor")').first().waitFor({ timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget .quick-input-title:has-text("Run Command on Executor")').waitFor({ timeout: 30_000 });
+    // The "run" row appears once the extension has seen the typed text; type again if it does not.
+    const runRow = page.locator('.quick-input-list .monaco-list-row:has-text("hello")').first();
+    for (let i = 0; i < 3; i++) {
+      await input.fill('');
+      await input.pressSequentially('echo "hello from the $(hostname) executor"; uname -sr', { delay: 5 });
+      if (await runRow.waitFor({ timeout: 10_000 }).then(() => true, () => false)) break;
+    }
+    await page.keyboard.press('Enter');
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const rows = await page.locator('.terminal .xterm-rows > div').allTextContents();
+      if (rows.some((r) => /exit code 0/.test(r)) && rows.some((r) => /^hello from the /.test(r.replace(/\u00a0/g, ' ')))) break;
+      if (Date.now() > deadline) throw new Error(`no command output in the terminal: ${JSON.stringify(rows.filter(Boolean))}`);
+      await page.waitForTimeout(250);
+    }
+    await page.screenshot({ path: join(results, 'demo.png') });
+  } catch (e) {
+    await page.screenshot({ path: join(results, 'demo-fail.png') }).catch(() => {});
+    throw e;
+  } finally {
+    await browser.close();
+  }
+}

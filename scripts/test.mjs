@@ -49,3 +49,9 @@ for (const suite of suites) {
   console.log(`\n— ${suite}: ${files.length} files`);
   run('node', ['--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), '--test-timeout=120000', ...files]);
 }
+
+// Last: the extension inside a real VS Code (code-server + chromium; scripts/vscode-test.mjs).
+if (filter.length === 0 || filter.some((x) => x === 'vscode' || x.includes('test/vscode'))) {
+  console.log('\n— vscode: extension tests in code-server');
+  run('node', ['scripts/vscode-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });
+}

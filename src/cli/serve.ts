@@ -4,7 +4,7 @@ import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/ex
 import { sandboxPlanner } from '../server/planner';
 
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | stdio] [--token-file FILE]
-                        [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH] [--verbose]
+                        [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH] [--exit-with-stdin] [--verbose]
 
   --listen          where to listen (default ws://127.0.0.1:0; port 0 picks a free one).
                     Prints exactly one line on stdout: the bound ws:// URL.
@@ -14,6 +14,8 @@ export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | 
   --session-ttl-ms  how long a detached session (and an exited process) is kept (default 30000).
   --allow-origin    a browser Origin allowed to connect (by default any request with Origin is refused).
   --bwrap-path      bubblewrap binary for sandboxed commands (default: bwrap on PATH).
+  --exit-with-stdin stop (killing every child) when stdin reaches end of file: a parent that keeps
+                    a pipe to it (the VS Code extension) takes the server along even if it crashes.
   --verbose         log connections and sessions on stderr (never tokens).`;
 
 interface ServeArgs {
@@ -22,6 +24,7 @@ interface ServeArgs {
   ttlMs?: number;
   allowOrigins: string[];
   bwrapPath?: string;
+  exitWithStdin?: boolean;
   verbose: boolean;
 }
 
@@ -54,6 +57,9 @@ function parseServeArgs(args: string[]): ServeArgs {
         break;
       case '--bwrap-path':
         out.bwrapPath = value();
+        break;
+      case '--exit-with-stdin':
+        out.exitWithStdin = true;
         break;
       case '--verbose':
         out.verbose = true;
@@ -139,6 +145,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     } else {
       process.stderr.write(`exec-bridge: listening on non-loopback ${host}; clients need the token.\n`);
     }
+  }
+  if (args.exitWithStdin) {
+    process.stdin.on('end', () => void stop('stdin closed'));
+    process.stdin.on('error', () => void stop('stdin closed'));
+    process.stdin.resume();
   }
   try {
     const url = await server.listen(host, Number(m[2]));

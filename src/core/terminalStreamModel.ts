@@ -80,7 +80,11 @@ export class TerminalStreamModel {
   /** The cursor is at column 0, as far as we know (so status lines need no leading newline). */
   private atLineStart = true;
   private line = '';
+  /** Keys typed before the first process started (sendText right after creating the terminal). */
+  private typeAhead: string[] = [];
+  private everAttached = false;
   private recovering = false;
+  private failureShown: string | undefined;
   private exitCodeValue: number | undefined;
   private dims: { cols: number; rows: number } | undefined;
 
@@ -125,6 +129,12 @@ export class TerminalStreamModel {
     this.decoders.clear();
     this.line = '';
     this.exitCodeValue = undefined;
+    if (!this.everAttached) {
+      this.everAttached = true;
+      const keys = this.typeAhead.join('');
+      this.typeAhead = [];
+      if (keys) this.handleInput(keys);
+    }
   }
 
   /** Process events in seq order (the client guarantees order and dedupe). */
@@ -144,7 +154,8 @@ export class TerminalStreamModel {
       case 'failed':
         this.flushDecoders();
         this.phaseValue = 'idle';
-        this.statusLine(`${RED}${event.error.message}${RESET}`);
+        // A client failure reaches us twice (state + process event): say it once.
+        if (event.error.message !== this.failureShown) this.statusLine(`${RED}${event.error.message}${RESET}`);
         break;
     }
   }
@@ -159,6 +170,7 @@ export class TerminalStreamModel {
       this.recovering = false;
     } else {
       this.recovering = false;
+      this.failureShown = state.error.message;
       this.statusLine(`${RED}connection failed: ${state.error.message}${RESET}`);
     }
   }
@@ -212,6 +224,12 @@ export class TerminalStreamModel {
       this.closeEmitter.fire(this.exitCodeValue);
       return;
     }
+    if (this.phaseValue === 'idle' && !this.everAttached) {
+      // Bounded: a terminal whose process never starts must not grow without limit.
+      if (this.typeAhead.length < 1000) this.typeAhead.push(data);
+      return;
+    }
+    // While waiting for an approval (between runs) keys go nowhere.
     if (this.phaseValue !== 'running' || !this.attached) return;
     if (this.attached.tty) {
       this.actionEmitter.fire({ kind: 'write', data });

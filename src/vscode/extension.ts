@@ -1,8 +1,255 @@
+import { join } from 'node:path';
 import * as vscode from 'vscode';
+import { BundledServer } from '../core/bundledServer';
+import { describeExecutor } from '../core/executorConfig';
+import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
+import { RunRegistry } from '../core/runRegistry';
+import { DisposableStore } from '../util/disposable';
+import type { ExecBridgeApi } from './api';
+import { ApprovalService } from './approvals';
+import { registerCommand } from './commands';
+import { ExecutorManager } from './executorManager';
+import { registerMcpFeature, type McpFeature } from './mcpFeature';
+import { registerExecutorsView } from './executorsView';
+import { registerStatusBar } from './statusBar';
+import { TerminalFeature } from './terminals';
 
-export function activate(context: vscode.ExtensionContext): { ok: boolean } {
-  context.subscriptions.push(vscode.commands.registerCommand('execBridge.showLog', () => undefined));
-  return { ok: true };
+/**
+ * The one object that owns everything (architecture.md, "Lifetimes"). `disposables` lives as long
+ * as the extension; `connectionScope` holds what is bound to the active executor's connection and
+ * is dropped when that connection fails or the active executor changes.
+ */
+export class Extension {
+  readonly disposables = new DisposableStore();
+  private connectionScopeValue = new DisposableStore();
+  readonly log: vscode.LogOutputChannel;
+  readonly runs = new RunRegistry();
+  readonly bundled: BundledServer;
+  readonly executors: ExecutorManager;
+  readonly approvals: ApprovalService;
+  readonly terminals: TerminalFeature;
+  /** Set by registerMcpFeature in activate; drained first on shutdown (its servers need the clients). */
+  mcp: McpFeature | undefined;
+
+  constructor(readonly context: vscode.ExtensionContext) {
+    // Disposed last, in shutdown(): the bundled server logs its exit after everything else is gone.
+    this.log = vscode.window.createOutputChannel('Exec Bridge', { log: true });
+    this.bundled = new BundledServer({
+      cliPath: join(context.extensionPath, 'dist', 'cli.js'),
+      log: (line) => this.safeLog(line),
+    });
+    this.disposables.add(this.runs);
+    this.executors = this.disposables.add(new ExecutorManager(context.secrets, context.workspaceState, this.bundled, this.log));
+    this.approvals = this.disposables.add(new ApprovalService(context.workspaceState, this.log));
+    this.terminals = this.disposables.add(new TerminalFeature(this));
+    this.disposables.add(this.executors.onDidChange(() => this.bindActiveConnection()));
+    this.disposables.add(
+      this.executors.onDidChangeState(({ executor, state }) => {
+        if (executor === this.executors.active.name && state.kind === 'connected') this.bindActiveConnection();
+      }),
+    );
+  }
+
+  /**
+   * Per-connection wiring for the active executor's client, dropped with it: when that client
+   * fails on its own (not when we replace it), say so once with what can actually be done.
+   */
+  private bindActiveConnection(): void {
+    const conn = this.executors.active;
+    const client = conn.client;
+    if (client && this.boundClient === client) return;
+    this.resetConnectionScope();
+    this.boundClient = client;
+    if (!client || client.state.kind === 'failed') return;
+    this.connectionScopeValue.add(
+      client.onDidChangeState((s) => {
+        if (s.kind !== 'failed') return;
+        this.resetConnectionScope();
+        this.boundClient = undefined;
+        // Replaced on purpose (reconnect, settings change, shutdown): nothing to report.
+        if (conn.client !== client || conn.state.kind !== 'failed') return;
+        const message = conn.state.message;
+        void vscode.window.showErrorMessage(`Exec Bridge: lost the connection to ${conn.name} — ${message}`, 'Reconnect', 'Show Log').then((choice) => {
+          if (choice === 'Reconnect') void this.reconnect(conn);
+          if (choice === 'Show Log') this.log.show(true);
+        });
+      }),
+    );
+  }
+  private boundClient: unknown;
+
+  private logClosed = false;
+  /** For callbacks that may outlive the channel (child process exits during shutdown). */
+  private safeLog(line: string): void {
+    if (!this.logClosed) this.log.info(line);
+  }
+
+  /** Things bound to the active executor's current connection. */
+  get connectionScope(): DisposableStore {
+    return this.connectionScopeValue;
+  }
+
+  private resetConnectionScope(): void {
+    this.connectionScopeValue.dispose();
+    this.connectionScopeValue = new DisposableStore();
+  }
+
+  async useExecutor(name: string): Promise<void> {
+    await this.executors.setActive(name);
+  }
+
+  /**
+   * Connects, or explains why not: "Not connected — Connect / Show Log" instead of an exception
+   * (style.md §6). Resolves whether a connection is there.
+   */
+  async connectOrExplain(conn: ExecutorConnection): Promise<boolean> {
+    try {
+      await conn.connect();
+      return true;
+    } catch (e) {
+      this.explainNotConnected(conn, (e as Error)?.message ?? String(e));
+      return false;
+    }
+  }
+
+  /** The notification is not awaited: a command that needed the connection ends now. */
+  private explainNotConnected(conn: ExecutorConnection, message: string): void {
+    void vscode.window.showErrorMessage(`Exec Bridge: not connected to ${conn.name} — ${message}`, 'Connect', 'Show Log').then((choice) => {
+      if (choice === 'Show Log') this.log.show(true);
+      if (choice === 'Connect') void this.connectOrExplain(conn);
+    });
+  }
+
+  async reconnect(conn: ExecutorConnection): Promise<void> {
+    this.log.info(`${conn.name}: reconnect requested`);
+    if (conn.config.kind === 'bundled' && !this.bundled.running) this.log.info('bundled: (re)starting the bundled exec-server');
+    try {
+      await conn.reconnect();
+    } catch (e) {
+      this.explainNotConnected(conn, (e as Error)?.message ?? String(e));
+    }
+  }
+
+  /**
+   * Deactivate: drain MCP servers while their executors are still connected, then close terminals
+   * (their processes are terminated), drop clients, stop the bundled server.
+   */
+  async shutdown(): Promise<void> {
+    if (this.mcp) {
+      // Bounded: a stuck MCP server must not keep the bundled executor alive.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)));
+      await Promise.race([this.mcp.shutdown().catch((e: unknown) => console.error('Exec Bridge: error while stopping MCP servers', e)), limit]);
+      clearTimeout(timer);
+    }
+    try {
+      this.connectionScopeValue.dispose();
+      this.disposables.dispose();
+    } catch (e) {
+      console.error('Exec Bridge: error while shutting down', e);
+    }
+    await this.bundled.stop();
+    this.logClosed = true;
+    this.log.dispose();
+  }
 }
 
-export function deactivate(): void {}
+function registerCoreCommands(ext: Extension): void {
+  registerCommand(ext, 'showLog', () => ext.log.show(true), { needsTrust: false });
+  registerCommand(ext, 'reconnect', () => ext.reconnect(ext.executors.active));
+  registerCommand(ext, 'connect', async () => {
+    await ext.connectOrExplain(ext.executors.active);
+  });
+  registerCommand(ext, 'selectExecutor', async (name?: unknown) => {
+    if (typeof name === 'string') return ext.useExecutor(name);
+    const active = ext.executors.active.name;
+    const pick = await vscode.window.showQuickPick(
+      ext.executors.all().map((c) => ({ label: c.name, description: c.name === active ? 'active' : undefined, detail: describeExecutor(c.config) })),
+      { title: 'Exec Bridge: Select Executor', placeHolder: 'Where commands and shells run' },
+    );
+    if (pick) await ext.useExecutor(pick.label);
+    return undefined;
+  });
+  // Arguments (for automation): the executor name, and the token itself to skip the input box.
+  registerCommand(ext, 'setExecutorToken', async (name?: unknown, given?: unknown) => {
+    const remotes = ext.executors.all().flatMap((c) => (c.config.kind === 'websocket' ? [c.config] : []));
+    if (remotes.length === 0) {
+      void vscode.window.showInformationMessage('Exec Bridge: no WebSocket executor is configured (setting execBridge.executors).');
+      return;
+    }
+    const config =
+      remotes.find((c) => c.name === name) ??
+      (remotes.length === 1
+        ? remotes[0]
+        : (await vscode.window.showQuickPick(remotes.map((c) => ({ label: c.name, description: describeExecutor(c), config: c })), { title: 'Set Executor Token' }))?.config);
+    if (!config) return;
+    const token =
+      typeof given === 'string'
+        ? given
+        : await vscode.window.showInputBox({
+            title: `Token for ${config.name}`,
+            prompt: 'Sent as "Authorization: Bearer …" when connecting. Stored in VS Code\u2019s secret storage. Leave empty to remove it.',
+            password: true,
+            ignoreFocusOut: true,
+          });
+    if (token === undefined) return;
+    await ext.executors.setToken(config, token.trim());
+    const conn = ext.executors.get(config.name);
+    if (conn && conn.state.kind !== 'idle') await ext.reconnect(conn);
+  });
+}
+
+let current: Extension | undefined;
+
+export function activate(context: vscode.ExtensionContext): ExecBridgeApi {
+  const t0 = performance.now();
+  const ext = new Extension(context);
+  current = ext;
+  registerCoreCommands(ext);
+  registerStatusBar(ext);
+  registerExecutorsView(ext);
+  ext.mcp = registerMcpFeature(ext);
+  const activationMs = performance.now() - t0;
+  ext.log.info(`activated in ${activationMs.toFixed(1)} ms${vscode.workspace.isTrusted ? '' : ' (untrusted workspace: nothing connects or runs until it is trusted)'}`);
+  return createApi(ext, activationMs);
+}
+
+export function deactivate(): Promise<void> | undefined {
+  const ext = current;
+  current = undefined;
+  return ext?.shutdown();
+}
+
+function createApi(ext: Extension, activationMs: number): ExecBridgeApi {
+  const stateEvents = new vscode.EventEmitter<{ executor: string; state: ExecutorState }>();
+  ext.disposables.add(stateEvents);
+  ext.disposables.add(ext.executors.onDidChangeState((e) => stateEvents.fire(e)));
+  const approvalEvents = new vscode.EventEmitter<Parameters<Parameters<ExecBridgeApi['onDidRequestApproval']>[0]>[0]>();
+  ext.disposables.add(approvalEvents);
+  ext.disposables.add(ext.approvals.onDidRequest((p) => approvalEvents.fire(p)));
+  const find = (name?: string) => {
+    const conn = name === undefined ? ext.executors.active : ext.executors.get(name);
+    if (!conn) throw new Error(`there is no executor named "${name}"`);
+    return conn;
+  };
+  return {
+    activationMs,
+    logUri: ext.context.logUri,
+    executorNames: () => ext.executors.all().map((c) => c.name),
+    get activeExecutor() {
+      return ext.executors.active.name;
+    },
+    executorState: (name) => find(name).state,
+    onDidChangeExecutorState: stateEvents.event,
+    connect: async (name) => {
+      if (!vscode.workspace.isTrusted) throw new Error('the workspace is not trusted');
+      const conn = find(name);
+      await conn.connect();
+      return conn.state;
+    },
+    bundledServerPid: () => ext.bundled.pid,
+    terminals: () => ext.terminals.terminals(),
+    onDidOpenTerminal: ext.terminals.onDidOpenTerminal,
+    onDidRequestApproval: approvalEvents.event,
+  };
+}

@@ -1,12 +1,35 @@
 import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { suite, test } from 'mocha';
 import * as vscode from 'vscode';
+import { EXTENSION_ID, getApi } from './helpers';
 
 suite('activation', () => {
-  test('the extension activates', async () => {
-    const ext = vscode.extensions.getExtension('exec-bridge.exec-bridge');
+  test('activates from its contributions only, quickly, and registers every declared command', async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
     assert.ok(ext, 'extension is installed');
-    await ext.activate();
+    const manifest = JSON.parse(readFileSync(join(ext.extensionPath, 'package.json'), 'utf8')) as {
+      activationEvents: string[];
+      contributes: { commands: { command: string }[] };
+      capabilities: { untrustedWorkspaces: { supported: unknown } };
+    };
+    assert.ok(!manifest.activationEvents.includes('*'), 'no "*" activation');
+    assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
+
+    const api = await getApi();
     assert.equal(ext.isActive, true);
+    assert.ok(api.activationMs >= 0 && api.activationMs < 1000, `activation took ${api.activationMs} ms`);
+
+    const registered = new Set(await vscode.commands.getCommands(true));
+    const missing = manifest.contributes.commands.map((c) => c.command).filter((c) => !registered.has(c));
+    assert.deepEqual(missing, [], 'every contributed command is registered');
+  });
+
+  test('lists the bundled executor and does not connect on its own', async () => {
+    const api = await getApi();
+    assert.ok(api.executorNames().includes('bundled'));
+    assert.equal(api.activeExecutor, 'bundled');
+    assert.equal(api.bundledServerPid(), undefined, 'no server is started before something needs it');
   });
 });

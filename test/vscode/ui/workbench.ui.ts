@@ -1,19 +1,122 @@
-import type { Page } from 'playwright-core';
+// The UI test: drives the real workbench (code-server in chromium) the way a user would.
+// Loaded by scripts/vscode-test.mjs after a page load with our extension in development mode.
+// Flow: Exec Bridge view → palette "Run Command on Executor…" → a command the default sandbox
+// (workspace-write) blocks → the approval notification → "Run Without Sandbox" → the retried
+// output in the same terminal → the run in the Executors view.
+import type { Locator, Page } from 'playwright-core';
 
 export interface UiContext {
   page: Page;
   log: (...args: unknown[]) => void;
+  /** Saves a numbered screenshot of the current page (kept in test-results/ when the test fails). */
   shot: (name: string) => Promise<void>;
   workspace: string;
 }
 
-export async function drive({ page, log, shot }: UiContext): Promise<void> {
-  await page.waitForSelector('.activitybar .action-item a[aria-label^="Exec Bridge"]', { timeout: 30_000 });
-  log('activity bar shows Exec Bridge');
+const VIEW = '[id="workbench.view.extension.execBridge"]';
+// Writes to $HOME, which workspace-write leaves read-only; the output marker only appears when the
+// write worked (the command line itself shows `retried %s`).
+const COMMAND = "printf 'retried %s\\n' OK > ~/exec-bridge-ui.txt && cat ~/exec-bridge-ui.txt";
+
+async function terminalText(page: Page): Promise<string> {
+  // DOM renderer rows (terminal.integrated.gpuAcceleration is off in the test profile).
+  const rows = await page.locator('.terminal .xterm-rows > div').allTextContents();
+  return rows.map((r) => r.replace(/\u00a0/g, ' ').trimEnd()).join('\n');
+}
+
+async function waitForTerminalText(page: Page, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let text = '';
+  while (Date.now() < deadline) {
+    text = await terminalText(page);
+    if (pattern.test(text)) return text;
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`terminal never showed ${pattern}; it shows:\n${text}`);
+}
+
+async function runPaletteCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('F1');
-  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-  await page.keyboard.type('Exec Bridge: Show Log');
-  await page.waitForSelector('.quick-input-list .monaco-list-row:has-text("Exec Bridge: Show Log")');
-  log('palette shows our command');
-  await shot('palette');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${title}`);
+  await page.locator(`.quick-input-list .monaco-list-row:has-text("${title}")`).first().waitFor({ timeout: 30_000 });
+  await page.keyboard.press('Enter');
+}
+
+/** The approval toast; falls back to the notification center if the toast was already hidden. */
+async function approvalNotification(page: Page): Promise<Locator> {
+  const toast = page.locator('.notification-toast .notification-list-item:has-text("blocked")');
+  try {
+    await toast.first().waitFor({ timeout: 30_000 });
+    return toast.first();
+  } catch {
+    await runPaletteCommand(page, 'Notifications: Show Notifications');
+    const item = page.locator('.notifications-center .notification-list-item:has-text("blocked")');
+    await item.first().waitFor({ timeout: 10_000 });
+    return item.first();
+  }
+}
+
+export async function drive({ page, log, shot }: UiContext): Promise<void> {
+  // 1. Our activity-bar container (proof the extension's contributions are registered) → the view.
+  const container = page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]');
+  await container.waitFor({ timeout: 60_000 });
+  await container.click();
+  const executorRow = page.locator(`${VIEW} .monaco-list-row:has-text("bundled")`).first();
+  await executorRow.waitFor({ timeout: 30_000 });
+  log('Executors view lists:', JSON.stringify(await page.locator(`${VIEW} .monaco-list-row`).allInnerTexts()));
+  await shot('executors-view');
+
+  // 2. Command palette → Run Command on Executor… → type the command line.
+  await runPaletteCommand(page, 'Exec Bridge: Run Command on Executor');
+  const input = page.locator('.quick-input-widget input');
+  await page.locator('.quick-input-widget .quick-input-title:has-text("Run Command on Executor")').waitFor({ timeout: 30_000 });
+  // The "run" row appears once the extension has seen the typed text; type again if it does not.
+  const offered = page.locator('.quick-input-list .monaco-list-row:has-text("retried")').first();
+  for (let attempt = 1; ; attempt++) {
+    await input.fill(COMMAND);
+    if (await offered.waitFor({ timeout: 10_000 }).then(() => true, () => false)) break;
+    if (attempt === 3) throw new Error('the Run Command input never offered the typed command');
+  }
+  await shot('command-input');
+  await page.keyboard.press('Enter');
+  log('command submitted');
+
+  // 3. The terminal streams the denied attempt; the approval notification names command and policy.
+  const denied = await waitForTerminalText(page, /blocked this command/);
+  log('terminal (denied):', JSON.stringify(denied.split('\n').filter(Boolean)));
+  if (!/Read-only file system/.test(denied)) throw new Error('the denied attempt\'s error output is missing');
+  const notification = await approvalNotification(page);
+  const message = await notification.locator('.notification-list-item-message').innerText();
+  log('notification:', JSON.stringify(message));
+  if (!message.includes('workspace-write, network off') || !message.includes('retried')) {
+    throw new Error(`the notification should name the sandbox policy and the command: ${message}`);
+  }
+  const buttons = await notification.locator('.monaco-button').allInnerTexts();
+  log('buttons:', JSON.stringify(buttons));
+  for (const b of ['Run Without Sandbox', 'Always Allow This Command', 'Deny']) {
+    if (!buttons.includes(b)) throw new Error(`missing button ${b} in ${JSON.stringify(buttons)}`);
+  }
+  await shot('approval-notification');
+
+  // 4. Run Without Sandbox → the retry runs in the same terminal and prints the marker.
+  await notification.locator('.monaco-button:has-text("Run Without Sandbox")').click();
+  const retried = await waitForTerminalText(page, /exit code 0 — press any key to close/);
+  log('terminal (retried):', JSON.stringify(retried.split('\n').filter(Boolean)));
+  if (!/re-running WITHOUT the sandbox/.test(retried) || !/^retried OK$/m.test(retried)) {
+    throw new Error('the retried output is missing');
+  }
+  await shot('retried-output');
+
+  // 5. The Executors view shows the executor, its state and the finished, unsandboxed run.
+  const runRow = page.locator(`${VIEW} .monaco-list-row:has-text("retried")`).first();
+  await runRow.waitFor({ timeout: 15_000 });
+  const rows = await page.locator(`${VIEW} .monaco-list-row`).allInnerTexts();
+  log('Executors view:', JSON.stringify(rows));
+  const all = rows.join('\n');
+  if (!/bundled/.test(all) || !/connected/.test(all) || !/exit code 0/.test(all) || !/unsandboxed/.test(all)) {
+    throw new Error(`the Executors view should show bundled, connected, and the run: ${JSON.stringify(rows)}`);
+  }
+  await shot('executors-view-after');
 }

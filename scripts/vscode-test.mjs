@@ -1,0 +1,448 @@
+#!/usr/bin/env node
+// Runs the extension inside a REAL VS Code: code-server 4.100.3 (= VS Code 1.100.3) driven headlessly
+// by Debian's chromium through playwright-core (recipe: docs/vscode-testing.md in the shared docs).
+//
+//   1. installs code-server once into a cache folder outside the repo (offline except npm),
+//   2. starts it in its own process group on a free loopback port with a throwaway HOME/TMPDIR/XDG,
+//   3. page load #1: extensionDevelopmentPath + extensionTestsPath → the mocha suites in
+//      $OUT_DIR/test/vscode run in the real extension host; their report arrives via codeAutomationLog,
+//   4. page load #2: the playwright UI test ($OUT_DIR/test/vscode/ui/workbench.ui.js) drives the workbench,
+//   5. prints `N passed, M failed`, kills the process group, keeps logs + screenshots in test-results/
+//      on failure.
+//
+// Usage: node scripts/vscode-test.mjs [--install-only] [--tests-only] [--ui-only] [--keep]
+// Env:   OUT_DIR (where tsc compiled the tests, default `out`), EXEC_BRIDGE_VSCODE_CACHE (install cache),
+//        VSCODE_TEST_GREP (mocha grep), CHROMIUM (default /usr/bin/chromium).
+// Needs: dist/extension.js (npm run build) and $OUT_DIR/test/vscode/** (tsc --outDir $OUT_DIR).
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { format } from 'node:util';
+
+export const CS_VERSION = '4.100.3';
+// @vscode/ripgrep (a code-server dependency) downloads rg from GitHub in its postinstall unless its
+// cache already holds this exact archive: we seed it with Debian's rg.
+const RG_CACHE = 'vscode-ripgrep-cache-1.15.11';
+const RG_ARCHIVE = 'ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz';
+const EXTENSION_ID = 'exec-bridge.exec-bridge';
+
+export const root = resolve(new URL('..', import.meta.url).pathname);
+const args = new Set(process.argv.slice(2));
+const outDir = resolve(root, process.env.OUT_DIR || 'out');
+export const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+export const cacheRoot =
+  process.env.EXEC_BRIDGE_VSCODE_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'exec-bridge-vscode');
+const resultsDir = join(root, 'test-results');
+
+const t0 = Date.now();
+const ts = () => `[vscode ${((Date.now() - t0) / 1000).toFixed(1)}s]`;
+const say = (...a) => console.log(ts(), ...a);
+
+export function fail(message) {
+  console.error(`${ts()} ✗ ${message}`);
+  process.exit(1);
+}
+
+/** Installs code-server into `<cache>/code-server-<version>` once; concurrent installers each use a private folder and the first rename wins. */
+export function ensureCodeServer() {
+  const dir = join(cacheRoot, `code-server-${CS_VERSION}`);
+  const bin = join(dir, 'node_modules', '.bin', 'code-server');
+  if (existsSync(bin)) return bin;
+  for (const tool of ['rg', 'npm']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) fail(`${tool} not found (apt-get install ripgrep)`);
+  }
+  say(`installing code-server ${CS_VERSION} into ${dir} (once, ~90 s)`);
+  const tmp = join(cacheRoot, 'tmp');
+  mkdirSync(join(tmp, RG_CACHE), { recursive: true });
+  const rg = spawnSync('sh', ['-c', 'command -v rg'], { encoding: 'utf8' }).stdout.trim();
+  const tar = spawnSync('tar', ['czf', join(tmp, RG_CACHE, RG_ARCHIVE), '-C', resolve(rg, '..'), 'rg']);
+  if (tar.status !== 0) fail('could not seed the ripgrep cache');
+  const partial = `${dir}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-code-server","private":true}\n');
+  const log = join(cacheRoot, 'install.log');
+  const r = spawnSync(
+    'sh',
+    ['-c', `npm install --unsafe-perm --foreground-scripts --no-audit --no-fund code-server@${CS_VERSION} > "${log}" 2>&1`],
+    {
+      cwd: partial,
+      stdio: 'inherit',
+      timeout: 15 * 60_000,
+      // nodedir: native modules build against local headers (no download); yes: node-pty's
+      // postinstall runs `npx node-gyp`; unsafe-perm: code-server's postinstall refuses root otherwise.
+      env: { ...process.env, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: process.env.npm_config_nodedir || '/usr' },
+    },
+  );
+  if (r.status !== 0 || !existsSync(join(partial, 'node_modules', '.bin', 'code-server'))) {
+    spawnSync('tail', ['-40', log], { stdio: 'inherit' });
+    rmSync(partial, { recursive: true, force: true });
+    fail(`code-server install failed (log: ${log})`);
+  }
+  try {
+    renameSync(partial, dir);
+  } catch {
+    rmSync(partial, { recursive: true, force: true }); // another run finished first
+  }
+  say('code-server installed');
+  return bin;
+}
+
+export function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+export async function waitHealthy(base, child, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`code-server exited early (${child.exitCode})`);
+    try {
+      const r = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
+      if (r.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`code-server not healthy after ${timeoutMs} ms`);
+}
+
+export function killGroup(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((res) => {
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      res();
+    }, 3000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      // ptyHost/fileWatcher children can outlive the main process: sweep the group too.
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // group already empty
+      }
+      res();
+    });
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      clearTimeout(timer);
+      res();
+    }
+  });
+}
+
+/** A quiet, offline profile; terminal text in the DOM (no GPU renderer) so tests can read it. */
+export function writeUserSettings(userData, extra = {}) {
+  mkdirSync(join(userData, 'User'), { recursive: true });
+  const settings = {
+    'workbench.startupEditor': 'none',
+    'terminal.integrated.gpuAcceleration': 'off',
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'chat.commandCenter.enabled': false,
+    ...extra,
+  };
+  writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
+}
+
+/** The code-server command line (add the folder to open at the end). */
+export function codeServerArgs(port, userData, extensionsDir) {
+  return [
+    '--auth', 'none',
+    '--bind-addr', `127.0.0.1:${port}`,
+    '--user-data-dir', userData,
+    '--extensions-dir', extensionsDir,
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+    '--disable-getting-started-override',
+  ];
+}
+
+/** Chromium flags that keep a headless run quiet and offline. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+];
+
+/** Processes (other than us) whose command line mentions `marker` — e.g. this run's folder. */
+function processesMentioning(marker) {
+  const found = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const zombie = stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+      if (!zombie && cmd.includes(marker)) found.push({ pid: Number(name), cmd });
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found;
+}
+
+/**
+ * Kills code-server's group the hard way — its extension hosts die without deactivate, as in a
+ * crash — then checks that nothing started in this run outlives it: the bundled exec-server must
+ * notice its parent is gone (its stdin lifeline closes) and take its children along.
+ */
+async function crashAndCheckLeaks(cs, rt) {
+  try {
+    process.kill(-cs.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+  // The browser (still open on purpose) is not ours to judge here.
+  const ours = () => processesMentioning(rt).filter((p) => !p.cmd.includes('chromium'));
+  const left = await waitForExit(ours, 10_000);
+  for (const p of left) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  return left;
+}
+
+/** Polls `list` until it is empty or `timeoutMs` passed; returns what is left. */
+async function waitForExit(list, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let left = list();
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    left = list();
+  }
+  return left;
+}
+
+function payloadUrl(base, host, workspace, withTests) {
+  const payload = [['extensionDevelopmentPath', `vscode-remote://${host}${root}`]];
+  if (withTests) payload.push(['extensionTestsPath', `vscode-remote://${host}${join(outDir, 'test', 'vscode', 'index.js')}`]);
+  return `${base}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
+}
+
+// Extension-host console lines that are environment noise, not our report.
+const NOISE = /ENOTFOUND|getaddrinfo|ChatSessionStore|marketplace|open-vsx|\[Extension Host\] (?:Debugger|Started local)/;
+
+async function runMochaPage(browser, base, host, workspace, rt) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  const lines = [];
+  page.on('console', (m) => lines.push(`[page ${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => lines.push(`[pageerror] ${e.message}`));
+  let exitCode = null;
+  let summary = null;
+  let started = false;
+  await page.exposeFunction('codeAutomationLog', (type, logArgs) => {
+    const text = format(...(Array.isArray(logArgs) ? logArgs : [logArgs]));
+    lines.push(`[host ${type}] ${text}`);
+    // Only the mocha report is echoed; workbench chatter stays in the log file.
+    const m = /^EXEC_BRIDGE_MOCHA (\{.*\})$/.exec(text);
+    if (m) {
+      summary = JSON.parse(m[1]);
+      say(`mocha finished: ${summary.passed} passed, ${summary.failed} failed`);
+    }
+    else if (text === 'EXEC_BRIDGE_MOCHA_START') started = true;
+    else if (started && !NOISE.test(text)) console.log(text);
+  });
+  await page.exposeFunction('codeAutomationExit', (code) => {
+    exitCode = code;
+    say(`extension host reported exit code ${code}`);
+  });
+  say('mocha suites: loading the workbench with the test payload');
+  let error;
+  try {
+    await page.goto(payloadUrl(base, host, workspace, true), { waitUntil: 'domcontentloaded', timeout: 120_000 });
+    await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+    const deadline = Date.now() + 180_000;
+    while (exitCode === null && Date.now() < deadline) await page.waitForTimeout(250);
+    if (exitCode === null) error = new Error('the extension tests did not finish within 180 s');
+  } catch (e) {
+    error = e;
+  }
+  const ok = !error && exitCode === 0 && summary !== null && summary.failed === 0;
+  writeFileSync(join(rt, 'mocha-console.log'), lines.join('\n') + '\n');
+  if (!ok) {
+    mkdirSync(resultsDir, { recursive: true });
+    await page.screenshot({ path: join(resultsDir, 'vscode-mocha-fail.png') }).catch(() => {});
+    copyFileSync(join(rt, 'mocha-console.log'), join(resultsDir, 'vscode-mocha-console.log'));
+  }
+  await context.close();
+  if (error) console.error(ts(), 'mocha page:', error.message ?? error);
+  return { ok, passed: summary?.passed ?? 0, failed: summary?.failed ?? (ok ? 0 : 1), exitCode };
+}
+
+async function runUiPage(browser, base, host, workspace, rt) {
+  const modulePath = join(outDir, 'test', 'vscode', 'ui', 'workbench.ui.js');
+  if (!existsSync(modulePath)) fail(`${modulePath} missing (compile with tsc --outDir ${outDir})`);
+  const ui = await import(pathToFileURL(modulePath).href);
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  const lines = [];
+  page.on('console', (m) => lines.push(`[page ${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => lines.push(`[pageerror] ${e.message}`));
+  let step = 0;
+  const shot = async (name) => {
+    mkdirSync(join(rt, 'shots'), { recursive: true });
+    await page.screenshot({ path: join(rt, 'shots', `${String(++step).padStart(2, '0')}-${name}.png`) }).catch(() => {});
+  };
+  say('UI test: loading the workbench with the extension');
+  let ok = false;
+  try {
+    await page.goto(payloadUrl(base, host, workspace, false), { waitUntil: 'domcontentloaded', timeout: 120_000 });
+    await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+    await ui.drive({ page, log: (...a) => say('ui:', ...a), shot, workspace });
+    ok = true;
+  } catch (e) {
+    console.error(ts(), '✗ UI test failed:', e?.stack ?? e);
+  }
+  writeFileSync(join(rt, 'ui-console.log'), lines.join('\n') + '\n');
+  if (!ok) {
+    mkdirSync(resultsDir, { recursive: true });
+    await page.screenshot({ path: join(resultsDir, 'vscode-ui-fail.png') }).catch(() => {});
+    writeFileSync(join(resultsDir, 'vscode-ui-fail.html'), await page.content().catch(() => ''));
+    copyFileSync(join(rt, 'ui-console.log'), join(resultsDir, 'vscode-ui-console.log'));
+  }
+  // The step screenshots are cheap and show what the user saw: keep the latest set either way.
+  const shotsOut = join(resultsDir, 'vscode-ui-shots');
+  rmSync(shotsOut, { recursive: true, force: true });
+  mkdirSync(shotsOut, { recursive: true });
+  spawnSync('sh', ['-c', `cp "${join(rt, 'shots')}"/*.png "${shotsOut}"/ 2>/dev/null`]);
+  // The page stays open: the leak check crashes code-server while this window is still live.
+  return { ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 };
+}
+
+async function main() {
+  if (!existsSync(chromiumPath)) fail(`${chromiumPath} not found (apt-get install chromium ripgrep libkrb5-dev)`);
+  const codeServer = ensureCodeServer();
+  if (args.has('--install-only')) return 0;
+  if (!existsSync(join(root, 'dist', 'extension.js'))) fail('dist/extension.js missing (npm run build)');
+  if (!existsSync(join(outDir, 'test', 'vscode', 'index.js'))) fail(`${outDir}/test/vscode/index.js missing (tsc --outDir ${outDir})`);
+
+  // Throwaway world for code-server, its extension host and chromium. Not under /tmp: the sandbox
+  // lets commands write /tmp, and the approval tests need a HOME it does not let them write.
+  mkdirSync(join(cacheRoot, 'runs'), { recursive: true });
+  const rt = mkdtempSync(join(cacheRoot, 'runs', 'run-'));
+  const env = {
+    ...process.env,
+    HOME: join(rt, 'home'),
+    TMPDIR: join(rt, 'tmp'),
+    XDG_CONFIG_HOME: join(rt, 'xdg', 'config'),
+    XDG_DATA_HOME: join(rt, 'xdg', 'data'),
+    XDG_CACHE_HOME: join(rt, 'xdg', 'cache'),
+  };
+  const userData = join(rt, 'user-data');
+  const workspace = join(rt, 'workspace');
+  for (const d of [env.HOME, env.TMPDIR, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.XDG_CACHE_HOME, join(rt, 'extensions'), workspace]) {
+    mkdirSync(d, { recursive: true });
+  }
+  writeUserSettings(userData);
+  writeFileSync(join(workspace, 'README.txt'), 'Exec Bridge test workspace\n');
+
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const host = `127.0.0.1:${port}`;
+  const csLog = join(rt, 'code-server.log');
+  const logFd = openSync(csLog, 'a');
+  // detached ⇒ setsid: code-server leads its own process group, so one group kill takes its
+  // ptyHost, fileWatcher and extension-host children (and anything our extension started) along.
+  const cs = spawn(codeServer, [...codeServerArgs(port, userData, join(rt, 'extensions')), workspace], {
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+    env,
+  });
+  const onSignal = () => {
+    try {
+      process.kill(-cs.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  let browser;
+  const results = [];
+  try {
+    await waitHealthy(base, cs, 60_000);
+    say(`code-server ${CS_VERSION} up at ${base}`);
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      env,
+      args: CHROMIUM_ARGS,
+    });
+    if (!args.has('--ui-only')) results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspace, rt)) });
+    if (!args.has('--tests-only')) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
+  } catch (e) {
+    console.error(ts(), '✗', e?.stack ?? e);
+    results.push({ name: 'harness', ok: false, passed: 0, failed: 1 });
+  } finally {
+    // Crash first, with the UI window still connected (closing it would let the extension host
+    // shut down cleanly), then close the browser.
+    const leaked = await crashAndCheckLeaks(cs, rt);
+    await browser?.close().catch(() => {});
+    // Chromium's helpers (crashpad) linger a moment after close; never leave them behind.
+    for (const p of await waitForExit(() => processesMentioning(rt), 5000)) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    if (leaked.length > 0) {
+      console.error(`${ts()} ✗ processes outlived a crash of the extension host:\n${leaked.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`);
+      results.push({ name: 'no leaks after a crash', ok: false, passed: 0, failed: 1 });
+    } else {
+      results.push({ name: 'no leaks after a crash', ok: true, passed: 1, failed: 0 });
+    }
+  }
+  const passed = results.reduce((n, r) => n + r.passed, 0);
+  const failed = results.reduce((n, r) => n + r.failed, 0);
+  const ok = results.length > 0 && results.every((r) => r.ok);
+  if (!ok) {
+    mkdirSync(resultsDir, { recursive: true });
+    copyFileSync(csLog, join(resultsDir, 'vscode-code-server.log'));
+    console.error(`${ts()} logs and screenshots: ${resultsDir}`);
+  }
+  if (args.has('--keep') || !ok) say(`runtime folder kept: ${rt}`);
+  else rmSync(rt, { recursive: true, force: true });
+  console.log(`${ts()} ${passed} passed, ${failed} failed (${results.map((r) => `${r.name}: ${r.ok ? 'ok' : 'FAILED'}`).join(', ')})`);
+  return ok ? 0 : 1;
+}
+
+// Run only when executed (scripts/start.mjs imports the helpers above).
+if (process.argv[1] && resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
+  main().then(
+    (code) => process.exit(code),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,215 @@
+import { fileURLToPath } from 'node:url';
+import { ExecServerClient } from '../client/execServerClient';
+import type { ClientOptions, ConnectionState, Endpoint } from '../client/types';
+import { DisposableStore } from '../util/disposable';
+import { Emitter, type Event } from '../util/emitter';
+import type { BundledServer } from './bundledServer';
+import { redactUrl, type ExecutorConfig } from './executorConfig';
+
+/** The executor as the UI shows it: the client's own states plus the time before there is a client. */
+export type ExecutorState =
+  | { kind: 'idle' }
+  | { kind: 'connecting' }
+  | { kind: 'connected'; sessionId: string }
+  | { kind: 'recovering'; since: number; attempt: number; cause: string }
+  | { kind: 'failed'; message: string };
+
+export interface ExecutorConnectionDeps {
+  /** Needed for the `bundled` executor. */
+  bundled?: BundledServer;
+  /** The token for a WebSocket executor's `tokenSecret` (from SecretStorage); undefined = none. */
+  getToken(secretName: string): Promise<string | undefined>;
+  /** Client tuning (deadline, keepalive); tests shorten them. */
+  clientOptions?: Partial<Omit<ClientOptions, 'endpoint' | 'connector' | 'log'>>;
+  log?(line: string): void;
+}
+
+/**
+ * One executor and its (at most one) client. `connect()` is idempotent while connected or
+ * connecting; after a failure it builds a new client (for `bundled`, restarting the server first
+ * if it died). Everything bound to a client lives in `scope`, which is dropped with that client.
+ */
+export class ExecutorConnection {
+  private clientValue: ExecServerClient | undefined;
+  private connecting: Promise<ExecServerClient> | undefined;
+  private stateValue: ExecutorState = { kind: 'idle' };
+  private readonly stateEmitter = new Emitter<ExecutorState>();
+  private readonly clientStateEmitter = new Emitter<ConnectionState>();
+  /** Per-connection disposables (client listeners); replaced for each new client. */
+  private scope = new DisposableStore();
+  private disposed = false;
+  /** Why the current client is being failed on purpose (clearer than the client's own words). */
+  private failureReason: string | undefined;
+  readonly onDidChangeState: Event<ExecutorState> = this.stateEmitter.event;
+  /** The current client's raw state changes (for terminals' recovery lines). */
+  readonly onClientState: Event<ConnectionState> = this.clientStateEmitter.event;
+
+  constructor(
+    readonly config: ExecutorConfig,
+    private readonly deps: ExecutorConnectionDeps,
+  ) {}
+
+  get name(): string {
+    return this.config.name;
+  }
+  get state(): ExecutorState {
+    return this.stateValue;
+  }
+  /** The live client, if any (it may be recovering). */
+  get client(): ExecServerClient | undefined {
+    return this.clientValue;
+  }
+
+  /** Connects (or returns the current client); rejects with a message fit for the user. */
+  connect(): Promise<ExecServerClient> {
+    if (this.disposed) return Promise.reject(new Error('Exec Bridge is shutting down'));
+    if (this.clientValue && this.clientValue.state.kind !== 'failed') return Promise.resolve(this.clientValue);
+    this.connecting ??= this.open().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  /** Drops the current client (processes keep running on the executor) and connects anew. */
+  async reconnect(): Promise<ExecServerClient> {
+    await this.connecting?.catch(() => undefined);
+    this.dropClient();
+    return this.connect();
+  }
+
+  /**
+   * Where commands run: the configured cwd (for `bundled`, the workspace folder), else the
+   * executor user's home, else the server's own cwd. Home comes before the server's cwd because
+   * that is often `/`, which would make a workspace-write sandbox meaningless.
+   */
+  defaultCwd(): string {
+    if (this.config.cwd) return this.config.cwd;
+    const info = this.clientValue?.environmentInfo;
+    for (const uri of [info?.userHomeDir, info?.cwd]) {
+      if (uri?.startsWith('file:')) {
+        try {
+          return fileURLToPath(uri);
+        } catch {
+          // Not a local-form URI: try the next one.
+        }
+      }
+    }
+    return '/';
+  }
+
+  /** The executor's login shell (from `initialize`), else /bin/sh. */
+  shellPath(): string {
+    return this.clientValue?.environmentInfo?.shell.path || '/bin/sh';
+  }
+
+  private setState(state: ExecutorState): void {
+    this.stateValue = state;
+    this.stateEmitter.fire(state);
+  }
+
+  private async open(): Promise<ExecServerClient> {
+    const { log } = this.deps;
+    this.dropClient();
+    this.setState({ kind: 'connecting' });
+    try {
+      const endpoint = await this.endpoint();
+      log?.(`${this.name}: connecting (${describeEndpoint(endpoint)})`);
+      const client = await ExecServerClient.connect({
+        clientName: 'exec-bridge-vscode',
+        ...this.deps.clientOptions,
+        endpoint,
+        log: (line) => log?.(`${this.name}: ${line}`),
+      });
+      if (this.disposed) {
+        client.dispose();
+        throw new Error('Exec Bridge is shutting down');
+      }
+      this.adopt(client);
+      return client;
+    } catch (e) {
+      const message = (e as Error)?.message ?? String(e);
+      log?.(`${this.name}: connect failed: ${message}`);
+      this.setState({ kind: 'failed', message });
+      throw new Error(message, { cause: e });
+    }
+  }
+
+  private adopt(client: ExecServerClient): void {
+    this.scope.dispose();
+    this.scope = new DisposableStore();
+    this.clientValue = client;
+    this.failureReason = undefined;
+    const onState = (s: ConnectionState) => {
+      if (this.clientValue !== client) return;
+      this.clientStateEmitter.fire(s);
+      switch (s.kind) {
+        case 'connected':
+          this.setState({ kind: 'connected', sessionId: s.sessionId });
+          break;
+        case 'recovering':
+          this.setState({ kind: 'recovering', since: s.since, attempt: s.attempt, cause: s.cause });
+          break;
+        case 'failed':
+          this.setState({ kind: 'failed', message: this.failureReason ?? s.error.message });
+          // Per-connection things end with the client.
+          this.scope.dispose();
+          break;
+      }
+    };
+    this.scope.add(client.onDidChangeState(onState));
+    if (this.config.kind === 'bundled' && this.deps.bundled) {
+      // If the server dies, its sessions die with it: fail fast instead of retrying a dead port.
+      this.scope.add(
+        this.deps.bundled.onDidExit(({ code, signal }) => {
+          if (this.clientValue === client && client.state.kind !== 'failed') {
+            this.failureReason = `the bundled exec-server exited (${signal ?? `code ${code}`}); Reconnect starts it again`;
+            this.deps.log?.(`${this.name}: ${this.failureReason}`);
+            client.dispose();
+          }
+        }),
+      );
+    }
+    const st = client.state;
+    if (st.kind === 'connected') this.setState({ kind: 'connected', sessionId: st.sessionId });
+    else onState(st);
+    this.deps.log?.(`${this.name}: connected, session ${client.sessionId}`);
+  }
+
+  private async endpoint(): Promise<Endpoint> {
+    const c = this.config;
+    switch (c.kind) {
+      case 'bundled': {
+        if (!this.deps.bundled) throw new Error('the bundled exec-server is not available in this build');
+        const info = await this.deps.bundled.ensureStarted();
+        return { kind: 'websocket', url: info.url, token: info.token };
+      }
+      case 'websocket': {
+        const token = await this.deps.getToken(c.tokenSecret);
+        return { kind: 'websocket', url: c.url, ...(token ? { token } : {}) };
+      }
+      case 'stdio':
+        return { kind: 'stdio', command: c.command[0]!, args: c.command.slice(1) };
+    }
+  }
+
+  private dropClient(): void {
+    const client = this.clientValue;
+    this.clientValue = undefined;
+    this.scope.dispose();
+    this.scope = new DisposableStore();
+    if (client) {
+      client.dispose();
+      if (!this.disposed) this.setState({ kind: 'idle' });
+    }
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.dropClient();
+    this.stateEmitter.dispose();
+    this.clientStateEmitter.dispose();
+  }
+}
+
+function describeEndpoint(e: Endpoint): string {
+  return e.kind === 'websocket' ? `${redactUrl(e.url)}${e.token ? ', with token' : ''}` : `stdio: ${e.command}`;
+}

@@ -1,0 +1,236 @@
+import type { ProcessHandle } from '../client/processHandle';
+import type { ConnectionState, StartProcessOptions } from '../client/types';
+import { isExecClientError } from '../client/errors';
+import { DisposableStore } from '../util/disposable';
+import type { Event } from '../util/emitter';
+import { reportedDenial, unsandboxedRetry, type ApprovalOutcome, type DeniedRun } from './approvalPolicy';
+import type { RunKind, RunRegistry } from './runRegistry';
+import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
+
+/** What to run in one terminal. */
+export interface RunSpec {
+  kind: RunKind;
+  executor: string;
+  /** Shown in the terminal, the tree and the approval popup; what "Copy Command" copies. */
+  commandLine: string;
+  argv: string[];
+  /** Absolute path on the executor. */
+  cwd: string;
+  /** With `envPolicy`: overlaid on the executor's environment; without: the complete child environment. */
+  env?: Record<string, string>;
+  envPolicy?: StartProcessOptions['envPolicy'];
+  tty: boolean;
+  /** Pipe processes: forward typed lines to stdin. */
+  pipeStdin: boolean;
+  /** The `sandbox` value for `process/start`; undefined runs unsandboxed. */
+  sandbox?: StartProcessOptions['sandbox'];
+  /** Human description of the sandbox policy, e.g. `workspace-write, network off`. */
+  sandboxLabel: string;
+}
+
+export interface TerminalRunDeps {
+  start(options: StartProcessOptions): Promise<ProcessHandle>;
+  /** Asks the approval policy (and through it the user); `signal` fires when the terminal is closed first. */
+  approve(denial: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome>;
+  /** The executor's connection, for the recovery lines. */
+  onConnectionState: Event<ConnectionState>;
+  /** Whether `process/resize` is supported (capability `processResize`). */
+  canResize(): boolean;
+  registry?: RunRegistry;
+  log?(line: string): void;
+}
+
+/**
+ * One run in one terminal: starts the process, pipes it through the stream model, and on a sandbox
+ * denial asks for approval and re-runs unsandboxed in the same terminal (architecture.md, "Sandbox
+ * denial"). Pure orchestration: no `vscode` here; the Pseudoterminal adapter only forwards.
+ */
+export class TerminalRun {
+  readonly model = new TerminalStreamModel();
+  readonly runId: string | undefined;
+  private readonly store = new DisposableStore();
+  private readonly closed = new AbortController();
+  private handle: ProcessHandle | undefined;
+  private sandboxedNow: boolean;
+  private started = false;
+  private resizeWarned = false;
+  /** Resolves when the run is over (finished, failed, or the terminal closed). */
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  private readonly nameListeners = new Set<(name: string) => void>();
+
+  constructor(
+    readonly spec: RunSpec,
+    private readonly deps: TerminalRunDeps,
+  ) {
+    this.sandboxedNow = spec.sandbox !== undefined;
+    this.done = new Promise((r) => (this.resolveDone = r));
+    this.runId = deps.registry?.add({
+      executor: spec.executor,
+      kind: spec.kind,
+      commandLine: spec.commandLine,
+      sandboxed: this.sandboxedNow,
+    }).id;
+    this.store.add(this.model.onAction((a) => this.act(a)));
+    this.store.add(
+      deps.onConnectionState((s) => {
+        if (this.handle) this.model.connectionState(s);
+      }),
+    );
+  }
+
+  /** The process currently behind the terminal (changes on an approved retry). */
+  get process(): ProcessHandle | undefined {
+    return this.handle;
+  }
+  get sandboxed(): boolean {
+    return this.sandboxedNow;
+  }
+
+  /** Fires when the terminal's name should change (an unsandboxed retry says so in its name). */
+  onDidChangeName(listener: (name: string) => void): { dispose(): void } {
+    this.nameListeners.add(listener);
+    return { dispose: () => void this.nameListeners.delete(listener) };
+  }
+
+  /** Call once the terminal is open (so its size is known). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.run().then(
+      () => this.resolveDone(),
+      (e: unknown) => {
+        this.deps.log?.(`run failed unexpectedly: ${(e as Error)?.message ?? e}`);
+        this.model.error(`internal error: ${(e as Error)?.message ?? e}`);
+        this.model.finish(undefined);
+        this.resolveDone();
+      },
+    );
+  }
+
+  /** The terminal was closed by the user: kill the process, cancel a pending approval. */
+  close(): void {
+    this.closed.abort();
+    this.model.close();
+  }
+
+  dispose(): void {
+    this.closed.abort();
+    this.model.dispose();
+    this.store.dispose();
+    this.nameListeners.clear();
+  }
+
+  private update(patch: Parameters<RunRegistry['update']>[1]): void {
+    if (this.runId) this.deps.registry?.update(this.runId, patch);
+  }
+
+  private async run(): Promise<void> {
+    const { spec } = this;
+    if (spec.kind === 'command') this.model.notice(`$ ${spec.commandLine}`);
+    this.model.notice(spec.sandbox === undefined ? 'sandbox: none' : `sandbox: ${spec.sandboxLabel}`);
+    const dims = this.model.dimensions;
+    let options: StartProcessOptions = {
+      argv: spec.argv,
+      cwd: spec.cwd,
+      ...(spec.env ? { env: spec.env } : {}),
+      ...(spec.envPolicy ? { envPolicy: spec.envPolicy } : {}),
+      tty: spec.tty,
+      pipeStdin: !spec.tty && spec.pipeStdin,
+      ...(spec.tty && dims ? { ptySize: dims } : {}),
+      ...(spec.sandbox !== undefined ? { sandbox: spec.sandbox } : {}),
+    };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (this.closed.signal.aborted) return;
+      const sandboxed = options.sandbox !== undefined;
+      let handle: ProcessHandle;
+      try {
+        handle = await this.deps.start(options);
+      } catch (e) {
+        const message = (e as Error)?.message ?? String(e);
+        this.model.error(`could not start: ${message}`);
+        this.update({ status: 'failed', error: message });
+        this.model.finish(undefined);
+        return;
+      }
+      this.handle = handle;
+      this.update({ status: 'running', processId: handle.processId, sandboxed });
+      if (this.closed.signal.aborted) {
+        // Closed while the start was in flight: the model no longer asks, so stop it here.
+        void handle.terminate().catch(() => undefined);
+        this.update({ status: 'failed', error: 'terminal closed' });
+        return;
+      }
+      this.model.attach({ tty: handle.tty, stdinWritable: handle.stdinWritable });
+      const events = handle.onEvent((ev) => this.model.processEvent(ev));
+      let completion;
+      try {
+        completion = await handle.completion;
+      } catch (e) {
+        // The model already printed the `failed` event (it carries the same error).
+        const message = isExecClientError(e) ? e.message : String(e);
+        this.update({ status: 'failed', error: message });
+        this.model.finish(undefined);
+        return;
+      } finally {
+        events.dispose();
+      }
+      // Only a run that really ran sandboxed can be denied by the sandbox.
+      const denied = reportedDenial({ sandboxed, sandboxDenied: completion.sandboxDenied });
+      if (denied && spec.kind === 'command' && attempt === 0 && !this.closed.signal.aborted) {
+        this.model.warning(`The sandbox (${spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}).`);
+        this.update({ status: 'awaitingApproval', exitCode: completion.exitCode, sandboxDenied: true });
+        const outcome = await this.deps.approve(
+          {
+            commandLine: spec.commandLine,
+            argv: spec.argv,
+            cwd: spec.cwd,
+            executor: spec.executor,
+            sandboxLabel: spec.sandboxLabel,
+            exitCode: completion.exitCode,
+          },
+          this.closed.signal,
+        );
+        if (this.closed.signal.aborted) {
+          this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: true });
+          return;
+        }
+        if (outcome.approved) {
+          this.model.warning(`↻ ${outcome.note} — re-running WITHOUT the sandbox`);
+          options = unsandboxedRetry(options);
+          this.sandboxedNow = false;
+          for (const l of [...this.nameListeners]) l(`${spec.commandLine} (unsandboxed)`);
+          continue;
+        }
+        this.model.notice(outcome.note);
+      }
+      this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: denied });
+      this.model.finish(completion.exitCode);
+      return;
+    }
+  }
+
+  private act(action: TerminalAction): void {
+    const handle = this.handle;
+    if (!handle) return;
+    const warn = (what: string) => (e: unknown) => this.deps.log?.(`${what} failed for ${handle.processId}: ${(e as Error)?.message ?? e}`);
+    switch (action.kind) {
+      case 'write':
+        handle.write(action.data).catch(warn('write'));
+        break;
+      case 'interrupt':
+        handle.interrupt().catch(warn('interrupt'));
+        break;
+      case 'terminate':
+        handle.terminate().catch(warn('terminate'));
+        break;
+      case 'resize':
+        if (this.deps.canResize()) handle.resize(action.cols, action.rows).catch(warn('resize'));
+        else if (!this.resizeWarned) {
+          this.resizeWarned = true;
+          this.deps.log?.('this executor cannot resize a PTY (no processResize capability); the shell keeps its size');
+        }
+        break;
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import type * as vscode from 'vscode';
+import type { ExecutorState } from '../core/executorConnection';
+import type { Phase } from '../core/terminalStreamModel';
+
+/** The buttons of the approval notification, in the order shown. */
+export const APPROVAL_CHOICES = ['Run Without Sandbox', 'Always Allow This Command', 'Deny'] as const;
+export type ApprovalChoice = (typeof APPROVAL_CHOICES)[number];
+
+/** A sandbox denial waiting for the user's answer (the notification is on screen). */
+export interface PendingApproval {
+  readonly executor: string;
+  readonly commandLine: string;
+  readonly sandboxLabel: string;
+  /** Answers as if the button was clicked (for automation; the notification stays until dismissed). */
+  respond(choice: ApprovalChoice): void;
+}
+
+/** An Exec Bridge terminal. */
+export interface ExecTerminal {
+  readonly terminal: vscode.Terminal;
+  readonly executor: string;
+  readonly commandLine: string;
+  /** Everything written to the terminal so far (bounded to the last 256 KiB), escape codes included. */
+  text(): string;
+  readonly onDidWrite: vscode.Event<string>;
+  readonly phase: Phase;
+  /** The last process's exit code, once it exited. */
+  readonly exitCode: number | undefined;
+  /** Whether the current process runs inside the executor's sandbox. */
+  readonly sandboxed: boolean;
+  /** Resolves when the run is over (exit line shown, failed, or terminal closed). */
+  readonly done: Promise<void>;
+  /** The process currently behind the terminal (a new one after an approved retry). */
+  readonly process: { readonly processId: string; readonly completion: Promise<{ exitCode: number; sandboxDenied: boolean }> } | undefined;
+}
+
+/**
+ * What `activate` returns: a small surface for other extensions and for our own tests in the
+ * extension host. Everything here goes through the same code paths as the commands.
+ */
+export interface ExecBridgeApi {
+  /** How long `activate` took, in milliseconds. */
+  readonly activationMs: number;
+  /** The extension's log folder (the "Exec Bridge" log file is written there). */
+  readonly logUri: vscode.Uri;
+  executorNames(): string[];
+  readonly activeExecutor: string;
+  executorState(name?: string): ExecutorState;
+  readonly onDidChangeExecutorState: vscode.Event<{ executor: string; state: ExecutorState }>;
+  /** Connects the executor (default: the active one); rejects with a readable message. */
+  connect(name?: string): Promise<ExecutorState>;
+  /** The pid of the bundled exec-server while it runs. */
+  bundledServerPid(): number | undefined;
+  /** Exec Bridge terminals, oldest first (closed ones drop out). */
+  terminals(): ExecTerminal[];
+  readonly onDidOpenTerminal: vscode.Event<ExecTerminal>;
+  readonly onDidRequestApproval: vscode.Event<PendingApproval>;
+}

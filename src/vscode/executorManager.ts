@@ -1,0 +1,115 @@
+import * as vscode from 'vscode';
+import type { BundledServer } from '../core/bundledServer';
+import { BUNDLED_EXECUTOR, parseExecutors, type ExecutorConfig } from '../core/executorConfig';
+import { ExecutorConnection, type ExecutorState } from '../core/executorConnection';
+import type { ClientOptions } from '../client/types';
+import { DisposableStore } from '../util/disposable';
+import { Emitter, type Event } from '../util/emitter';
+
+const SECRET_PREFIX = 'execBridge.token.';
+
+/**
+ * The executors from settings (+ `bundled`), their connections, and which one is active.
+ * Tokens come from SecretStorage only (never settings or logs).
+ */
+export class ExecutorManager {
+  private readonly connections = new Map<string, ExecutorConnection>();
+  private readonly store = new DisposableStore();
+  private readonly changedEmitter = new Emitter<void>();
+  private readonly stateEmitter = new Emitter<{ executor: string; state: ExecutorState }>();
+  private activeName: string = BUNDLED_EXECUTOR;
+  /** The list or the active executor changed. */
+  readonly onDidChange: Event<void> = this.changedEmitter.event;
+  /** Any executor's state changed. */
+  readonly onDidChangeState: Event<{ executor: string; state: ExecutorState }> = this.stateEmitter.event;
+
+  constructor(
+    private readonly secrets: vscode.SecretStorage,
+    private readonly memento: vscode.Memento,
+    private readonly bundled: BundledServer,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly clientOptions: Partial<ClientOptions> = {},
+  ) {
+    this.reload();
+    this.activeName = this.resolveActive(memento.get<string>('execBridge.activeExecutor'));
+    this.store.add(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('execBridge.executors') || e.affectsConfiguration('execBridge.defaultExecutor')) this.reload();
+      }),
+    );
+  }
+
+  get active(): ExecutorConnection {
+    return this.connections.get(this.activeName) ?? this.connections.get(BUNDLED_EXECUTOR)!;
+  }
+  all(): ExecutorConnection[] {
+    return [...this.connections.values()];
+  }
+  get(name: string): ExecutorConnection | undefined {
+    return this.connections.get(name);
+  }
+
+  async setActive(name: string): Promise<void> {
+    if (!this.connections.has(name)) throw new Error(`there is no executor named "${name}"`);
+    if (name === this.activeName) return;
+    this.activeName = name;
+    await this.memento.update('execBridge.activeExecutor', name);
+    this.log.info(`active executor: ${name}`);
+    this.changedEmitter.fire();
+  }
+
+  /** Stores a WebSocket executor's token in SecretStorage; an empty token deletes it. */
+  async setToken(config: Extract<ExecutorConfig, { kind: 'websocket' }>, token: string): Promise<void> {
+    const key = SECRET_PREFIX + config.tokenSecret;
+    if (token) await this.secrets.store(key, token);
+    else await this.secrets.delete(key);
+    this.log.info(`${config.name}: token ${token ? 'stored' : 'removed'} (SecretStorage "${key}")`);
+  }
+
+  private resolveActive(remembered: string | undefined): string {
+    const configured = vscode.workspace.getConfiguration('execBridge').get<string>('defaultExecutor') || BUNDLED_EXECUTOR;
+    for (const name of [remembered, configured]) if (name && this.connections.has(name)) return name;
+    return BUNDLED_EXECUTOR;
+  }
+
+  /** Re-reads `execBridge.executors`: keeps connections whose config is unchanged, drops the rest. */
+  private reload(): void {
+    const raw = vscode.workspace.getConfiguration('execBridge').get<unknown>('executors');
+    const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri.fsPath;
+    const { executors, problems } = parseExecutors(raw, folder);
+    for (const p of problems) this.log.warn(`execBridge.executors: ${p.message} (ignored)`);
+    if (problems.length > 0) {
+      void vscode.window.showWarningMessage(`Exec Bridge: ${problems.length} executor setting(s) ignored: ${problems[0]!.message}`);
+    }
+    const next = new Map<string, ExecutorConnection>();
+    for (const config of executors) {
+      const old = this.connections.get(config.name);
+      if (old && JSON.stringify(old.config) === JSON.stringify(config)) {
+        next.set(config.name, old);
+        continue;
+      }
+      old?.dispose();
+      const conn = new ExecutorConnection(config, {
+        bundled: this.bundled,
+        getToken: async (secret) => (await this.secrets.get(SECRET_PREFIX + secret)) || undefined,
+        clientOptions: this.clientOptions,
+        log: (line) => this.log.info(line),
+      });
+      conn.onDidChangeState((state) => this.stateEmitter.fire({ executor: conn.name, state }));
+      next.set(config.name, conn);
+    }
+    for (const [name, conn] of this.connections) if (!next.has(name)) conn.dispose();
+    this.connections.clear();
+    for (const [k, v] of next) this.connections.set(k, v);
+    if (!this.connections.has(this.activeName)) this.activeName = this.resolveActive(undefined);
+    this.changedEmitter.fire();
+  }
+
+  dispose(): void {
+    this.store.dispose();
+    for (const c of this.connections.values()) c.dispose();
+    this.connections.clear();
+    this.changedEmitter.dispose();
+    this.stateEmitter.dispose();
+  }
+}

@@ -1,0 +1,158 @@
+import * as vscode from 'vscode';
+import { describeExecutor } from '../core/executorConfig';
+import { describeExitCode } from '../core/terminalStreamModel';
+import { isActive, type RunRecord } from '../core/runRegistry';
+import { registerCommand } from './commands';
+import type { Extension } from './extension';
+import { stateText } from './statusBar';
+
+type Node =
+  | { kind: 'executor'; name: string }
+  | { kind: 'state'; executor: string }
+  | { kind: 'run'; executor: string; runId: string };
+
+function runDescription(run: RunRecord): string {
+  const sandbox = run.sandboxed ? '' : ' · unsandboxed';
+  switch (run.status) {
+    case 'starting':
+      return 'starting…';
+    case 'running':
+      return `running${sandbox}`;
+    case 'awaitingApproval':
+      return 'blocked by the sandbox — awaiting approval';
+    case 'exited':
+      return `${describeExitCode(run.exitCode ?? -1)}${run.sandboxDenied ? ' · sandbox denied' : ''}${sandbox}`;
+    case 'failed':
+      return `failed${run.error ? `: ${run.error}` : ''}`;
+  }
+}
+
+/**
+ * The Executors view: executors → their state → running and recent runs. The model is the
+ * ExecutorManager + RunRegistry (no vscode in them); this provider only maps nodes to TreeItems.
+ * `contextValue` lists capabilities (`run;running;canStop;`) and package.json menus match them.
+ */
+class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
+  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  constructor(private readonly ext: Extension) {}
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  getChildren(node?: Node): Node[] {
+    if (!node) return this.ext.executors.all().map((c) => ({ kind: 'executor', name: c.name }));
+    if (node.kind !== 'executor') return [];
+    return [
+      { kind: 'state', executor: node.name },
+      ...this.ext.runs.forExecutor(node.name).map((r): Node => ({ kind: 'run', executor: node.name, runId: r.id })),
+    ];
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    switch (node.kind) {
+      case 'executor': {
+        const conn = this.ext.executors.get(node.name);
+        const active = this.ext.executors.active.name === node.name;
+        const item = new vscode.TreeItem(node.name, vscode.TreeItemCollapsibleState.Expanded);
+        item.id = `executor:${node.name}`;
+        item.description = `${active ? 'active · ' : ''}${conn ? stateText(conn.state).label : ''}`;
+        item.tooltip = conn ? describeExecutor(conn.config) : undefined;
+        item.iconPath = new vscode.ThemeIcon(active ? 'vm-running' : 'vm');
+        item.contextValue = `executor;${active ? 'active;' : 'canUse;'}canReconnect;${conn?.config.kind === 'websocket' ? 'canSetToken;' : ''}`;
+        return item;
+      }
+      case 'state': {
+        const conn = this.ext.executors.get(node.executor);
+        const state = conn?.state ?? { kind: 'idle' as const };
+        const { icon, label } = stateText(state);
+        const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+        item.id = `state:${node.executor}`;
+        if (state.kind === 'connected') {
+          const version = conn?.client?.environmentInfo?.executorVersion;
+          item.description = `session ${state.sessionId.slice(0, 8)}${version ? ` · v${version}` : ''}`;
+        }
+        item.iconPath = new vscode.ThemeIcon(icon);
+        item.contextValue = `state;${state.kind};`;
+        if (state.kind === 'idle' || state.kind === 'failed') {
+          item.command = { command: 'execBridge.executor.connect', title: 'Connect', arguments: [{ kind: 'executor', name: node.executor }] };
+          item.tooltip = 'Click to connect';
+        }
+        return item;
+      }
+      case 'run': {
+        const run = this.ext.runs.get(node.runId);
+        const item = new vscode.TreeItem(run?.commandLine ?? '(gone)', vscode.TreeItemCollapsibleState.None);
+        item.id = `run:${node.runId}`;
+        if (!run) return item;
+        const active = isActive(run);
+        item.description = runDescription(run);
+        item.tooltip = `${run.kind === 'shell' ? 'Shell' : 'Command'} on ${run.executor}${run.processId ? ` (process ${run.processId})` : ''}`;
+        item.iconPath = new vscode.ThemeIcon(
+          run.status === 'awaitingApproval' ? 'shield' : active ? 'loading~spin' : run.status === 'exited' && run.exitCode === 0 ? 'pass' : 'error',
+        );
+        item.contextValue = `run;${active ? 'running;canStop;' : ''}canShowTerminal;canCopy;`;
+        item.command = { command: 'execBridge.run.showTerminal', title: 'Show Terminal', arguments: [node] };
+        return item;
+      }
+    }
+  }
+}
+
+export function registerExecutorsView(ext: Extension): void {
+  const provider = new ExecutorsTreeProvider(ext);
+  const view = ext.disposables.add(vscode.window.createTreeView('execBridge.executors', { treeDataProvider: provider, showCollapseAll: false }));
+  // Many output-free state changes come in bursts (reconnect attempts): coalesce refreshes.
+  let pending: ReturnType<typeof setTimeout> | undefined;
+  const refresh = () => {
+    pending ??= setTimeout(() => {
+      pending = undefined;
+      provider.refresh();
+    }, 50);
+  };
+  ext.disposables.add({ dispose: () => pending && clearTimeout(pending) });
+  ext.disposables.add(ext.executors.onDidChange(refresh));
+  ext.disposables.add(ext.executors.onDidChangeState(refresh));
+  ext.disposables.add(ext.runs.onDidChange(refresh));
+  view.description = undefined;
+
+  const executorOf = (node: unknown): string | undefined => {
+    const n = node as Partial<Extract<Node, { kind: 'executor' }>> | undefined;
+    return n?.kind === 'executor' && typeof n.name === 'string' ? n.name : undefined;
+  };
+  const runOf = (node: unknown): RunRecord | undefined =>
+    node && typeof node === 'object' && 'runId' in node ? ext.runs.get((node as { runId: string }).runId) : undefined;
+
+  registerCommand(ext, 'executor.use', (node?: unknown) => {
+    const name = executorOf(node);
+    return name ? ext.useExecutor(name) : undefined;
+  });
+  registerCommand(ext, 'executor.connect', async (node?: unknown) => {
+    const conn = ext.executors.get(executorOf(node) ?? ext.executors.active.name);
+    if (conn) await ext.connectOrExplain(conn);
+  });
+  registerCommand(ext, 'executor.reconnect', async (node?: unknown) => {
+    const conn = ext.executors.get(executorOf(node) ?? ext.executors.active.name);
+    if (conn) await ext.reconnect(conn);
+  });
+  registerCommand(ext, 'executor.setToken', (node?: unknown) => vscode.commands.executeCommand('execBridge.setExecutorToken', executorOf(node)));
+  registerCommand(ext, 'run.stop', async (node?: unknown) => {
+    const run = runOf(node);
+    if (run) await ext.terminals.stopRun(run.id);
+  });
+  registerCommand(ext, 'run.showTerminal', (node?: unknown) => {
+    const run = runOf(node);
+    if (run && !ext.terminals.showRun(run.id)) void vscode.window.showInformationMessage(`The terminal of "${run.commandLine}" was closed.`);
+  });
+  registerCommand(
+    ext,
+    'run.copyCommand',
+    async (node?: unknown) => {
+      const run = runOf(node);
+      if (run) await vscode.env.clipboard.writeText(run.commandLine);
+    },
+    { needsTrust: false },
+  );
+}

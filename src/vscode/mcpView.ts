@@ -1,0 +1,73 @@
+import * as vscode from 'vscode';
+import type { McpTreeModel, McpTreeNode } from '../mcp/treeModel';
+
+/** Thin provider: the tree model (src/mcp/treeModel.ts) decides everything, this maps it to TreeItems. */
+export class McpTreeProvider implements vscode.TreeDataProvider<McpTreeNode> {
+  private readonly changed = new vscode.EventEmitter<McpTreeNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly subscription: { dispose(): void };
+  private pending: ReturnType<typeof setTimeout> | undefined;
+  private pendingNodes = new Map<string, McpTreeNode>();
+  private pendingAll = false;
+
+  constructor(private readonly model: McpTreeModel) {
+    this.subscription = model.onDidChange((node) => this.queue(node));
+  }
+
+  getChildren(node?: McpTreeNode): McpTreeNode[] {
+    return this.model.getChildren(node);
+  }
+
+  getParent(node: McpTreeNode): McpTreeNode | undefined {
+    switch (node.kind) {
+      case 'server':
+      case 'empty':
+        return undefined;
+      case 'group':
+      case 'detail':
+        return { kind: 'server', id: `mcp:${node.server}`, server: node.server };
+      case 'tool':
+        return { kind: 'group', id: `mcp:${node.server}/tools`, server: node.server, group: 'tools' };
+      case 'prompt':
+        return { kind: 'group', id: `mcp:${node.server}/prompts`, server: node.server, group: 'prompts' };
+      case 'resource':
+      case 'resourceTemplate':
+        return { kind: 'group', id: `mcp:${node.server}/resources`, server: node.server, group: 'resources' };
+    }
+  }
+
+  getTreeItem(node: McpTreeNode): vscode.TreeItem {
+    const v = this.model.getItem(node);
+    const collapsible =
+      v.collapsible === 'none' ? vscode.TreeItemCollapsibleState.None : v.collapsible === 'expanded' ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
+    const item = new vscode.TreeItem(v.label, collapsible);
+    item.id = node.id;
+    if (v.description !== undefined) item.description = v.description;
+    if (v.tooltip !== undefined) item.tooltip = new vscode.MarkdownString(v.tooltip);
+    if (v.icon) item.iconPath = new vscode.ThemeIcon(v.icon, v.iconColor ? new vscode.ThemeColor(v.iconColor) : undefined);
+    item.contextValue = v.contextValue;
+    if (v.command) item.command = { ...v.command, arguments: [node] };
+    return item;
+  }
+
+  dispose(): void {
+    if (this.pending) clearTimeout(this.pending);
+    this.subscription.dispose();
+    this.changed.dispose();
+  }
+
+  /** Coalesces bursts (state + lists + meta for one start) into one refresh per node. */
+  private queue(node: McpTreeNode | undefined): void {
+    if (node) this.pendingNodes.set(node.id, node);
+    else this.pendingAll = true;
+    this.pending ??= setTimeout(() => {
+      this.pending = undefined;
+      const all = this.pendingAll;
+      const nodes = [...this.pendingNodes.values()];
+      this.pendingAll = false;
+      this.pendingNodes.clear();
+      if (all) this.changed.fire(undefined);
+      else for (const n of nodes) this.changed.fire(n);
+    }, 50);
+  }
+}

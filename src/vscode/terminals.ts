@@ -1,0 +1,301 @@
+import * as vscode from 'vscode';
+import type { ExecutorConnection } from '../core/executorConnection';
+import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
+import { TerminalRun, type RunSpec } from '../core/terminalRun';
+import { Emitter } from '../util/emitter';
+import type { ExecTerminal } from './api';
+import { registerCommand } from './commands';
+import type { Extension } from './extension';
+
+const TRANSCRIPT_LIMIT = 256 * 1024;
+const HISTORY_KEY = 'execBridge.commandHistory';
+const HISTORY_LIMIT = 30;
+export const SHELL_PROFILE_ID = 'execBridge.shell';
+
+/**
+ * A VS Code Pseudoterminal over one TerminalRun (style.md §8): it only forwards — open, input,
+ * resize and close go to the run's stream model; the model's text and close come back.
+ */
+class RunPseudoterminal implements vscode.Pseudoterminal {
+  private readonly writeEmitter = new vscode.EventEmitter<string>();
+  private readonly closeEmitter = new vscode.EventEmitter<number | void>();
+  private readonly nameEmitter = new vscode.EventEmitter<string>();
+  readonly onDidWrite = this.writeEmitter.event;
+  readonly onDidClose = this.closeEmitter.event;
+  readonly onDidChangeName = this.nameEmitter.event;
+  private transcript = '';
+  private readonly wrote = new Emitter<string>();
+  readonly onText = this.wrote.event;
+
+  constructor(readonly run: TerminalRun) {
+    run.model.onWrite((text) => {
+      this.transcript = (this.transcript + text).slice(-TRANSCRIPT_LIMIT);
+      this.writeEmitter.fire(text);
+      this.wrote.fire(text);
+    });
+    run.model.onClose((code) => this.closeEmitter.fire(code));
+    run.onDidChangeName((name) => this.nameEmitter.fire(`Exec Bridge: ${name}`));
+  }
+
+  text(): string {
+    return this.transcript;
+  }
+
+  open(initialDimensions: vscode.TerminalDimensions | undefined): void {
+    this.run.model.open(initialDimensions ? { cols: initialDimensions.columns, rows: initialDimensions.rows } : undefined);
+    this.run.start();
+  }
+  close(): void {
+    this.run.close();
+  }
+  handleInput(data: string): void {
+    this.run.model.handleInput(data);
+  }
+  setDimensions(d: vscode.TerminalDimensions): void {
+    this.run.model.setDimensions(d.columns, d.rows);
+  }
+
+  dispose(): void {
+    this.run.dispose();
+    this.writeEmitter.dispose();
+    this.closeEmitter.dispose();
+    this.nameEmitter.dispose();
+    this.wrote.dispose();
+  }
+}
+
+class ExecTerminalImpl implements ExecTerminal {
+  constructor(
+    readonly terminal: vscode.Terminal,
+    private readonly pty: RunPseudoterminal,
+  ) {}
+  get executor(): string {
+    return this.pty.run.spec.executor;
+  }
+  get commandLine(): string {
+    return this.pty.run.spec.commandLine;
+  }
+  get runId(): string | undefined {
+    return this.pty.run.runId;
+  }
+  text(): string {
+    return this.pty.text();
+  }
+  get onDidWrite(): vscode.Event<string> {
+    return this.pty.onText;
+  }
+  get phase() {
+    return this.pty.run.model.phase;
+  }
+  get exitCode(): number | undefined {
+    return this.pty.run.model.exitCode;
+  }
+  get sandboxed(): boolean {
+    return this.pty.run.sandboxed;
+  }
+  get done(): Promise<void> {
+    return this.pty.run.done;
+  }
+  get run(): TerminalRun {
+    return this.pty.run;
+  }
+  get process() {
+    return this.pty.run.process;
+  }
+  dispose(): void {
+    this.pty.dispose();
+  }
+}
+
+/** Run Command, New Executor Shell, the "Exec Bridge shell" profile, and the open terminals. */
+export class TerminalFeature {
+  private readonly open: ExecTerminalImpl[] = [];
+  /** Shell ptys whose terminal VS Code creates itself (profiles): adopted when it opens. */
+  private readonly unadopted = new Set<RunPseudoterminal>();
+  private readonly opened = new vscode.EventEmitter<ExecTerminal>();
+  readonly onDidOpenTerminal = this.opened.event;
+
+  constructor(private readonly ext: Extension) {
+    ext.disposables.add(this.opened);
+    ext.disposables.add(
+      vscode.window.onDidOpenTerminal((t) => {
+        const pty = (t.creationOptions as vscode.ExtensionTerminalOptions).pty;
+        if (pty instanceof RunPseudoterminal && this.unadopted.delete(pty)) this.track(t, pty);
+      }),
+    );
+    ext.disposables.add(
+      vscode.window.onDidCloseTerminal((t) => {
+        const i = this.open.findIndex((x) => x.terminal === t);
+        if (i < 0) return;
+        const [gone] = this.open.splice(i, 1);
+        gone?.dispose();
+      }),
+    );
+    registerCommand(ext, 'runCommand', (commandLine?: unknown, executor?: unknown) =>
+      this.runCommand(typeof commandLine === 'string' ? commandLine : undefined, typeof executor === 'string' ? executor : undefined),
+    );
+    registerCommand(ext, 'newShell', (executor?: unknown) => this.newShell(typeof executor === 'string' ? executor : undefined));
+    ext.disposables.add(
+      vscode.window.registerTerminalProfileProvider(SHELL_PROFILE_ID, {
+        provideTerminalProfile: async () => {
+          if (!vscode.workspace.isTrusted) throw new Error('Exec Bridge runs shells only in a trusted workspace');
+          const conn = this.ext.executors.active;
+          await this.ext.connectOrExplain(conn);
+          const { pty, name } = this.prepareShell(conn);
+          return new vscode.TerminalProfile({ name, pty, iconPath: new vscode.ThemeIcon('remote') });
+        },
+      }),
+    );
+  }
+
+  terminals(): ExecTerminal[] {
+    return [...this.open];
+  }
+
+  /** Shows the terminal of a run (tree action). */
+  showRun(runId: string): boolean {
+    const t = this.open.find((x) => x.runId === runId);
+    t?.terminal.show();
+    return t !== undefined;
+  }
+
+  /** Stops a run's process (tree action). */
+  async stopRun(runId: string): Promise<void> {
+    const t = this.open.find((x) => x.runId === runId);
+    await t?.run.process?.terminate();
+  }
+
+  async runCommand(given?: string, executorName?: string): Promise<ExecTerminal | undefined> {
+    const conn = executorName ? this.ext.executors.get(executorName) : this.ext.executors.active;
+    if (!conn) throw new Error(`there is no executor named "${executorName}"`);
+    const commandLine = (given ?? (await this.askCommand(conn.name)))?.trim();
+    if (!commandLine) return undefined;
+    await this.rememberCommand(commandLine);
+    if (!(await this.ext.connectOrExplain(conn))) return undefined;
+    const cwd = conn.defaultCwd();
+    const settings = this.sandboxSettings();
+    const spec: RunSpec = {
+      kind: 'command',
+      executor: conn.name,
+      commandLine,
+      argv: [conn.shellPath(), '-c', commandLine],
+      cwd,
+      tty: false,
+      pipeStdin: true,
+      sandbox: sandboxRequest(settings, cwd, this.workspaceRoots(conn)),
+      sandboxLabel: sandboxLabel(settings),
+    };
+    return this.createTerminal(conn, spec, `Exec Bridge: ${commandLine}`);
+  }
+
+  async newShell(executorName?: string): Promise<ExecTerminal | undefined> {
+    const conn = executorName ? this.ext.executors.get(executorName) : this.ext.executors.active;
+    if (!conn) throw new Error(`there is no executor named "${executorName}"`);
+    if (!(await this.ext.connectOrExplain(conn))) return undefined;
+    const { pty, name } = this.prepareShell(conn);
+    const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('remote') });
+    terminal.show();
+    return this.track(terminal, pty);
+  }
+
+  private prepareShell(conn: ExecutorConnection): { pty: RunPseudoterminal; name: string } {
+    const shell = conn.shellPath();
+    const cwd = conn.defaultCwd();
+    const settings = this.sandboxSettings();
+    const spec: RunSpec = {
+      kind: 'shell',
+      executor: conn.name,
+      commandLine: shell,
+      argv: [shell, '-i'],
+      cwd,
+      // The executor's environment, plus what a terminal emulator announces about itself.
+      envPolicy: { inherit: 'all', ignoreDefaultExcludes: false, exclude: [], set: {}, includeOnly: [] },
+      env: { TERM: 'xterm-256color', COLORTERM: 'truecolor' },
+      tty: true,
+      pipeStdin: false,
+      sandbox: sandboxRequest(settings, cwd, this.workspaceRoots(conn)),
+      sandboxLabel: sandboxLabel(settings),
+    };
+    const pty = new RunPseudoterminal(this.newRun(conn, spec));
+    this.unadopted.add(pty);
+    return { pty, name: `Exec Bridge shell (${conn.name})` };
+  }
+
+  private createTerminal(conn: ExecutorConnection, spec: RunSpec, name: string): ExecTerminal {
+    const pty = new RunPseudoterminal(this.newRun(conn, spec));
+    const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('remote') });
+    terminal.show();
+    return this.track(terminal, pty);
+  }
+
+  private newRun(conn: ExecutorConnection, spec: RunSpec): TerminalRun {
+    const { ext } = this;
+    return new TerminalRun(spec, {
+      start: async (options) => (await conn.connect()).startProcess(options),
+      approve: (denial, signal) => ext.approvals.approve(denial, signal),
+      onConnectionState: conn.onClientState,
+      canResize: () => conn.client?.capabilities['processResize'] === true,
+      registry: ext.runs,
+      log: (line) => ext.log.info(`${conn.name}: ${line}`),
+    });
+  }
+
+  private track(terminal: vscode.Terminal, pty: RunPseudoterminal): ExecTerminal {
+    this.unadopted.delete(pty);
+    const existing = this.open.find((x) => x.terminal === terminal);
+    if (existing) return existing;
+    const t = new ExecTerminalImpl(terminal, pty);
+    this.open.push(t);
+    this.opened.fire(t);
+    return t;
+  }
+
+  private sandboxSettings() {
+    const c = vscode.workspace.getConfiguration('execBridge');
+    return readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'));
+  }
+
+  /** The workspace folders are writable roots only where they exist: on the bundled (local) executor. */
+  private workspaceRoots(conn: ExecutorConnection): string[] {
+    if (conn.config.kind !== 'bundled') return [];
+    return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  }
+
+  /** A quick pick that takes a new command line or one from history (most recent first). */
+  private askCommand(executor: string): Promise<string | undefined> {
+    const history = this.ext.context.workspaceState.get<string[]>(HISTORY_KEY) ?? [];
+    const pick = vscode.window.createQuickPick<vscode.QuickPickItem>();
+    pick.title = `Run Command on Executor (${executor})`;
+    pick.placeholder = 'Command line, run with the executor\u2019s shell (e.g. npm test)';
+    const historyItems = history.map((h) => ({ label: h, description: 'recent' }));
+    pick.items = historyItems;
+    pick.onDidChangeValue((value) => {
+      const typed = value.trim();
+      const rest = historyItems.filter((i) => i.label !== typed);
+      pick.items = typed ? [{ label: typed, description: 'run' }, ...rest] : historyItems;
+    });
+    return new Promise((resolve) => {
+      let result: string | undefined;
+      pick.onDidAccept(() => {
+        result = pick.selectedItems[0]?.label ?? (pick.value.trim() || undefined);
+        pick.hide();
+      });
+      pick.onDidHide(() => {
+        pick.dispose();
+        resolve(result);
+      });
+      pick.show();
+    });
+  }
+
+  private async rememberCommand(commandLine: string): Promise<void> {
+    const state = this.ext.context.workspaceState;
+    const history = (state.get<string[]>(HISTORY_KEY) ?? []).filter((h) => h !== commandLine);
+    await state.update(HISTORY_KEY, [commandLine, ...history].slice(0, HISTORY_LIMIT));
+  }
+
+  /** Shutdown: every run's terminal closes (its process is terminated by the model). */
+  dispose(): void {
+    for (const t of this.open.splice(0)) t.dispose();
+  }
+}

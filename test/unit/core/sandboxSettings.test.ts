@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseListenUrl } from '../../../src/core/bundledServer';
+import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../../../src/core/sandboxSettings';
+import { SandboxContext } from '../../../src/protocol/sandbox';
+
+test('settings fall back to workspace-write with the network off', () => {
+  assert.deepEqual(readSandboxSettings(undefined, undefined), { policy: 'workspace-write', network: false });
+  assert.deepEqual(readSandboxSettings('bogus', 'yes'), { policy: 'workspace-write', network: false });
+  assert.deepEqual(readSandboxSettings('read-only', true), { policy: 'read-only', network: true });
+  assert.equal(sandboxLabel({ policy: 'full-access', network: false }), 'full-access, network off');
+});
+
+test('every policy yields a sandbox value the protocol schema accepts', () => {
+  for (const policy of ['read-only', 'workspace-write', 'full-access'] as const) {
+    const value = sandboxRequest({ policy, network: false }, '/work/p', ['/work/p', '/work/q']);
+    assert.ok(value, policy);
+    const parsed = SandboxContext.parse(value);
+    assert.equal(parsed.cwd, 'file:///work/p');
+    if (policy === 'workspace-write') assert.deepEqual(parsed.workspaceRoots, ['file:///work/p', 'file:///work/q']);
+    assert.equal(parsed.permissions.type, 'managed');
+  }
+});
+
+test('workspace-write without roots makes the cwd the root; full access with network means no sandbox', () => {
+  const value = SandboxContext.parse(sandboxRequest({ policy: 'workspace-write', network: false }, '/srv/app dir'));
+  assert.deepEqual(value.workspaceRoots, ['file:///srv/app%20dir']);
+  assert.equal(sandboxRequest({ policy: 'full-access', network: true }, '/srv'), undefined);
+});
+
+test('the bundled server\'s URL line is found in its stdout', () => {
+  assert.equal(parseListenUrl('ws://127.0.0.1:39313\n'), 'ws://127.0.0.1:39313');
+  assert.equal(parseListenUrl('noise\nws://[::1]:8080\n'), 'ws://[::1]:8080');
+  assert.equal(parseListenUrl('listening...'), undefined);
+});
+
+test('"/" is never a writable root: workspace-write there falls back to read-only', () => {
+  const atRoot = SandboxContext.parse(sandboxRequest({ policy: 'workspace-write', network: false }, '/'));
+  const readOnly = SandboxContext.parse(sandboxRequest({ policy: 'read-only', network: false }, '/'));
+  assert.deepEqual(atRoot.permissions, readOnly.permissions);
+  const mixed = SandboxContext.parse(sandboxRequest({ policy: 'workspace-write', network: false }, '/w', ['/', '/w']));
+  assert.deepEqual(mixed.workspaceRoots, ['file:///w']);
+});

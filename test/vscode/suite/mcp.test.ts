@@ -1,0 +1,130 @@
+// The MCP Servers tree in a real VS Code: a workspace `.vscode/mcp.json` with the three reference
+// servers shows them ready with their tools (on the bundled executor); Stop/Start and Call Tool
+// work; removing the file leaves no server process behind.
+import * as assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
+import * as vscode from 'vscode';
+import { EXTENSION_ID, getApi, waitFor } from './helpers';
+
+interface SnapshotNode {
+  label: string;
+  description?: string;
+  contextValue: string;
+  children: SnapshotNode[];
+}
+interface Snapshot {
+  tree: SnapshotNode[];
+  servers: { name: string; state: { kind: string }; tools: string[] }[];
+}
+
+const TAG = `vscode-mcp-${process.pid}-${Date.now()}`;
+
+async function snapshot(): Promise<Snapshot> {
+  return await vscode.commands.executeCommand<Snapshot>('execBridge.mcp.snapshot');
+}
+
+async function waitForSnapshot(what: string, check: (s: Snapshot) => boolean, timeoutMs = 60_000): Promise<Snapshot> {
+  const deadline = Date.now() + timeoutMs;
+  let last: Snapshot | undefined;
+  for (;;) {
+    last = await snapshot();
+    if (last && check(last)) return last;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; tree: ${JSON.stringify(last?.tree.map((n) => [n.label, n.description]))}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Live processes carrying our tag in their environment (servers and anything they started). */
+function tagged(): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
+      if (readFileSync(`/proc/${name}/environ`, 'latin1').includes(`MCP_TEST_TAG=${TAG}\0`)) out.push(Number(name));
+    } catch {
+      // gone or not readable
+    }
+  }
+  return out;
+}
+
+suite('MCP servers view', () => {
+  let mcpJson: string;
+  let scratch: string;
+
+  suiteSetup(async () => {
+    await getApi();
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    assert.ok(folder, 'the test workspace has a folder');
+    const root = join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'node_modules', '@modelcontextprotocol');
+    scratch = join(tmpdir(), TAG);
+    mkdirSync(scratch, { recursive: true });
+    mkdirSync(join(folder, '.vscode'), { recursive: true });
+    mcpJson = join(folder, '.vscode', 'mcp.json');
+    const env = { MCP_TEST_TAG: TAG };
+    writeFileSync(
+      mcpJson,
+      JSON.stringify(
+        {
+          servers: {
+            memory: { type: 'stdio', command: process.execPath, args: [join(root, 'server-memory', 'dist', 'index.js')], env: { ...env, MEMORY_FILE_PATH: join(scratch, 'memory.jsonl') }, autoStart: true },
+            everything: { command: process.execPath, args: [join(root, 'server-everything', 'dist', 'index.js'), 'stdio'], env, autoStart: true },
+            filesystem: { command: process.execPath, args: [join(root, 'server-filesystem', 'dist', 'index.js'), '${workspaceFolder}'], env, autoStart: true },
+          },
+        },
+        null,
+        2,
+      ),
+    );
+  });
+
+  suiteTeardown(() => {
+    if (mcpJson) rmSync(mcpJson, { force: true });
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  test('the tree shows the three servers ready, with their tools', async () => {
+    const snap = await waitForSnapshot('three ready servers', (s) => s.servers.length === 3 && s.servers.every((x) => x.state.kind === 'ready'));
+    const byLabel = new Map(snap.tree.map((n) => [n.label, n]));
+    assert.match(byLabel.get('memory')?.description ?? '', /^Ready \(9 tools\) · bundled/);
+    assert.match(byLabel.get('everything')?.description ?? '', /^Ready \(13 tools\)/);
+    assert.match(byLabel.get('filesystem')?.description ?? '', /^Ready \(14 tools\)/);
+    const tools = byLabel.get('memory')?.children.find((c) => c.label === 'Tools');
+    assert.ok(tools, 'memory has a Tools group');
+    assert.ok(tools.children.some((t) => t.label === 'read_graph' && /;canCall;/.test(t.contextValue)));
+    assert.match(byLabel.get('memory')?.contextValue ?? '', /;canStop;/);
+    assert.match(byLabel.get('memory')?.contextValue ?? '', /;canRestart;/);
+    assert.doesNotMatch(byLabel.get('memory')?.contextValue ?? '', /;canStart;/);
+    assert.ok(byLabel.get('everything')?.children.some((c) => c.label === 'Prompts' && c.description === '4'));
+    assert.equal(tagged().length, 6, 'three servers, each under its reaper wrapper');
+  });
+
+  test('Call Tool returns the result and opens it in an editor', async () => {
+    const node = { kind: 'tool', id: 'mcp:memory/tools/read_graph', server: 'memory', name: 'read_graph' };
+    const result = await vscode.commands.executeCommand<{ content: { text: string }[] }>('execBridge.mcp.callTool', node, {});
+    assert.match(result.content[0]?.text ?? '', /"entities"/);
+    const editor = await waitFor('the result editor', () => vscode.window.activeTextEditor);
+    assert.match(editor.document.getText(), /"entities"/);
+  });
+
+  test('Stop and Start work from the tree', async () => {
+    await vscode.commands.executeCommand('execBridge.mcp.stop', { kind: 'server', id: 'mcp:memory', server: 'memory' });
+    let snap = await waitForSnapshot('memory stopped', (s) => s.servers.find((x) => x.name === 'memory')?.state.kind === 'stopped', 15_000);
+    assert.match(snap.tree.find((n) => n.label === 'memory')?.contextValue ?? '', /;canStart;/);
+    await waitFor('memory processes gone', () => tagged().length === 4, 10_000);
+    await vscode.commands.executeCommand('execBridge.mcp.start', { kind: 'server', id: 'mcp:memory', server: 'memory' });
+    snap = await waitForSnapshot('memory ready again', (s) => s.servers.find((x) => x.name === 'memory')?.state.kind === 'ready', 30_000);
+    assert.equal(snap.servers.find((x) => x.name === 'memory')?.tools.length, 9);
+  });
+
+  test('removing mcp.json drains every server: no process is left', async () => {
+    rmSync(mcpJson, { force: true });
+    await waitForSnapshot('no servers', (s) => s.servers.length === 0, 15_000);
+    await waitFor(`no tagged process (left: ${tagged().join(', ')})`, () => tagged().length === 0, 15_000);
+  });
+});

@@ -1,0 +1,99 @@
+import * as assert from 'node:assert/strict';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
+import * as vscode from 'vscode';
+import { getApi, plain, startExecServer, waitFor, waitForText, withSettings } from './helpers';
+
+/** A loopback TCP relay we can cut: the WebSocket between the extension and the executor runs through it. */
+class CuttableRelay {
+  private readonly sockets = new Set<Socket>();
+  private refusing = false;
+  readonly server: Server;
+  constructor(private readonly targetPort: number) {
+    this.server = createServer((client) => {
+      if (this.refusing) {
+        client.destroy();
+        return;
+      }
+      const upstream = createConnection({ host: '127.0.0.1', port: this.targetPort });
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+  }
+  listen(): Promise<number> {
+    return new Promise((resolve) => this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as { port: number }).port)));
+  }
+  /** Drops every connection and refuses new ones until `restore()`. */
+  cut(): void {
+    this.refusing = true;
+    for (const s of this.sockets) s.destroy();
+  }
+  restore(): void {
+    this.refusing = false;
+  }
+  close(): void {
+    this.cut();
+    this.server.close();
+  }
+}
+
+suite('recovery (a remote executor behind a relay)', () => {
+  let server: Awaited<ReturnType<typeof startExecServer>>;
+  let relay: CuttableRelay;
+  let restore: () => Promise<void>;
+
+  suiteSetup(async () => {
+    server = await startExecServer();
+    relay = new CuttableRelay(server.port);
+    const port = await relay.listen();
+    restore = await withSettings({
+      executors: [{ name: 'relayed', url: `ws://127.0.0.1:${port}` }],
+      sandbox: 'full-access',
+      sandboxNetwork: true,
+    });
+    const api = await getApi();
+    await waitFor('the relayed executor in the list', () => api.executorNames().includes('relayed'));
+  });
+
+  suiteTeardown(async () => {
+    await restore?.();
+    relay?.close();
+    server?.stop();
+  });
+
+  test('a dropped connection shows one "resuming" line and the output continues, complete and in order', async () => {
+    const api = await getApi();
+    assert.equal((await api.connect('relayed')).kind, 'connected');
+    const before = new Set(api.terminals());
+    await vscode.commands.executeCommand('execBridge.runCommand', 'for i in $(seq 1 30); do echo "tick $i"; sleep 0.05; done', 'relayed');
+    const t = await waitFor('the terminal', () => api.terminals().find((x) => !before.has(x)));
+    assert.equal(t.executor, 'relayed');
+    await waitForText(t, /tick 3\r/);
+
+    const states: string[] = [];
+    const sub = api.onDidChangeExecutorState(({ executor, state }) => executor === 'relayed' && states.push(state.kind));
+    try {
+      relay.cut();
+      await waitForText(t, /connection lost — resuming…/);
+      // Output produced while disconnected is fetched after the resume.
+      await new Promise((r) => setTimeout(r, 400));
+      relay.restore();
+      await t.done;
+    } finally {
+      sub.dispose();
+    }
+    assert.ok(states.includes('recovering') && states.at(-1) === 'connected', `states: ${states.join(' → ')}`);
+    const text = plain(t.text());
+    const ticks = [...text.matchAll(/^tick (\d+)\r$/gm)].map((m) => Number(m[1]));
+    assert.deepEqual(ticks, Array.from({ length: 30 }, (_, i) => i + 1), 'every line once, in order');
+    assert.equal(text.match(/connection lost — resuming…/g)?.length, 1, 'one line per outage');
+    assert.equal(t.exitCode, 0);
+    t.terminal.dispose();
+  });
+});

@@ -1,0 +1,42 @@
+import * as assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { suite, test } from 'mocha';
+import * as vscode from 'vscode';
+import { descendants, EXTENSION_ID, getApi, isAlive, runCommand, waitFor, waitForText, withSettings } from './helpers';
+
+// Last suite (file order): it shuts the extension down.
+suite('deactivate', () => {
+  test('leaves no child process behind', async () => {
+    const restore = await withSettings({ sandbox: 'full-access', sandboxNetwork: true });
+    try {
+      const api = await getApi();
+      await api.connect('bundled');
+      const server = api.bundledServerPid();
+      assert.ok(server !== undefined);
+      // Something long-running on the executor, and a shell.
+      const t = await runCommand(api, 'echo "slee""ping"; sleep 300');
+      await waitForText(t, /sleeping/);
+      const before = new Set(api.terminals());
+      await vscode.commands.executeCommand('execBridge.newShell');
+      const shell = await waitFor('the shell terminal', () => api.terminals().find((x) => !before.has(x)));
+      shell.terminal.sendText('echo "shell-""up"');
+      await waitForText(shell, /shell-up/);
+      const tree = [server, ...descendants(server)];
+      assert.ok(tree.length >= 3, `server + children: ${tree.join(',')}`);
+
+      // What VS Code calls on shutdown: the module's deactivate(), awaited. The require cache hands
+      // back the very module instance the extension host loaded.
+      const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
+      const load = createRequire(__filename);
+      const mod = load(join(ext.extensionPath, 'dist', 'extension.js')) as { deactivate(): Promise<void> | undefined };
+      const stopping = mod.deactivate();
+      assert.ok(stopping instanceof Promise, 'deactivate() of the loaded extension returns its shutdown');
+      await stopping;
+      await waitFor(`no survivor among ${tree.join(',')}`, () => tree.every((pid) => !isAlive(pid)), 5000);
+      assert.equal(descendants(process.pid).filter((pid) => tree.includes(pid)).length, 0);
+    } finally {
+      await restore();
+    }
+  });
+});
