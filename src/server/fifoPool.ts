@@ -1,4 +1,4 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,12 +16,12 @@ export class FifoPool {
   private dir: string | undefined;
   private ready: string[] = [];
   private counter = 0;
-  private filling = false;
+  private filling: Promise<void> | undefined;
   private broken = false;
 
   constructor(
-    private readonly target = 48,
-    private readonly lowWater = 24,
+    private readonly target = 128,
+    private readonly lowWater = 64,
   ) {}
 
   /** Whether FIFOs can be made here at all (else the caller falls back to socket stdio). */
@@ -31,7 +31,7 @@ export class FifoPool {
 
   /** Starts filling the pool (call early so that the first starts are fast). */
   warm(): void {
-    this.refill();
+    void this.refill(0);
   }
 
   private names(n: number): string[] {
@@ -39,30 +39,31 @@ export class FifoPool {
     return Array.from({ length: n }, () => join(this.dir!, `p${++this.counter}`));
   }
 
-  private take(n: number): string[] {
-    if (this.ready.length < n) {
-      const names = this.names(n - this.ready.length);
-      const r = spawnSync('mkfifo', ['-m', '600', ...names], { stdio: 'ignore' });
-      if (r.status !== 0) {
-        this.broken = true;
-        throw new Error(`mkfifo failed (${r.error?.message ?? `exit ${r.status}`})`);
-      }
-      this.ready.push(...names);
+  /** Takes `n` FIFO paths, waiting for a batch to be made if the pool ran dry (a burst of starts). */
+  private async take(n: number): Promise<string[]> {
+    for (let round = 0; this.ready.length < n; round++) {
+      if (this.broken || round > 3) throw new Error('mkfifo failed; cannot make pipes');
+      await this.refill(n);
     }
     const out = this.ready.splice(0, n);
-    this.refill();
+    void this.refill(0);
     return out;
   }
 
-  private refill(): void {
-    if (this.filling || this.broken || this.ready.length >= this.lowWater) return;
-    this.filling = true;
-    const names = this.names(this.target - this.ready.length);
-    execFile('mkfifo', ['-m', '600', ...names], (err) => {
-      this.filling = false;
-      if (err) this.broken = true;
-      else this.ready.push(...names);
+  /** Tops the pool up in the background (one `mkfifo` for a whole batch); resolves when done. */
+  private refill(needed: number): Promise<void> {
+    if (this.filling) return this.filling;
+    if (this.broken || this.ready.length >= Math.max(this.lowWater, needed)) return Promise.resolve();
+    const names = this.names(Math.max(this.target, needed + this.lowWater) - this.ready.length);
+    this.filling = new Promise<void>((resolve) => {
+      execFile('mkfifo', ['-m', '600', ...names], (err) => {
+        this.filling = undefined;
+        if (err) this.broken = true;
+        else this.ready.push(...names);
+        resolve();
+      });
     });
+    return this.filling;
   }
 
   /**
@@ -71,8 +72,8 @@ export class FifoPool {
    * we keep a read end. Our ends are returned as sockets; the child's as fds to pass to spawn and
    * then close (see `closeChildEnds`).
    */
-  open(directions: boolean[]): Array<{ ours: Socket; childFd: number }> {
-    const paths = this.take(directions.length);
+  async open(directions: boolean[]): Promise<Array<{ ours: Socket; childFd: number }>> {
+    const paths = await this.take(directions.length);
     const opened: number[] = [];
     try {
       return directions.map((childReads, i) => {

@@ -217,7 +217,7 @@ export class ManagedProcess {
     let ends: Array<{ ours: Socket; childFd: number }> | undefined;
     if (fifos?.available) {
       try {
-        ends = fifos.open(this.pipeStdin ? [true, false, false] : [false, false]);
+        ends = await fifos.open(this.pipeStdin ? [true, false, false] : [false, false]);
       } catch {
         ends = undefined; // fall back to socket pairs rather than fail the start
       }
