@@ -17,7 +17,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { format } from 'node:util';
@@ -344,8 +344,12 @@ async function main() {
 
   // Throwaway world for code-server, its extension host and chromium. Not under /tmp: the sandbox
   // lets commands write /tmp, and the approval tests need a HOME it does not let them write.
-  mkdirSync(join(cacheRoot, 'runs'), { recursive: true });
-  const rt = mkdtempSync(join(cacheRoot, 'runs', 'run-'));
+  // (A cache given under /tmp, e.g. EXEC_BRIDGE_VSCODE_CACHE=/tmp/x, must not drag the runs there.)
+  const tmpRoots = [...new Set(['/tmp', tmpdir(), process.env.TMPDIR].filter(Boolean))];
+  const underTmp = (p) => tmpRoots.some((t) => p === t || p.startsWith(t.replace(/\/$/, '') + '/'));
+  const runsRoot = underTmp(cacheRoot) ? '/var/tmp/exec-bridge-vscode-runs' : join(cacheRoot, 'runs');
+  mkdirSync(runsRoot, { recursive: true });
+  const rt = mkdtempSync(join(runsRoot, 'run-'));
   const env = {
     ...process.env,
     HOME: join(rt, 'home'),
