@@ -46,11 +46,34 @@ export function fail(message) {
   process.exit(1);
 }
 
+/**
+ * On a fresh Debian machine (`npm install && npm start`), install what code-server, the headless
+ * check and the sandbox need: chromium, ripgrep (seeds @vscode/ripgrep: no GitHub download),
+ * libkrb5-dev (code-server's kerberos module), bubblewrap. Only as root with apt-get; otherwise
+ * say what is missing.
+ */
+export function ensureDebianPackages() {
+  const missing = [];
+  if (!existsSync(chromiumPath)) missing.push('chromium');
+  if (spawnSync('sh', ['-c', 'command -v rg']).status !== 0) missing.push('ripgrep');
+  if (!existsSync('/usr/include/gssapi/gssapi.h')) missing.push('libkrb5-dev');
+  // The extension's default sandbox (workspace-write) runs commands through bubblewrap.
+  if (spawnSync('sh', ['-c', 'command -v bwrap']).status !== 0) missing.push('bubblewrap');
+  if (missing.length === 0) return;
+  const canApt = process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get']).status === 0;
+  if (!canApt) fail(`missing: ${missing.join(', ')} (install them: apt-get install -y ${missing.join(' ')})`);
+  say(`installing Debian packages: ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const r = spawnSync('sh', ['-c', `apt-get update -qq && apt-get install -y -qq ${missing.join(' ')} >/dev/null`], { stdio: 'inherit', env, timeout: 15 * 60_000 });
+  if (r.status !== 0) fail(`apt-get install ${missing.join(' ')} failed`);
+}
+
 /** Installs code-server into `<cache>/code-server-<version>` once; concurrent installers each use a private folder and the first rename wins. */
 export function ensureCodeServer() {
   const dir = join(cacheRoot, `code-server-${CS_VERSION}`);
   const bin = join(dir, 'node_modules', '.bin', 'code-server');
   if (existsSync(bin)) return bin;
+  ensureDebianPackages();
   for (const tool of ['rg', 'npm']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) fail(`${tool} not found (apt-get install ripgrep)`);
   }
