@@ -248,7 +248,7 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
 
     // One deadline for the whole exchange: connect, redirects and body.
     const abort = new AbortController();
-    const timer = params.timeoutMs === undefined || params.timeoutMs === null ? undefined : setTimeout(() => abort.abort(), params.timeoutMs);
+    const timer = params.timeoutMs === undefined || params.timeoutMs === null ? undefined : setTimeout(() => abort.abort(), Math.min(params.timeoutMs, 2_147_483_647));
     const onConnectionEnd = (): void => abort.abort();
     ctx.signal?.addEventListener('abort', onConnectionEnd, { once: true });
     const finish = (): void => {

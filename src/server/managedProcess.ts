@@ -47,6 +47,7 @@ const STDIN_QUEUE_LIMIT = 8 * 1024 * 1024;
 /** After a sandboxed exit, wait this long (or for the pipes to close) before judging a denial. */
 const DENIAL_GRACE_MS = 150;
 const DEFAULT_PTY = { cols: 80, rows: 24 };
+const MAX_TIMER_MS = 2_147_483_647;
 
 let ptyModule: typeof NodePty | undefined;
 function loadPty(): typeof NodePty {
@@ -424,7 +425,8 @@ export class ManagedProcess {
       const d = new Deferred<void>();
       const wake = () => d.resolve();
       this.waiters.add(wake);
-      const timer = setTimeout(wake, left);
+      // Node timers overflow above 2^31-1 ms (and then fire at once): wait in slices.
+      const timer = setTimeout(wake, Math.min(left, MAX_TIMER_MS));
       await d.promise;
       clearTimeout(timer);
       this.waiters.delete(wake);

@@ -121,6 +121,16 @@ describe('our exec-server: protocol gatekeeping and bad input', () => {
     assert.deepEqual((await c.waitFor((m) => m.id === 5)).result, { status: 'ready' });
     assert.deepEqual((await c.call('nope/x', {})).error, { code: -32601, message: 'exec-server stub does not implement `nope/x` yet' });
     assert.equal((await c.call('process/read', 'notanobject')).error?.code, -32602);
+    // A wait far beyond Node's timer range still waits (instead of overflowing into a busy loop).
+    await c.call('process/start', startParams('idle', ['sleep', '30']));
+    const poll = c.call('process/read', { processId: 'idle', waitMs: 1e12 }, 'long-poll');
+    let answered = false;
+    void poll.then(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(answered, false, 'the long poll is still waiting');
+    assert.doesNotMatch(server.stderr(), /TimeoutOverflowWarning/);
+    await c.call('process/terminate', { processId: 'idle' });
+    assert.equal((await poll).result.exited, true);
     assert.equal((await c.call('process/read', { processId: 7 })).error?.code, -32602);
     assert.equal(c.closed, false);
     c.close();
