@@ -138,7 +138,9 @@ export class RawClient {
 
   /** Sends a request and resolves with the whole response message (result or error). */
   call(method: string, params?: unknown, id: number | string = this.nextId++, timeoutMs = 30_000): Promise<WireMessage> {
-    const p = this.waitFor((m) => m.id === id && m.method === undefined, timeoutMs, `answer to ${method} #${id}`);
+    // Only an answer that arrives after sending counts (a test may have reused the id in a raw frame).
+    const from = this.received.length;
+    const p = this.waitFor((m) => m.id === id && m.method === undefined && this.received.indexOf(m) >= from, timeoutMs, `answer to ${method} #${id}`);
     this.ws.send(JSON.stringify(params === undefined ? { id, method } : { id, method, params }));
     return p;
   }
