@@ -36,11 +36,23 @@ async function waitForTerminalText(page: Page, pattern: RegExp, timeoutMs = 60_0
 }
 
 async function runPaletteCommand(page: Page, title: string): Promise<void> {
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${title}`);
-  await page.locator(`.quick-input-list .monaco-list-row:has-text("${title}")`).first().waitFor({ timeout: 30_000 });
+  const row = page.locator(`.quick-input-list .monaco-list-row:has-text("${title}")`).first();
+  // Commands guarded by `isWorkspaceTrusted` stay out of the palette until the web workbench has
+  // resolved the trust state, which can lag the first seconds after load: reopen the palette a
+  // few times (bounded) rather than wait on a list that was filtered before the key was set.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`>${title}`);
+    try {
+      await row.waitFor({ timeout: 5_000 });
+      break;
+    } catch (e) {
+      if (attempt >= 6) throw e;
+      await page.keyboard.press('Escape');
+    }
+  }
   await page.keyboard.press('Enter');
 }
 
