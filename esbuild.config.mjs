@@ -4,7 +4,7 @@
 //    import of it fails this build.
 // node-pty is a native addon: it stays external and ships in node_modules.
 import * as esbuild from 'esbuild';
-import { existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const common = {
@@ -18,14 +18,14 @@ const common = {
   // Prefer ES modules where a package has both: jsonc-parser's UMD "main" uses a dynamic require
   // that a bundle cannot resolve ("Cannot find module './impl/format'").
   mainFields: ['module', 'main'],
+  // The executor reports it in environment/info (`executorVersion`).
+  define: { __EXEC_BRIDGE_VERSION__: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version) },
 };
 
 const builds = [
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+  { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] },
 ];
-if (existsSync('src/vscode/extension.ts')) {
-  builds.push({ ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] });
-}
 
 if (watch) {
   for (const b of builds) await (await esbuild.context(b)).watch();

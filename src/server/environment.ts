@@ -3,8 +3,9 @@ import { basename } from 'node:path';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { uriFromPath } from './uri';
 
-export const EXECUTOR_VERSION = `exec-bridge ${typeof __EXEC_BRIDGE_VERSION__ === 'string' ? __EXEC_BRIDGE_VERSION__ : 'dev'}`;
+// Replaced by esbuild with package.json's version; unbundled (tsc-compiled tests) it is undefined.
 declare const __EXEC_BRIDGE_VERSION__: string | undefined;
+export const EXECUTOR_VERSION = `exec-bridge ${typeof __EXEC_BRIDGE_VERSION__ === 'string' ? __EXEC_BRIDGE_VERSION__ : 'dev'}`;
 
 /**
  * `environment/info` (also embedded in `initialize`). The capability keys of the real server are

@@ -114,7 +114,8 @@ function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, arg0: s
   if (arg0 && arg0 !== requested && existsSync('/bin/bash')) {
     return { file: '/bin/bash', args: ['--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', arg0, resolved, ...plan.args] };
   }
-  const viaPath = !requested.includes('/') && plan.env.PATH !== undefined && resolveExecutable(requested, plan.cwd, plan.env.PATH) === resolved;
+  // `resolved` came from this same PATH, so the child's execvp finds the same program by name.
+  const viaPath = !requested.includes('/') && plan.env.PATH !== undefined;
   return { file: viaPath ? requested : resolved, args: plan.args };
 }
 
@@ -451,7 +452,6 @@ export class ManagedProcess {
   }
 
   async write(data: Buffer, writeId: string): Promise<WriteStatus> {
-    if (writeId.length === 0) throw RpcError.invalidParams('writeId must not be empty');
     if (!this.tty && !this.pipeStdin) return 'stdinClosed';
     if (this.writeIds.has(writeId)) return 'accepted';
     if (this.rawExit !== undefined || this.destroyed) throw RpcError.internal('failed to write to process stdin');

@@ -3,14 +3,10 @@
  * frames a test asks for and records everything it receives, so tests can assert on the wire
  * (our ExecServerClient is tested separately, against these same servers).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { join } from 'node:path';
 import WebSocket from 'ws';
+import { CLI_JS, startExecServer, type ExecServerProcess, type ServerKind } from './servers';
 
-export const ROOT = join(__dirname, '..', '..', '..');
-export const CLI = join(ROOT, 'dist', 'cli.js');
-export const CODEX = join(ROOT, 'node_modules', '.bin', 'codex');
+export const CLI = CLI_JS;
 
 export interface WireMessage {
   id?: number | string;
@@ -20,63 +16,11 @@ export interface WireMessage {
   error?: { code: number; message: string; data?: unknown };
 }
 
-export interface StartedServer {
-  url: string;
-  child: ChildProcess;
-  kind: 'ours' | 'codex';
-  stderr(): string;
-  stop(): Promise<void>;
-}
+export type StartedServer = ExecServerProcess;
 
-/** Starts our server (`dist/cli.js serve`) or the real codex exec-server on port 0 and reads its URL line. */
-export async function startServer(kind: 'ours' | 'codex', extraArgs: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<StartedServer> {
-  const [cmd, args] =
-    kind === 'ours'
-      ? [process.execPath, [CLI, 'serve', '--listen', 'ws://127.0.0.1:0', ...extraArgs]]
-      : [CODEX, ['exec-server', '--listen', 'ws://127.0.0.1:0', ...extraArgs]];
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env, detached: true });
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`${kind} server printed no URL within 20s; stderr: ${err}`)), 20_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /ws:\/\/[0-9.:]+/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[0]);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${kind} server exited (${code}) before printing its URL; stderr: ${err}`));
-    });
-  });
-  return {
-    url,
-    child,
-    kind,
-    stderr: () => err,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
-      try {
-        process.kill(-child.pid!, 'SIGTERM');
-      } catch {
-        return;
-      }
-      const t = setTimeout(() => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }, 3000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
+/** Our server (`dist/cli.js serve`) or the real codex exec-server on port 0 (see servers.ts). */
+export function startServer(kind: ServerKind, extraArgs: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<StartedServer> {
+  return startExecServer(kind, { args: extraArgs, env });
 }
 
 export class RawClient {

@@ -42,6 +42,8 @@ export interface StartOptions {
   args?: string[];
   /** How long to wait for the URL line. Default 20 s. */
   startTimeoutMs?: number;
+  /** The server's environment (default: ours). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export async function startExecServer(kind: ServerKind, options: StartOptions = {}): Promise<ExecServerProcess> {
@@ -59,7 +61,7 @@ export async function startExecServer(kind: ServerKind, options: StartOptions = 
     kind === 'ours'
       ? [process.execPath, [CLI_JS, 'serve', '--listen', 'ws://127.0.0.1:0', ...authArgs, ...(options.args ?? [])]]
       : [CODEX_BIN, ['exec-server', '--listen', 'ws://127.0.0.1:0', ...authArgs, ...(options.args ?? [])]];
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: options.env ?? process.env });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
   const cleanupToken = () => {

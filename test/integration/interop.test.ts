@@ -10,11 +10,12 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { isAlive } from '../helpers/procs';
 import { RawClient, startParams, startServer, type StartedServer, type WireMessage } from '../helpers/rawClient';
 
 type Kind = 'ours' | 'codex';
@@ -43,15 +44,7 @@ const SERVER_ENV: NodeJS.ProcessEnv = {
   INTEROP_PLAIN_TOKEN: 'not-a-real-token',
 };
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  // A zombie still answers kill(0); it is dead for our purposes.
-  return existsSync(`/proc/${pid}/stat`) && !readFileSync(`/proc/${pid}/stat`, 'latin1').slice(-200).includes(') Z ');
-}
+const alive = isAlive;
 
 async function until(what: string, pred: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
