@@ -146,6 +146,7 @@ interface ProcInfo {
   pid: number;
   ppid: number;
   state: string;
+  comm: string;
 }
 
 function readProcs(): ProcInfo[] {
@@ -156,7 +157,8 @@ function readProcs(): ProcInfo[] {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       // The command may contain spaces and parentheses: fields start after the last ')'.
       const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.push({ pid: Number(name), state: rest[0] ?? '?', ppid: Number(rest[1]) });
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      out.push({ pid: Number(name), state: rest[0] ?? '?', ppid: Number(rest[1]), comm });
     } catch {
       // exited while we looked
     }
@@ -164,7 +166,14 @@ function readProcs(): ProcInfo[] {
   return out;
 }
 
-/** Live (non-zombie) descendants of `pid`: the executor's process tree. */
+/**
+ * The executor's own short-lived helpers: our FIFO pool tops itself up with one `mkfifo` run in
+ * the background at any time (at start-up, after process starts). They are not processes the
+ * test started, so a tree count must not depend on whether one happens to be running.
+ */
+const EXECUTOR_HELPERS = new Set(['mkfifo']);
+
+/** Live (non-zombie) descendants of `pid`, the executor's process tree, without its own transient helpers. */
 export function descendants(pid: number): number[] {
   const procs = readProcs();
   const children = new Map<number, ProcInfo[]>();
@@ -174,7 +183,7 @@ export function descendants(pid: number): number[] {
   for (let guard = 0; stack.length > 0 && guard < 100_000; guard++) {
     const cur = stack.pop() as number;
     for (const c of children.get(cur) ?? []) {
-      if (c.state !== 'Z') out.push(c.pid);
+      if (c.state !== 'Z' && !EXECUTOR_HELPERS.has(c.comm)) out.push(c.pid);
       stack.push(c.pid);
     }
   }
