@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
 import { SandboxPolicyName, sandboxForPolicy } from '../protocol/sandbox';
+import { shellLine } from '../util/shellQuote';
 
 export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--token-file FILE] [--tty] [--cwd DIR]
                       [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
@@ -31,10 +32,6 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--toke
 
   Exit status: the command's; 127 if it was not found; 255 if the connection failed.`;
 
-/** Shell-like rendering of argv for messages. */
-function shellQuote(argv: string[]): string {
-  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
-}
 
 interface RunArgs {
   url?: string;
@@ -208,8 +205,8 @@ export async function runCommand(argv: string[]): Promise<number> {
       if (done.sandboxDenied && args.sandbox) {
         const net = args.sandboxNetwork ? '' : ' (network off)';
         say(
-          `sandbox denied: \`${shellQuote(args.argv)}\` was blocked by the ${args.sandbox} sandbox${net} (exit status ${done.exitCode}).` +
-            ` If you trust it, run it again without the sandbox: exec-bridge run --sandbox full-access${args.sandboxNetwork ? ' --sandbox-network' : ''} -- ${shellQuote(args.argv)}`,
+          `sandbox denied: \`${shellLine(args.argv)}\` was blocked by the ${args.sandbox} sandbox${net} (exit status ${done.exitCode}).` +
+            ` If you trust it, run it again without the sandbox: exec-bridge run --sandbox full-access${args.sandboxNetwork ? ' --sandbox-network' : ''} -- ${shellLine(args.argv)}`,
         );
       }
       return done.exitCode < 0 ? 255 : done.exitCode & 0xff;

@@ -4,7 +4,8 @@ import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/ex
 import { sandboxPlanner } from '../server/planner';
 
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | stdio] [--token-file FILE]
-                        [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH] [--exit-with-stdin] [--verbose]
+                        [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH]
+                        [--sandbox-prewarm-ms N] [--exit-with-stdin] [--verbose]
 
   --listen          where to listen (default ws://127.0.0.1:0; port 0 picks a free one).
                     Prints exactly one line on stdout: the bound ws:// URL.
@@ -14,6 +15,10 @@ export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | 
   --session-ttl-ms  how long a detached session (and an exited process) is kept (default 30000).
   --allow-origin    a browser Origin allowed to connect (by default any request with Origin is refused).
   --bwrap-path      bubblewrap binary for sandboxed commands (default: bwrap on PATH).
+  --sandbox-prewarm-ms
+                    after a sandboxed start, build the next sandbox like it ahead of time and keep
+                    it this long for a start with the same policy and directory (default 30000;
+                    0: build every sandbox on the spot).
   --exit-with-stdin stop (killing every child) when stdin reaches end of file: a parent that keeps
                     a pipe to it (the VS Code extension) takes the server along even if it crashes.
   --verbose         log connections and sessions on stderr (never tokens).`;
@@ -24,6 +29,7 @@ interface ServeArgs {
   ttlMs?: number;
   allowOrigins: string[];
   bwrapPath?: string;
+  prewarmMs?: number;
   exitWithStdin?: boolean;
   verbose: boolean;
 }
@@ -45,13 +51,12 @@ function parseServeArgs(args: string[]): ServeArgs {
       case '--token-file':
         out.tokenFile = value();
         break;
-      case '--session-ttl-ms': {
-        const v = value();
-        const n = Number(v);
-        if (!Number.isInteger(n) || n < 0) throw new Error(`--session-ttl-ms must be a non-negative integer, got ${v}`);
-        out.ttlMs = n;
+      case '--session-ttl-ms':
+        out.ttlMs = nonNegativeInt(flag, value());
         break;
-      }
+      case '--sandbox-prewarm-ms':
+        out.prewarmMs = nonNegativeInt(flag, value());
+        break;
       case '--allow-origin':
         out.allowOrigins.push(value());
         break;
@@ -74,6 +79,12 @@ function parseServeArgs(args: string[]): ServeArgs {
     }
   }
   return out;
+}
+
+function nonNegativeInt(flag: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} must be a non-negative integer, got ${v}`);
+  return n;
 }
 
 /** `exec-bridge serve`: runs until SIGTERM/SIGINT, then kills every child process group and exits. */
@@ -105,6 +116,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     token,
     allowOrigins: args.allowOrigins,
     sessionTtlMs: args.ttlMs,
+    sandboxPrewarmMs: args.prewarmMs,
     log,
     ...sandboxPlanner({ bwrapPath: args.bwrapPath }),
   };

@@ -5,6 +5,7 @@ import type { ProcessHandle } from '../client/processHandle';
 import type { ProcessEvent, StartProcessOptions } from '../client/types';
 import { systemClock, type Clock } from '../util/clock';
 import { Deferred } from '../util/deferred';
+import { shellLine } from '../util/shellQuote';
 import { parseExitMarker, wrapWithReaper } from './orphanReaper';
 import type { ServerLog } from './serverLog';
 
@@ -121,7 +122,7 @@ export class ExecProcessTransport implements Transport {
   async start(): Promise<void> {
     if (this.starting) throw new Error('ExecProcessTransport already started');
     const { launch, client } = this.options;
-    this.options.log?.lifecycle(`starting: ${launch.argv.map(quoteArg).join(' ')}${launch.cwd ? ` (cwd ${launch.cwd})` : ''}`);
+    this.options.log?.lifecycle(`starting: ${shellLine(launch.argv)}${launch.cwd ? ` (cwd ${launch.cwd})` : ''}`);
     const argv = this.options.reapOrphans ? wrapWithReaper(launch.argv) : launch.argv;
     const started = client.startProcess({ ...launch, argv, pipeStdin: true, tty: false });
     this.starting = started.then(
@@ -333,8 +334,4 @@ export function describeExitCode(code: number | undefined): string {
   const signals: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
   const sig = code > 128 ? signals[code - 128] : undefined;
   return sig ? `exit code ${code} (${sig})` : `exit code ${code}`;
-}
-
-function quoteArg(a: string): string {
-  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
 }

@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../util/clock';
 import { ServerConnection, type RequestContext } from './connection';
 import { environmentInfo } from './environment';
 import { FifoPool } from './fifoPool';
+import { SandboxPrewarmer } from './prewarm';
 import { registerProcessMethods } from './processMethods';
 import { registerFsMethods } from './fsMethods';
 import { registerHttpMethods } from './httpRequest';
@@ -25,6 +26,8 @@ export interface ExecServerOptions {
   sessionTtlMs?: number;
   planner?: SpawnPlanner;
   sandboxAvailable?: boolean;
+  /** How long a sandbox built ahead of time waits for its start (default 30 s; 0: build none). */
+  sandboxPrewarmMs?: number;
   clock?: Clock;
   log?: (line: string) => void;
 }
@@ -47,14 +50,17 @@ export class ExecServer {
   private wss: WebSocketServer | undefined;
   private readonly envInfo: () => ReturnType<typeof environmentInfo>;
   private readonly fifos = new FifoPool();
+  private readonly prewarm: SandboxPrewarmer;
 
   constructor(private readonly options: ExecServerOptions = {}) {
     this.fifos.warm();
+    this.prewarm = new SandboxPrewarmer(this.fifos, { idleMs: options.sandboxPrewarmMs, log: options.log });
     this.registry = new SessionRegistry({
       ttlMs: options.sessionTtlMs ?? 30_000,
       clock: options.clock ?? systemClock,
       planner: options.planner ?? planUnsandboxed,
       fifos: this.fifos,
+      prewarm: this.prewarm,
     });
     registerProcessMethods(this.router);
     registerFsMethods(this.router);
@@ -144,6 +150,7 @@ export class ExecServer {
   /** Kills every session's processes, closes every connection and the listener. */
   async close(): Promise<void> {
     this.registry.dispose();
+    this.prewarm.dispose();
     this.fifos.dispose();
     for (const c of this.connections) c.close('server shutting down');
     this.connections.clear();

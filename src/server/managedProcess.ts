@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, openSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { Socket } from 'node:net';
 import { delimiter, isAbsolute, join } from 'node:path';
@@ -14,6 +14,7 @@ import { buildChildEnv } from './envPolicy';
 import { isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';
 import { OutputWindow } from './outputWindow';
+import type { SandboxPrewarmer } from './prewarm';
 import { killTree } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
 import { pathFromUri } from './uri';
@@ -36,6 +37,8 @@ export interface ProcessOptions {
   retainedBytes?: number;
   /** Real pipes for stdio (else Node's socket pairs). */
   fifos?: FifoPool;
+  /** Sandboxes built ahead of time for starts whose plan allows it. */
+  prewarm?: SandboxPrewarmer;
   /** Called once after `closed` is published (the session starts the retention timer). */
   onClosed?: () => void;
 }
@@ -131,6 +134,7 @@ export class ManagedProcess {
   private stderr: Readable | undefined;
   private pty: IPty | undefined;
   private plan: SpawnPlan | undefined;
+  private releaseWarm: (() => void) | undefined;
   private pid = 0;
   private nextSeq = 1;
   private readonly window: OutputWindow;
@@ -215,6 +219,15 @@ export class ManagedProcess {
   }
 
   private async spawnPipes(plan: SpawnPlan, argv0: string | undefined): Promise<void> {
+    const prewarmer = plan.prewarm && this.options.prewarm?.enabled ? this.options.prewarm : undefined;
+    const warm = prewarmer?.take(plan.prewarm!, this.pipeStdin);
+    prewarmer?.prepare(plan.prewarm!, this.pipeStdin); // for the next start like this one
+    if (warm) {
+      this.releaseWarm = warm.release;
+      this.adopt(warm.child, warm.ends);
+      warm.run(plan.prewarm!.script);
+      return;
+    }
     const fifos = this.options.fifos;
     let ends: Array<{ ours: Socket; childFd: number }> | undefined;
     if (fifos?.available) {
@@ -230,19 +243,25 @@ export class ManagedProcess {
         ? [fds[0]!, fds[1]!, fds[2]!]
         : ['ignore', fds[0]!, fds[1]!]
       : [this.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'];
+    const launch = plan.pipeLaunch ?? { file: plan.file, args: plan.args, files: [] };
+    const fileFds: number[] = [];
     let child: ChildProcess;
     try {
-      child = spawn(plan.file, plan.args, {
+      for (const f of launch.files) fileFds.push(openSync(f, 'r'));
+      child = spawn(launch.file, launch.args, {
         cwd: plan.cwd,
         env: plan.env,
         argv0,
         // Own process group and session: signals and kills address the whole group.
         detached: true,
-        stdio,
+        stdio: [...stdio, ...fileFds],
       });
+    } catch (e) {
+      for (const end of ends ?? []) end.ours.destroy();
+      throw RpcError.internal(`${(e as Error).message}`, { kind: 'spawnFailed' });
     } finally {
       // The child has its copies (fork happened synchronously); ours would keep the pipes open.
-      if (fds) closeChildEnds(fds);
+      closeChildEnds([...(fds ?? []), ...fileFds]);
     }
     try {
       await new Promise<void>((resolve, reject) => {
@@ -255,17 +274,16 @@ export class ManagedProcess {
       for (const end of ends ?? []) end.ours.destroy();
       throw e;
     }
+    this.adopt(child, ends ? ends.map((e) => e.ours) : [...(child.stdin ? [child.stdin] : []), child.stdout!, child.stderr!]);
+  }
+
+  /** Takes over a started child and our ends of its stdio (stdin only when piped, then stdout, stderr). */
+  private adopt(child: ChildProcess, streams: Array<Readable | Writable>): void {
     this.child = child;
     this.pid = child.pid!;
-    if (ends) {
-      const mine = ends.map((e) => e.ours);
-      if (this.pipeStdin) this.stdin = mine.shift();
-      [this.stdout, this.stderr] = mine;
-    } else {
-      this.stdin = child.stdin ?? undefined;
-      this.stdout = child.stdout!;
-      this.stderr = child.stderr!;
-    }
+    const mine = [...streams];
+    if (this.pipeStdin) this.stdin = mine.shift() as Writable;
+    [this.stdout, this.stderr] = mine as Readable[];
     this.stdin?.on('error', () => undefined); // EPIPE after the child exits: reported on the next write
     this.openStreams = 2;
     for (const [stream, s] of [['stdout', this.stdout!], ['stderr', this.stderr!]] as const) {
@@ -273,6 +291,7 @@ export class ManagedProcess {
       s.on('close', () => this.onStreamClosed());
       s.on('error', () => undefined);
     }
+    child.on('error', () => undefined);
     child.on('exit', (code, signal) => this.onExit(exitCodeOf(code, signal)));
   }
 
@@ -392,6 +411,13 @@ export class ManagedProcess {
 
   private denialWait: (() => void) | undefined;
 
+  /** Releases the plan's resources and those of a pre-started sandbox it ran in. */
+  private releasePlan(): void {
+    this.plan?.dispose();
+    this.releaseWarm?.();
+    this.releaseWarm = undefined;
+  }
+
   private onStreamClosed(): void {
     this.openStreams = Math.max(0, this.openStreams - 1);
     if (this.openStreams > 0) return;
@@ -407,7 +433,7 @@ export class ManagedProcess {
     this.closedSeq = seq;
     this.sink.notify('process/closed', { processId: this.id, seq });
     this.wake();
-    this.plan?.dispose();
+    this.releasePlan();
     this.options.onClosed?.();
   }
 
@@ -522,6 +548,6 @@ export class ManagedProcess {
     this.terminate();
     this.destroyed = true;
     this.wake();
-    if (this.closedSeq === undefined) this.plan?.dispose();
+    if (this.closedSeq === undefined) this.releasePlan();
   }
 }

@@ -3,6 +3,7 @@ import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteS
 import { RpcError } from '../rpc/errors';
 import type { Clock, TimerHandle } from '../util/clock';
 import type { FifoPool } from './fifoPool';
+import type { SandboxPrewarmer } from './prewarm';
 import { FileHandleTable } from './fileHandles';
 import { ManagedProcess, type ProcessSink } from './managedProcess';
 import type { SpawnPlanner } from './spawnPlan';
@@ -22,6 +23,7 @@ export interface SessionOptions {
   planner: SpawnPlanner;
   retainedBytes?: number;
   fifos?: FifoPool;
+  prewarm?: SandboxPrewarmer;
   /** Processes a session may hold at once, running or retained (a bound against floods). */
   maxProcesses?: number;
 }
@@ -100,6 +102,7 @@ export class Session {
         planner: this.options.planner,
         retainedBytes: this.options.retainedBytes,
         fifos: this.options.fifos,
+        prewarm: this.options.prewarm,
         onClosed: () => this.scheduleRelease(id, proc),
       });
     } finally {

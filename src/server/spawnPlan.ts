@@ -24,6 +24,43 @@ export interface SpawnPlan {
   isDenial(exitCode: number, output: Buffer[]): boolean;
   /** Releases what the plan created (temp files). Called once after the process is closed. */
   dispose(): void;
+  /**
+   * Pipes only: the same start without a shell launcher. `files` are opened read-only and handed
+   * to the child as fds 3, 4, … (node-pty cannot pass extra fds, so PTYs use `file`/`args`).
+   */
+  pipeLaunch?: Launch;
+  /** Pipes only: this start may use a sandbox started ahead of time (see `SandboxPrewarmer`). */
+  prewarm?: PrewarmSpec;
+}
+
+export interface Launch {
+  file: string;
+  args: string[];
+  /** Opened read-only and passed as fds 3, 4, …, in order. */
+  files: string[];
+}
+
+/**
+ * A sandbox can be built before its command is known: bwrap starts a stub (a shell reading its
+ * script on stdin) inside the finished namespaces and mounts, and waits. A start with the same
+ * `key` and `fingerprint` then only writes `script` to it. `key` names everything the sandbox was
+ * built from (namespaces, mounts, cwd); `fingerprint` the host state the mounts captured (mount
+ * table, identity of each bound path), so a workspace deleted and made again, or a new host mount,
+ * never meets a sandbox built before it.
+ */
+export interface PrewarmSpec {
+  key: string;
+  /**
+   * Starts the stub sandbox. Its fd 0 is the script pipe, 1–2 stdout/stderr, `files` follow from
+   * fd 3, and the command's real stdin comes right after them (the script moves it to 0).
+   */
+  launch: Launch;
+  /** Computed when the sandbox is built and again at each start; only equal values may meet. */
+  fingerprint(): string;
+  /** Shell text for the stub: execs the command with its exact argv, environment and stdin. */
+  script: string;
+  /** A pre-started sandbox holds what its mounts rely on (placeholder stubs) until it ends. */
+  retain(): () => void;
 }
 
 export type SpawnPlanner = (req: SpawnRequest) => Promise<SpawnPlan>;

@@ -77,15 +77,18 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   a.push('--cap-drop', 'ALL');
   if (o.seccompFd !== undefined) a.push('--seccomp', String(o.seccompFd));
   a.push('--chdir', o.cwd);
-  a.push('--');
+  a.push('--', ...commandArgs(o));
+  return a;
+}
+
+/** What bwrap runs after `--`: the command, through bash's `exec -a` when argv[0] must differ. */
+export function commandArgs(o: Pick<BwrapOptions, 'argv' | 'arg0' | 'bashPath'>): string[] {
   const [file, ...rest] = o.argv;
   if (o.arg0 !== undefined && o.arg0 !== null && o.arg0 !== file) {
     // --norc: bash would otherwise read ~/.bashrc when stdin is a socket (its "rshd" heuristic).
-    a.push(o.bashPath ?? '/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', o.arg0, file!, ...rest);
-  } else {
-    a.push(file!, ...rest);
+    return [o.bashPath ?? '/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', o.arg0, file!, ...rest];
   }
-  return a;
+  return [file!, ...rest];
 }
 
 function mode(m: number): string {

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
+import { shellLine } from '../../util/shellQuote';
 import { isExecutableFile } from '../executables';
 import { passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
-import { bwrapArgs } from './bwrapArgs';
+import { bwrapArgs, commandArgs } from './bwrapArgs';
 import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
 import { computeLayout, type Layout } from './layout';
 import { resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
@@ -80,29 +81,48 @@ export class SandboxPlanner {
 
   private async planLinux(req: SpawnRequest, policy: ResolvedPolicy): Promise<SandboxedSpawnPlan> {
     const bwrap = await this.bwrap();
-    const layout = computeLayout(policy, (p) => this.stubs.has(p));
+    // A placeholder stub someone filled (e.g. `git init` on the host) is a real directory again.
+    const layout = computeLayout(policy, (p) => this.stubs.has(p) && isEmptyDir(p));
     // Every sandbox keeps our state directory read-only (not only network-off ones): a network-on
     // command with a shared /tmp must not be able to swap the filter of the next network-off one.
     const stateDir = this.stateDir();
     const seccomp = policy.network === 'restricted' ? this.seccompFile() : undefined;
+    const files = seccomp ? [seccomp] : [];
     const argv = [commandName(req), ...req.argv.slice(1)];
-    const args = bwrapArgs({
+    const arg0 = req.arg0 && req.arg0 !== argv[0] ? req.arg0 : null;
+    const sandbox = {
       layout,
       network: policy.network,
       cwd: req.cwd,
-      argv,
-      arg0: req.arg0 && req.arg0 !== argv[0] ? req.arg0 : null,
       seccompFd: seccomp ? 3 : undefined,
       tty: req.tty,
       asRoot: process.getuid?.() === 0,
       stateDir,
-    });
+    };
+    const args = bwrapArgs({ ...sandbox, argv, arg0 });
     const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
-    for (const p of placeholders) this.retainStub(p);
-    // The runner has no spare fds to give (child_process and node-pty alike), so a tiny shell opens
-    // the filter as fd 3 and execs bwrap, which reads it and closes it before running the command.
+    const retain = (): (() => void) => {
+      for (const p of placeholders) this.retainStub(p);
+      return () => placeholders.forEach((p) => this.releaseStub(p));
+    };
+    // node-pty has no spare fds to give, so for a PTY a tiny shell opens the filter as fd 3 and
+    // execs bwrap, which reads it and closes it before running the command. Pipes get it directly.
     const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
-    return this.finish(req, policy, layout, 'linuxSeccomp', launch, () => placeholders.forEach((p) => this.releaseStub(p)));
+    const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain());
+    if (req.tty) return plan;
+    plan.pipeLaunch = { file: bwrap, args, files };
+    // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
+    const script = stubScript(files.length + 3, commandArgs({ argv, arg0 }), { ...req.env, PWD: req.cwd });
+    if (script === undefined) return plan;
+    const stubArgs = bwrapArgs({ ...sandbox, argv: [...PREWARM_STUB], arg0: null });
+    plan.prewarm = {
+      key: JSON.stringify([bwrap, stubArgs, files]),
+      launch: { file: bwrap, args: stubArgs, files },
+      fingerprint: () => hostFingerprint(layout),
+      script,
+      retain,
+    };
+    return plan;
   }
 
   private planMac(req: SpawnRequest, policy: ResolvedPolicy): SandboxedSpawnPlan {
@@ -254,6 +274,56 @@ function commandName(req: SpawnRequest): string {
 }
 
 
+
+/** `env` from coreutils: the stub execs through it so the command gets exactly its environment (sh would add PWD and drop odd names). */
+const ENV_TOOL = ['/usr/bin/env', '/bin/env'].find((p) => isExecutableFile(p));
+
+/** What waits in a pre-started sandbox: a shell reading its script on stdin (the name shows in `ps`). */
+export const PREWARM_STUB = ['/bin/sh', '-s', 'exec-bridge-prewarm'] as const;
+
+/**
+ * The script a pre-started sandbox's stub reads on stdin: exec the command through `env -i` with
+ * exactly `env`, its real stdin moved from `stdinFd` to 0. (Read from stdin, not by opening
+ * /dev/fd/N: reopening a FIFO whose writer already closed would block forever.) Undefined when the
+ * command cannot be expressed exactly that way (no `env` tool, a variable name `env` would
+ * misread, a program path containing `=`): such a start builds its sandbox on the spot.
+ */
+export function stubScript(stdinFd: number, command: string[], env: Record<string, string>): string | undefined {
+  if (!ENV_TOOL || command[0]!.includes('=')) return undefined;
+  const pairs: string[] = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (k === '' || k.includes('=') || k.includes('\0') || v.includes('\0')) return undefined;
+    pairs.push(`${k}=${v}`);
+  }
+  return `exec ${shellLine([ENV_TOOL, '-i', '--', ...pairs, ...command])} 0<&${stdinFd} ${stdinFd}<&-\n`;
+}
+
+/**
+ * What a sandbox's mounts captured from the host: the mount table and the identity of every path
+ * bound or covered (placeholders are ours and carry none). Equal before and after ⇒ a sandbox
+ * built earlier sees what one built now would.
+ */
+function hostFingerprint(layout: Layout): string {
+  let mounts: string;
+  try {
+    mounts = readFileSync('/proc/self/mountinfo', 'latin1');
+  } catch {
+    mounts = `unreadable ${Math.random()}`; // never equal: no reuse without proof
+  }
+  const ids = [...layout.writableRoots, ...layout.mounts.filter((m) => m.kind !== 'placeholder').map((m) => m.path)].map((p) => {
+    const st = lstatSync(p, { throwIfNoEntry: false, bigint: true });
+    return st ? `${p}:${st.dev}:${st.ino}` : `${p}:-`;
+  });
+  return `${mounts}\n${ids.join('\n')}`;
+}
+
+function isEmptyDir(p: string): boolean {
+  try {
+    return readdirSync(p).length === 0;
+  } catch {
+    return false;
+  }
+}
 
 const INSTALL_HINT =
   'install bubblewrap on the executor (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora/RHEL: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`) or point BWRAP_PATH (or `serve --bwrap-path`) at a bwrap binary';

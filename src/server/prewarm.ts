@@ -1,0 +1,212 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { closeChildEnds, type FifoPool } from './fifoPool';
+import { killTree } from './processTree';
+import type { PrewarmSpec } from './spawnPlan';
+
+/**
+ * Sandboxes built ahead of time. Building a bubblewrap sandbox (namespaces, a dozen mounts, a
+ * fresh /dev and /proc) costs 10–20 ms on a small machine; running a command in a finished one
+ * costs one `exec`. After a sandboxed start, one sandbox like it is built in the background and
+ * waits (a `/bin/sh` reading its script on stdin) for the next start with the same plan key and
+ * host fingerprint, which then only sends the script. Entries are few (`max`), die after `idleMs`
+ * unused, are killed with the server (and by bwrap's `--die-with-parent` if the server dies), and
+ * a start that finds none (or a stale one) builds its sandbox on the spot as before.
+ */
+export interface PrewarmOptions {
+  /** How long an unused sandbox waits before it is torn down; 0 turns pre-starting off. */
+  idleMs?: number;
+  /** At most this many waiting sandboxes (distinct plans); the least recently built goes first. */
+  max?: number;
+  /** Diagnostics (the server's --verbose log). */
+  log?: (line: string) => void;
+}
+
+/** A pre-started sandbox handed to a start. */
+export interface WarmSandbox {
+  child: ChildProcess;
+  /** Our ends of the child's stdio, in order: stdin (only when piped), stdout, stderr. */
+  ends: Socket[];
+  /** Sends the script: the command runs now. */
+  run(script: string): void;
+  /** Releases what the sandbox held; call once, after the process has closed. */
+  release(): void;
+}
+
+interface Entry {
+  slot: string;
+  fingerprint: string;
+  child: ChildProcess;
+  ends: Socket[];
+  control: Socket;
+  release: () => void;
+  timer: NodeJS.Timeout;
+  exited: boolean;
+}
+
+export const DEFAULT_PREWARM_IDLE_MS = 30_000;
+const DEFAULT_MAX = 4;
+
+export class SandboxPrewarmer {
+  /** Waiting sandboxes by slot (plan key + stdio shape), oldest first. */
+  private readonly entries = new Map<string, Entry>();
+  private readonly building = new Set<string>();
+  private disposed = false;
+  private readonly idleMs: number;
+  private readonly max: number;
+  private readonly log: (line: string) => void;
+
+  constructor(
+    private readonly fifos: FifoPool,
+    options: PrewarmOptions = {},
+  ) {
+    this.idleMs = options.idleMs ?? DEFAULT_PREWARM_IDLE_MS;
+    this.max = Math.max(1, options.max ?? DEFAULT_MAX);
+    this.log = options.log ?? (() => undefined);
+  }
+
+  get enabled(): boolean {
+    return this.idleMs > 0 && !this.disposed;
+  }
+
+  /** Sandboxes waiting now. */
+  get waiting(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * A waiting sandbox for exactly this plan, or undefined. One whose host fingerprint changed
+   * since it was built (a remount, a workspace made anew) is torn down, never used.
+   */
+  take(spec: PrewarmSpec, pipeStdin: boolean): WarmSandbox | undefined {
+    const e = this.entries.get(slotOf(spec, pipeStdin));
+    if (!e || e.exited) return undefined;
+    this.entries.delete(e.slot);
+    clearTimeout(e.timer);
+    if (e.fingerprint !== spec.fingerprint()) {
+      this.log(`sandbox prewarm: the waiting sandbox (pid ${e.child.pid}) predates a change on the host; building one on the spot`);
+      this.discard(e);
+      return undefined;
+    }
+    this.log(`sandbox prewarm: running in the waiting sandbox (pid ${e.child.pid})`);
+    e.child.removeAllListeners('exit');
+    return {
+      child: e.child,
+      ends: e.ends,
+      run: (script) => e.control.end(script),
+      release: once(e.release),
+    };
+  }
+
+  /** Builds one sandbox for the next start like `spec`, in the background (at most one per slot). */
+  prepare(spec: PrewarmSpec, pipeStdin: boolean): void {
+    const slot = slotOf(spec, pipeStdin);
+    if (!this.enabled || !this.fifos.available || this.entries.has(slot) || this.building.has(slot)) return;
+    this.building.add(slot);
+    // After the current start has gone out: the build must not delay the command that asked for it.
+    setImmediate(() => {
+      this.build(spec, pipeStdin, slot)
+        .catch(() => undefined) // a failed build only means the next start builds its own
+        .finally(() => this.building.delete(slot));
+    });
+  }
+
+  private async build(spec: PrewarmSpec, pipeStdin: boolean, slot: string): Promise<void> {
+    if (!this.enabled) return;
+    // Taken before bwrap makes its mounts: any change after this point makes the two differ.
+    const fingerprint = spec.fingerprint();
+    const release = once(spec.retain());
+    let pipes: Array<{ ours: Socket; childFd: number }>;
+    try {
+      // The script pipe (the child reads it), stdout, stderr, then the command's stdin if piped.
+      pipes = await this.fifos.open(pipeStdin ? [true, false, false, true] : [true, false, false]);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    const ours = pipes.map((p) => p.ours);
+    const control = ours.shift()!;
+    const childFds = pipes.map((p) => p.childFd);
+    const fileFds: number[] = [];
+    let child: ChildProcess;
+    try {
+      if (!this.enabled) throw new Error('disposed');
+      for (const f of spec.launch.files) fileFds.push(openSync(f, 'r'));
+      // Without a piped stdin the command reads /dev/null, as a start on the spot would.
+      if (!pipeStdin) fileFds.push(openSync('/dev/null', 'r'));
+      const stdio = [childFds[0]!, childFds[1]!, childFds[2]!, ...fileFds, ...childFds.slice(3)];
+      // The stub needs no environment: the script execs the command through `env -i`.
+      child = spawn(spec.launch.file, spec.launch.args, { env: {}, detached: true, stdio });
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', reject);
+      });
+    } catch (e) {
+      for (const s of [...ours, control]) s.destroy();
+      release();
+      throw e;
+    } finally {
+      closeChildEnds([...childFds, ...fileFds]);
+    }
+    child.on('error', () => undefined);
+    if (pipeStdin) ours.unshift(ours.pop()!); // our ends in stdio order: stdin, stdout, stderr
+    this.log(`sandbox prewarm: built one for the next start like this (pid ${child.pid})`);
+    const entry: Entry = {
+      slot,
+      fingerprint,
+      child,
+      ends: ours,
+      control,
+      release,
+      exited: false,
+      timer: setTimeout(() => {
+        if (this.entries.get(slot) !== entry) return;
+        this.log(`sandbox prewarm: unused for ${this.idleMs} ms, torn down (pid ${child.pid})`);
+        this.entries.delete(slot);
+        this.discard(entry);
+      }, this.idleMs),
+    };
+    entry.timer.unref();
+    control.on('error', () => undefined);
+    child.on('exit', () => {
+      entry.exited = true;
+      if (this.entries.get(slot) === entry) this.entries.delete(slot);
+      this.discard(entry);
+    });
+    if (!this.enabled) return this.discard(entry);
+    for (const [oldSlot, old] of this.entries) {
+      if (this.entries.size < this.max) break;
+      this.entries.delete(oldSlot);
+      this.discard(old);
+    }
+    this.entries.set(slot, entry);
+  }
+
+  private discard(e: Entry): void {
+    clearTimeout(e.timer);
+    if (!e.exited && e.child.pid) killTree(e.child.pid);
+    for (const s of [...e.ends, e.control]) s.destroy();
+    e.release();
+  }
+
+  /** Tears down every waiting sandbox; nothing is built afterwards. */
+  dispose(): void {
+    this.disposed = true;
+    for (const e of this.entries.values()) this.discard(e);
+    this.entries.clear();
+  }
+}
+
+function slotOf(spec: PrewarmSpec, pipeStdin: boolean): string {
+  return `${pipeStdin ? 'stdin' : 'no-stdin'}\n${spec.key}`;
+}
+
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+}

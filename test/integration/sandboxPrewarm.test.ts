@@ -1,0 +1,206 @@
+/**
+ * Sandboxes built ahead of time (src/server/prewarm.ts) through our exec-server over the wire:
+ * the next start with the same policy runs in the waiting sandbox; it behaves exactly like one
+ * built on the spot (argv, environment, cwd, arg0, stdin, exit codes, denials, the seccomp filter);
+ * a workspace made anew never meets a sandbox built before; waiting sandboxes expire and die with
+ * the server. Linux with bubblewrap.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { sandboxForPolicy } from '../../src/protocol/sandbox';
+import { collectTree, listProcesses } from '../../src/server/processTree';
+import { PREWARM_STUB } from '../../src/server/sandbox';
+import { isAlive, until } from '../helpers/procs';
+import { RawClient, startServer, type StartedServer } from '../helpers/rawClient';
+
+const base = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : '/tmp', 'exec-bridge-prewarm-')));
+const ws = join(base, 'ws');
+const outside = join(base, 'outside');
+const uri = (p: string) => pathToFileURL(p).href;
+const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
+const readOnly = () => sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) });
+const workspaceWrite = () => sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) });
+
+function cmdline(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
+  } catch {
+    return [];
+  }
+}
+
+/** Stubs of waiting sandboxes under `serverPid` (`/bin/sh -s exec-bridge-prewarm`), with their outer bwrap. */
+function waiting(serverPid: number): Array<{ stub: number; bwrap: number }> {
+  const procs = listProcesses();
+  const parent = new Map(procs.map((p) => [p.pid, p.ppid]));
+  const out: Array<{ stub: number; bwrap: number }> = [];
+  for (const pid of collectTree(serverPid, procs)) {
+    const a = cmdline(pid);
+    if (a.join(' ') !== PREWARM_STUB.join(' ')) continue;
+    // stub → bwrap (PID 1 of the sandbox) → bwrap (the server's child)
+    let top = pid;
+    while (parent.get(top) !== undefined && parent.get(top) !== serverPid) top = parent.get(top)!;
+    out.push({ stub: pid, bwrap: top });
+  }
+  return out;
+}
+
+interface Run {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  sandboxDenied: boolean;
+}
+
+let counter = 0;
+async function run(client: RawClient, argv: string[], sandbox: unknown, extra: Record<string, unknown> = {}): Promise<Run> {
+  const processId = `p${++counter}`;
+  const res = await client.call('process/start', { processId, argv, cwd: uri(ws), env: ENV, tty: false, arg0: null, sandbox, ...extra });
+  assert.equal(res.error, undefined, JSON.stringify(res.error));
+  const exited = (await client.processEvents(processId)).find((m) => m.method === 'process/exited')!;
+  return { stdout: client.output(processId, 'stdout'), stderr: client.output(processId, 'stderr'), exitCode: exited.params.exitCode, sandboxDenied: exited.params.sandboxDenied };
+}
+
+describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' && 'the bubblewrap sandbox is Linux-only' }, () => {
+  let warm: StartedServer;
+  let cold: StartedServer;
+  let wc: RawClient;
+  let cc: RawClient;
+
+  before(async () => {
+    mkdirSync(ws, { recursive: true });
+    mkdirSync(outside, { recursive: true });
+    [warm, cold] = await Promise.all([startServer('ours', ['--verbose']), startServer('ours', ['--sandbox-prewarm-ms', '0'])]);
+    wc = (await RawClient.session(warm.url)).client;
+    cc = (await RawClient.session(cold.url)).client;
+  });
+
+  after(async () => {
+    wc?.close();
+    cc?.close();
+    await Promise.all([warm?.stop(), cold?.stop()]);
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  /** How often the warm server's log says `what`, and the pid in its last such line. */
+  function logged(what: string): { count: number; pid: number | undefined } {
+    const lines = warm.stderr().split('\n').filter((l) => l.includes(what));
+    const m = /\(pid (\d+)\)/.exec(lines.at(-1) ?? '');
+    return { count: lines.length, pid: m ? Number(m[1]) : undefined };
+  }
+
+  /** A start like this one (any argv) on the warm server, then until the sandbox it prepares is waiting; its bwrap pid. */
+  async function prime(sandbox: unknown, extra: Record<string, unknown> = {}): Promise<number> {
+    const built = logged('built one').count;
+    await run(wc, ['/bin/true'], sandbox, extra);
+    await until(() => logged('built one').count > built, 10_000, 'a sandbox built ahead of time');
+    return logged('built one').pid!;
+  }
+
+  /** Runs on the warm server in a sandbox built ahead of time (and checks that it was). */
+  async function runWarm(argv: string[], sandbox: unknown, extra: Record<string, unknown> = {}): Promise<Run> {
+    const pid = await prime(sandbox, extra);
+    const r = await run(wc, argv, sandbox, extra);
+    const used = logged('running in the waiting sandbox');
+    assert.equal(used.pid, pid, `the start did not run in the waiting sandbox:\n${warm.stderr().slice(-2000)}`);
+    return r;
+  }
+
+  test('the next start with the same policy runs in the sandbox that was waiting for it, stdin included', async () => {
+    const serverPid = warm.child.pid!;
+    const sandbox = workspaceWrite();
+    await run(wc, ['/bin/true'], sandbox, { pipeStdin: true });
+    await until(() => waiting(serverPid).length === 1, 10_000, 'one waiting sandbox');
+    const [w] = waiting(serverPid);
+    await wc.call('process/start', { processId: 'held', argv: ['/bin/sh', '-c', 'read line; echo "got $line"; exec sleep 29.125'], cwd: uri(ws), env: ENV, tty: false, arg0: null, sandbox, pipeStdin: true });
+    await wc.call('process/write', { processId: 'held', chunk: Buffer.from('hello\n').toString('base64'), writeId: 'w1' });
+    await wc.waitFor((m) => m.method === 'process/output' && m.params.processId === 'held', 10_000, 'output of held');
+    await until(() => wc.output('held', 'stdout') === 'got hello\n', 5000, 'got hello');
+    // The command now lives inside the bwrap that was waiting before the start.
+    await until(() => collectTree(w!.bwrap).some((pid) => cmdline(pid).join(' ') === 'sleep 29.125'), 5000, 'sleep inside the pre-started sandbox');
+    await wc.call('process/terminate', { processId: 'held' });
+    await wc.processEvents('held');
+    assert.equal(isAlive(w!.bwrap), false);
+  });
+
+  test('a command behaves the same in a pre-started sandbox and in one built on the spot', async () => {
+    const cases: Array<{ name: string; argv: string[]; sandbox: () => unknown; extra?: Record<string, unknown>; expect?: (r: Run) => void }> = [
+      {
+        name: 'argv with quotes, newlines, globs, empty and non-ASCII words',
+        argv: ['/usr/bin/printf', '[%s]', 'a b', "it's", 'x\ny', '$HOME', '`id`', '*', '', 'ünï', '-i', '--', 'A=B'],
+        sandbox: readOnly,
+        expect: (r) => assert.equal(r.stdout, "[a b][it's][x\ny][$HOME][`id`][*][][ünï][-i][--][A=B]"),
+      },
+      {
+        name: 'exactly the given environment (odd names, multi-line values) plus PWD, as bwrap --chdir sets it',
+        argv: ['/usr/bin/env'],
+        sandbox: readOnly,
+        extra: { env: { PATH: ENV.PATH, 'WEIRD-NAME.x': 'v', MULTI: 'l1\nl2', Q: `'"$\\` , '-dash': '1', EMPTY: '' } },
+        expect: (r) => assert.deepEqual(r.stdout.split('\n').filter(Boolean).sort(), ['-dash=1', 'EMPTY=', 'MULTI=l1', 'PATH=' + ENV.PATH, `PWD=${ws}`, `Q='"$\\`, 'WEIRD-NAME.x=v', 'l2'].sort()),
+      },
+      { name: 'cwd', argv: ['/bin/pwd'], sandbox: readOnly, expect: (r) => assert.equal(r.stdout, `${ws}\n`) },
+      { name: 'arg0', argv: ['sh', '-c', 'echo "$0"'], sandbox: readOnly, extra: { arg0: 'custom-zero' }, expect: (r) => assert.equal(r.stdout, 'custom-zero\n') },
+      { name: 'exit code', argv: ['/bin/sh', '-c', 'echo out; echo err >&2; exit 7'], sandbox: readOnly, expect: (r) => assert.deepEqual([r.stdout, r.stderr, r.exitCode], ['out\n', 'err\n', 7]) },
+      {
+        name: 'a denied write',
+        argv: ['/bin/sh', '-c', `touch ${outside}/denied`],
+        sandbox: workspaceWrite,
+        expect: (r) => assert.deepEqual([r.exitCode, r.sandboxDenied], [1, true]),
+      },
+      {
+        name: 'the network-off seccomp filter',
+        argv: [process.execPath, '-e', "require('net').connect(9, '127.0.0.1').on('error', (e) => { console.log(e.code); process.exit(3); })"],
+        sandbox: readOnly,
+        expect: (r) => assert.deepEqual([r.stdout, r.exitCode], ['EPERM\n', 3]),
+      },
+      {
+        name: 'no fd beyond stdio leaks into the command',
+        argv: ['/bin/ls', '/proc/self/fd'],
+        sandbox: workspaceWrite,
+        expect: (r) => assert.deepEqual(r.stdout.split('\n').filter(Boolean).map(Number).filter((fd) => fd > 2 && fd < 100), [3]), // 3: ls's own directory fd
+      },
+    ];
+    for (const c of cases) {
+      const onTheSpot = await run(cc, c.argv, c.sandbox(), c.extra);
+      const preStarted = await runWarm(c.argv, c.sandbox(), c.extra);
+      assert.deepEqual(preStarted, onTheSpot, `${c.name}: pre-started and on-the-spot runs differ`);
+      c.expect?.(preStarted);
+    }
+  });
+
+  test('a workspace deleted and made again never meets a sandbox built for the old one', async () => {
+    const stale = await prime(workspaceWrite());
+    rmSync(ws, { recursive: true, force: true });
+    mkdirSync(ws);
+    const r = await run(wc, ['/bin/sh', '-c', 'echo fresh > made.txt'], workspaceWrite());
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.equal(readFileSync(join(ws, 'made.txt'), 'utf8'), 'fresh\n');
+    assert.notEqual(logged('running in the waiting sandbox').pid, stale);
+    assert.match(warm.stderr(), new RegExp(`the waiting sandbox \\(pid ${stale}\\) predates a change on the host`));
+    await until(() => !isAlive(stale), 5000, 'the stale sandbox torn down');
+  });
+
+  test('waiting sandboxes expire, are never built when turned off, and die with the server', async () => {
+    assert.equal(waiting(cold.child.pid!).length, 0, 'the server started with --sandbox-prewarm-ms 0 built one');
+    const short = await startServer('ours', ['--sandbox-prewarm-ms', '300']);
+    const client = (await RawClient.session(short.url)).client;
+    try {
+      await run(client, ['/bin/true'], readOnly());
+      await until(() => waiting(short.child.pid!).length === 1, 10_000, 'a waiting sandbox');
+      const first = waiting(short.child.pid!)[0]!;
+      await until(() => !isAlive(first.bwrap), 5000, 'the idle sandbox expired');
+      await run(client, ['/bin/true'], workspaceWrite());
+      await until(() => waiting(short.child.pid!).length === 1, 10_000, 'another waiting sandbox');
+      const second = waiting(short.child.pid!)[0]!;
+      client.close();
+      await short.stop();
+      await until(() => !isAlive(second.bwrap) && !isAlive(second.stub), 5000, 'the waiting sandbox died with the server');
+    } finally {
+      client.close();
+      await short.stop();
+    }
+  });
+});
