@@ -20,14 +20,13 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import WebSocket from 'ws';
+import { Client, launchServer, PATH_ENV, withTimeout } from './wire.mjs';
 
 const require = createRequire(import.meta.url);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = join(ROOT, 'dist', 'cli.js');
 const CODEX = join(ROOT, 'node_modules', '.bin', 'codex');
 const STREAM_BYTES = 256 * 1024 * 1024;
-const PATH_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
@@ -59,24 +58,10 @@ function phase(text) {
   phaseStart = text.endsWith('\n') ? 0 : t;
 }
 
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]);
-}
-
 function percentile(values, p) {
   const s = [...values].sort((a, b) => a - b);
   if (s.length === 0) return NaN;
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
-
-function startParams(processId, args, extra = {}) {
-  return { processId, argv: args, cwd: 'file:///tmp', env: PATH_ENV, tty: false, pipeStdin: false, arg0: null, ...extra };
 }
 
 // ---------- servers ----------
@@ -92,22 +77,7 @@ async function startServer(kind) {
   } else {
     [cmd, args] = [CODEX, ['exec-server', '--listen', 'ws://127.0.0.1:0']];
   }
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let err = '';
-  child.stderr.on('data', (d) => (err += d));
-  const url = await withTimeout(
-    new Promise((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (d) => {
-        out += d;
-        const m = /ws:\/\/[0-9.:]+/.exec(out);
-        if (m) resolve(m[0]);
-      });
-      child.once('exit', (code) => reject(new Error(`${kind} server exited (${code}): ${err}`)));
-    }),
-    20_000,
-    `${kind} server URL`,
-  );
+  const { url, child, stop } = await launchServer(kind, cmd, args, flag('--profile') ? 30_000 : 5000);
   return {
     kind,
     url,
@@ -122,16 +92,7 @@ async function startServer(kind) {
         return child.pid;
       }
     },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
-      try {
-        process.kill(-child.pid, 'SIGTERM');
-      } catch {
-        return;
-      }
-      await withTimeout(exited, flag('--profile') ? 30_000 : 5000, `${kind} server exit`).catch(() => process.kill(-child.pid, 'SIGKILL'));
-    },
+    stop,
   };
 }
 
@@ -161,85 +122,6 @@ function peakRssMiB(pid) {
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
     return NaN;
-  }
-}
-
-// ---------- a minimal wire client ----------
-
-class Client {
-  constructor(ws) {
-    this.ws = ws;
-    this.nextId = 1;
-    this.pending = new Map();
-    /** processId → handler(method, params) */
-    this.procs = new Map();
-    ws.on('message', (data) => this.onMessage(data));
-    ws.on('close', () => {
-      for (const p of this.pending.values()) p.reject(new Error('connection closed'));
-      this.pending.clear();
-    });
-  }
-
-  static async connect(url) {
-    const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
-    await withTimeout(once(ws, 'open'), 10_000, 'websocket open');
-    ws._socket?.setNoDelay(true);
-    const c = new Client(ws);
-    const init = await c.call('initialize', { clientName: 'exec-bridge-bench' });
-    if (!init.sessionId) throw new Error('initialize returned no sessionId');
-    ws.send('{"method":"initialized","params":{}}');
-    return c;
-  }
-
-  onMessage(data) {
-    const msg = JSON.parse(data.toString());
-    if (msg.method !== undefined) {
-      const h = this.procs.get(msg.params?.processId);
-      if (h) h(msg.method, msg.params);
-      return;
-    }
-    const p = this.pending.get(msg.id);
-    if (!p) return;
-    this.pending.delete(msg.id);
-    if (msg.error) p.reject(new Error(`${msg.error.code} ${msg.error.message}`));
-    else p.resolve(msg.result);
-  }
-
-  call(method, params) {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.ws.send(JSON.stringify({ id, method, params }));
-    });
-  }
-
-  /**
-   * Starts a process and resolves at `process/closed` with the decoded output byte count.
-   * The handler is registered before the start request: events may precede its answer.
-   */
-  run(processId, args, extra = {}, onOutput) {
-    let bytes = 0;
-    const closed = new Promise((resolve, reject) => {
-      this.procs.set(processId, (method, params) => {
-        if (method === 'process/output') {
-          const n = Buffer.from(params.chunk, 'base64').length; // decode, don't keep
-          bytes += n;
-          onOutput?.(n, params);
-        } else if (method === 'process/closed') {
-          this.procs.delete(processId);
-          resolve(bytes);
-        }
-      });
-      this.call('process/start', startParams(processId, args, extra)).catch((e) => {
-        this.procs.delete(processId);
-        reject(e);
-      });
-    });
-    return closed;
-  }
-
-  close() {
-    this.ws.terminate();
   }
 }
 

@@ -1,22 +1,31 @@
 #!/usr/bin/env node
 // Sandbox start overhead: how much longer a command takes to start and exit inside the sandbox
-// than unsandboxed, as the exec-server plans it (src/server/sandbox, bundled on the fly with
-// esbuild). Every variant runs `/bin/true` through spawnSync; the variants are interleaved round by
-// round so machine load hits them alike. Linux with bubblewrap only.
+// than unsandboxed. Linux with bubblewrap only. Two parts, variants interleaved round by round so
+// machine load hits them alike:
+//  1. on the spot: the exec-server's planner (src/server/sandbox, bundled on the fly with esbuild)
+//     plans each start and `/bin/true` runs through spawnSync as the server would launch it;
+//  2. through the exec-server over the wire (dist/cli.js; `npm run build` first), what a client
+//     sees from `process/start` to `process/closed`: a server that builds the next sandbox ahead
+//     of time (the default) and one started with --sandbox-prewarm-ms 0. Starts are paced (--pace
+//     ms apart, default 50: a person or a build script, not a fork bomb) and the table says how
+//     many ran in a sandbox built ahead of time.
 //
 //   node bench/sandbox.mjs            60 rounds
-//   node bench/sandbox.mjs --runs 200
+//   node bench/sandbox.mjs --runs 200 --pace 20
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
+import { Client, launchServer, withTimeout } from './wire.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 60;
+const paceArg = process.argv.indexOf('--pace');
+const PACE_MS = paceArg > 0 ? Number(process.argv[paceArg + 1]) : 50;
 
 const tmp = mkdtempSync(join(os.tmpdir(), 'exec-bridge-bench-sbx-'));
 const bundle = join(tmp, 'sandbox.cjs');
@@ -68,7 +77,11 @@ for (let round = 0; round < RUNS; round++) {
     const t0 = performance.now();
     const c0 = childCpuMs();
     const plan = await planSpawn(v.req); // planning is part of every real start
-    const r = spawnSync(plan.file, plan.args, { cwd: plan.cwd, env: plan.env, stdio: 'ignore', timeout: 10_000 });
+    // As the server starts a pipe process: the direct launch, its files as fds 3, 4, …
+    const launch = plan.pipeLaunch ?? { file: plan.file, args: plan.args, files: [] };
+    const fds = launch.files.map((f) => openSync(f, 'r'));
+    const r = spawnSync(launch.file, launch.args, { cwd: plan.cwd, env: plan.env, stdio: ['ignore', 'ignore', 'ignore', ...fds], timeout: 10_000 });
+    fds.forEach((fd) => closeSync(fd));
     v.times.push(performance.now() - t0);
     v.cpu = (v.cpu ?? 0) + childCpuMs() - c0;
     plan.dispose();
@@ -81,12 +94,53 @@ const q = (xs, p) => {
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
 };
 const base = q(plans[0].times, 0.5);
-console.log(`sandbox start overhead: ${RUNS} runs each, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(1)}, ${process.version}, bwrap ${spawnSync('bwrap', ['--version'], { encoding: 'utf8' }).stdout.trim()}\n`);
+const header = `${RUNS} runs each, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(1)}, ${process.version}, bwrap ${spawnSync('bwrap', ['--version'], { encoding: 'utf8' }).stdout.trim()}`;
+console.log(`1. sandbox built on the spot (planner + spawnSync): ${header}\n`);
 console.log('| variant | median ms | p90 ms | overhead vs unsandboxed (median) | child CPU ms per start | plan ms |');
 console.log('|---|---|---|---|---|---|');
 plans.forEach((v, i) => {
   const med = q(v.times, 0.5);
   console.log(`| ${v.name} | ${med.toFixed(2)} | ${q(v.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - base).toFixed(2)}`} | ${(v.cpu / RUNS).toFixed(1)} | ${planMs[i].toFixed(2)} |`);
 });
+
+// ---- 2. through the exec-server ----
+const CLI = join(root, 'dist', 'cli.js');
+const servers = [
+  { name: 'built ahead of time (default)', args: ['--verbose'] },
+  { name: 'built on the spot (--sandbox-prewarm-ms 0)', args: ['--sandbox-prewarm-ms', '0'] },
+];
+for (const s of servers) {
+  s.server = await launchServer('ours', process.execPath, [CLI, 'serve', '--listen', 'ws://127.0.0.1:0', ...s.args]);
+  s.client = await Client.connect(s.server.url);
+  s.times = variants.map(() => []);
+}
+let n = 0;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+for (let round = -1; round < RUNS; round++) {
+  for (const s of servers) {
+    for (const [i, [, sandbox]] of variants.entries()) {
+      const t0 = performance.now();
+      await withTimeout(s.client.run(`p${++n}`, ['/bin/true'], { cwd, ...(sandbox ? { sandbox } : {}) }), 20_000, 'a start');
+      if (round >= 0) s.times[i].push(performance.now() - t0); // round -1 warms up (and builds the first sandboxes)
+      await sleep(PACE_MS);
+    }
+  }
+}
+const used = servers[0].server.stderr().split('running in the waiting sandbox').length - 1;
+console.log(`\n2. through the exec-server (process/start → process/closed over the wire, starts ${PACE_MS} ms apart): ${header}\n`);
+console.log('| variant | server | median ms | p90 ms | overhead vs unsandboxed (median) |');
+console.log('|---|---|---|---|---|');
+for (const s of servers) {
+  const b = q(s.times[0], 0.5);
+  variants.forEach(([name], i) => {
+    const med = q(s.times[i], 0.5);
+    console.log(`| ${name} | ${s.name} | ${med.toFixed(2)} | ${q(s.times[i], 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} |`);
+  });
+}
+console.log(`\n${used} of ${RUNS * (variants.length - 1)} measured sandboxed starts on the default server ran in a sandbox built ahead of time (the warm-up round builds the first ones).`);
+for (const s of servers) {
+  s.client.close();
+  await s.server.stop();
+}
 rmSync(tmp, { recursive: true, force: true });
 rmSync(ws, { recursive: true, force: true });

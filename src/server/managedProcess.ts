@@ -135,6 +135,8 @@ export class ManagedProcess {
   private pty: IPty | undefined;
   private plan: SpawnPlan | undefined;
   private releaseWarm: (() => void) | undefined;
+  /** Resolves once `closed` is published. */
+  private readonly closedSignal = new Deferred<void>();
   private pid = 0;
   private nextSeq = 1;
   private readonly window: OutputWindow;
@@ -221,11 +223,11 @@ export class ManagedProcess {
   private async spawnPipes(plan: SpawnPlan, argv0: string | undefined): Promise<void> {
     const prewarmer = plan.prewarm && this.options.prewarm?.enabled ? this.options.prewarm : undefined;
     const warm = prewarmer?.take(plan.prewarm!, this.pipeStdin);
-    prewarmer?.prepare(plan.prewarm!, this.pipeStdin); // for the next start like this one
     if (warm) {
       this.releaseWarm = warm.release;
       this.adopt(warm.child, warm.ends);
       warm.run(plan.prewarm!.script);
+      prewarmer!.prepare(plan.prewarm!, this.pipeStdin, this.closedSignal.promise); // for the next start like this one
       return;
     }
     const fifos = this.options.fifos;
@@ -275,6 +277,7 @@ export class ManagedProcess {
       throw e;
     }
     this.adopt(child, ends ? ends.map((e) => e.ours) : [...(child.stdin ? [child.stdin] : []), child.stdout!, child.stderr!]);
+    prewarmer?.prepare(plan.prewarm!, this.pipeStdin, this.closedSignal.promise);
   }
 
   /** Takes over a started child and our ends of its stdio (stdin only when piped, then stdout, stderr). */
@@ -432,6 +435,7 @@ export class ManagedProcess {
     const seq = this.nextSeq++;
     this.closedSeq = seq;
     this.sink.notify('process/closed', { processId: this.id, seq });
+    this.closedSignal.resolve();
     this.wake();
     this.releasePlan();
     this.options.onClosed?.();

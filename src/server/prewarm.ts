@@ -47,6 +47,8 @@ interface Entry {
 
 export const DEFAULT_PREWARM_IDLE_MS = 30_000;
 const DEFAULT_MAX = 4;
+/** A command that runs this long shares the CPU with the build of its successor (it is no quick one). */
+const BUILD_DELAY_MS = 200;
 
 export class SandboxPrewarmer {
   /** Waiting sandboxes by slot (plan key + stdio shape), oldest first. */
@@ -99,17 +101,26 @@ export class SandboxPrewarmer {
     };
   }
 
-  /** Builds one sandbox for the next start like `spec`, in the background (at most one per slot). */
-  prepare(spec: PrewarmSpec, pipeStdin: boolean): void {
+  /**
+   * Builds one sandbox for the next start like `spec`, in the background (at most one per slot).
+   * With `after` (the command that just started has closed), the build waits for it or for
+   * `BUILD_DELAY_MS`, whichever comes first: spawning is synchronous, and a short command should
+   * neither share the CPU with building its successor nor have its last events wait behind it.
+   */
+  prepare(spec: PrewarmSpec, pipeStdin: boolean, after?: Promise<unknown>): void {
     const slot = slotOf(spec, pipeStdin);
     if (!this.enabled || !this.fifos.available || this.entries.has(slot) || this.building.has(slot)) return;
     this.building.add(slot);
-    // After the current start has gone out: the build must not delay the command that asked for it.
-    setImmediate(() => {
-      this.build(spec, pipeStdin, slot)
-        .catch(() => undefined) // a failed build only means the next start builds its own
-        .finally(() => this.building.delete(slot));
-    });
+    let timer: NodeJS.Timeout | undefined;
+    const delayed = new Promise<void>((resolve) => (timer = setTimeout(resolve, after ? BUILD_DELAY_MS : 0)));
+    void Promise.race([delayed, after?.catch(() => undefined) ?? delayed])
+      .then(() => new Promise((resolve) => setImmediate(resolve))) // after the events of this turn went out
+      .then(() => {
+        clearTimeout(timer);
+        return this.build(spec, pipeStdin, slot);
+      })
+      .catch(() => undefined) // a failed build only means the next start builds its own
+      .finally(() => this.building.delete(slot));
   }
 
   private async build(spec: PrewarmSpec, pipeStdin: boolean, slot: string): Promise<void> {
@@ -169,10 +180,20 @@ export class SandboxPrewarmer {
     };
     entry.timer.unref();
     control.on('error', () => undefined);
-    child.on('exit', () => {
+    child.on('exit', (code, signal) => {
       entry.exited = true;
-      if (this.entries.get(slot) === entry) this.entries.delete(slot);
-      this.discard(entry);
+      const unexpected = this.entries.get(slot) === entry;
+      if (unexpected) this.entries.delete(slot);
+      if (!unexpected) return this.discard(entry);
+      // Ended on its own before any use: bwrap could not build it. Say why (its stderr), then drop it.
+      const stderr = entry.ends.at(-1)!;
+      let text = '';
+      stderr.on('data', (d: Buffer) => (text += d.toString('utf8').slice(0, 1024)));
+      stderr.once('close', () => {
+        this.log(`sandbox prewarm: the waiting sandbox (pid ${child.pid}) ended before use (${signal ?? `exit ${code}`}): ${text.trim().split('\n')[0] ?? ''}`);
+        this.discard(entry);
+      });
+      stderr.resume();
     });
     if (!this.enabled) return this.discard(entry);
     for (const [oldSlot, old] of this.entries) {

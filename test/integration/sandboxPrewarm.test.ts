@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { collectTree, listProcesses } from '../../src/server/processTree';
 import { PREWARM_STUB } from '../../src/server/sandbox';
@@ -32,18 +32,21 @@ function cmdline(pid: number): string[] {
   }
 }
 
-/** Stubs of waiting sandboxes under `serverPid` (`/bin/sh -s exec-bridge-prewarm`), with their outer bwrap. */
-function waiting(serverPid: number): Array<{ stub: number; bwrap: number }> {
+/**
+ * Waiting sandboxes under `serverPid`: their stub (`/bin/sh -s exec-bridge-prewarm`), the outer
+ * bwrap, and the directory it was built for (its `--chdir`).
+ */
+function waiting(serverPid: number): Array<{ stub: number; bwrap: number; cwd: string | undefined }> {
   const procs = listProcesses();
   const parent = new Map(procs.map((p) => [p.pid, p.ppid]));
-  const out: Array<{ stub: number; bwrap: number }> = [];
+  const out: Array<{ stub: number; bwrap: number; cwd: string | undefined }> = [];
   for (const pid of collectTree(serverPid, procs)) {
-    const a = cmdline(pid);
-    if (a.join(' ') !== PREWARM_STUB.join(' ')) continue;
+    if (cmdline(pid).join(' ') !== PREWARM_STUB.join(' ')) continue;
     // stub → bwrap (PID 1 of the sandbox) → bwrap (the server's child)
     let top = pid;
     while (parent.get(top) !== undefined && parent.get(top) !== serverPid) top = parent.get(top)!;
-    out.push({ stub: pid, bwrap: top });
+    const args = cmdline(top);
+    out.push({ stub: pid, bwrap: top, cwd: args[args.indexOf('--chdir') + 1] });
   }
   return out;
 }
@@ -85,28 +88,35 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
     rmSync(base, { recursive: true, force: true });
   });
 
-  /** How often the warm server's log says `what`, and the pid in its last such line. */
-  function logged(what: string): { count: number; pid: number | undefined } {
-    const lines = warm.stderr().split('\n').filter((l) => l.includes(what));
-    const m = /\(pid (\d+)\)/.exec(lines.at(-1) ?? '');
-    return { count: lines.length, pid: m ? Number(m[1]) : undefined };
-  }
-
-  /** A start like this one (any argv) on the warm server, then until the sandbox it prepares is waiting; its bwrap pid. */
-  async function prime(sandbox: unknown, extra: Record<string, unknown> = {}): Promise<number> {
-    const built = logged('built one').count;
+  /**
+   * A start like this one (any argv) on the warm server, then until the sandbox it prepares is
+   * ready (its stub runs only once bwrap has made every mount). Each caller uses its own cwd, so
+   * the sandbox found is the one for this plan.
+   */
+  async function prime(sandbox: unknown, extra: Record<string, unknown>): Promise<{ stub: number; bwrap: number }> {
+    const dir = fileURLToPath(extra.cwd as string);
     await run(wc, ['/bin/true'], sandbox, extra);
-    await until(() => logged('built one').count > built, 10_000, 'a sandbox built ahead of time');
-    return logged('built one').pid!;
+    let found: { stub: number; bwrap: number } | undefined;
+    await until(() => (found = waiting(warm.child.pid!).find((w) => w.cwd === dir)) !== undefined, 10_000, `a sandbox ready for ${dir}`).catch((e: Error) => {
+      throw new Error(`${e.message}; waiting: ${JSON.stringify(waiting(warm.child.pid!))}\n${warm.stderr().slice(-1500)}`);
+    });
+    return found!;
   }
 
   /** Runs on the warm server in a sandbox built ahead of time (and checks that it was). */
-  async function runWarm(argv: string[], sandbox: unknown, extra: Record<string, unknown> = {}): Promise<Run> {
-    const pid = await prime(sandbox, extra);
+  async function runWarm(argv: string[], sandbox: unknown, extra: Record<string, unknown>): Promise<Run> {
+    const w = await prime(sandbox, extra);
     const r = await run(wc, argv, sandbox, extra);
-    const used = logged('running in the waiting sandbox');
-    assert.equal(used.pid, pid, `the start did not run in the waiting sandbox:\n${warm.stderr().slice(-2000)}`);
+    assert.ok(warm.stderr().includes(`running in the waiting sandbox (pid ${w.bwrap})`), `the start did not run in the waiting sandbox:\n${warm.stderr().slice(-2000)}`);
     return r;
+  }
+
+  /** A fresh directory in the workspace (a plan of its own: the sandbox's --chdir). */
+  let dirs = 0;
+  function freshDir(parent = ws): string {
+    const d = join(parent, `d${++dirs}`);
+    mkdirSync(d, { recursive: true });
+    return d;
   }
 
   test('the next start with the same policy runs in the sandbox that was waiting for it, stdin included', async () => {
@@ -139,9 +149,9 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
         argv: ['/usr/bin/env'],
         sandbox: readOnly,
         extra: { env: { PATH: ENV.PATH, 'WEIRD-NAME.x': 'v', MULTI: 'l1\nl2', Q: `'"$\\` , '-dash': '1', EMPTY: '' } },
-        expect: (r) => assert.deepEqual(r.stdout.split('\n').filter(Boolean).sort(), ['-dash=1', 'EMPTY=', 'MULTI=l1', 'PATH=' + ENV.PATH, `PWD=${ws}`, `Q='"$\\`, 'WEIRD-NAME.x=v', 'l2'].sort()),
+        expect: (r) => assert.deepEqual(r.stdout.split('\n').filter(Boolean).sort(), ['-dash=1', 'EMPTY=', 'MULTI=l1', 'PATH=' + ENV.PATH, 'PWD=<cwd>', `Q='"$\\`, 'WEIRD-NAME.x=v', 'l2'].sort()),
       },
-      { name: 'cwd', argv: ['/bin/pwd'], sandbox: readOnly, expect: (r) => assert.equal(r.stdout, `${ws}\n`) },
+      { name: 'cwd', argv: ['/bin/pwd'], sandbox: readOnly, expect: (r) => assert.equal(r.stdout, '<cwd>\n') },
       { name: 'arg0', argv: ['sh', '-c', 'echo "$0"'], sandbox: readOnly, extra: { arg0: 'custom-zero' }, expect: (r) => assert.equal(r.stdout, 'custom-zero\n') },
       { name: 'exit code', argv: ['/bin/sh', '-c', 'echo out; echo err >&2; exit 7'], sandbox: readOnly, expect: (r) => assert.deepEqual([r.stdout, r.stderr, r.exitCode], ['out\n', 'err\n', 7]) },
       {
@@ -164,23 +174,28 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
       },
     ];
     for (const c of cases) {
-      const onTheSpot = await run(cc, c.argv, c.sandbox(), c.extra);
-      const preStarted = await runWarm(c.argv, c.sandbox(), c.extra);
+      const extra = { cwd: uri(ws), ...c.extra };
+      const onTheSpot = await run(cc, c.argv, c.sandbox(), extra);
+      const preStarted = await runWarm(c.argv, c.sandbox(), { ...extra, cwd: uri(freshDir()) });
+      // The same except for the directory each ran in.
+      onTheSpot.stdout = onTheSpot.stdout.replaceAll(ws, '<cwd>');
+      preStarted.stdout = preStarted.stdout.replace(new RegExp(`${ws}/d\\d+`, 'g'), '<cwd>');
       assert.deepEqual(preStarted, onTheSpot, `${c.name}: pre-started and on-the-spot runs differ`);
       c.expect?.(preStarted);
     }
   });
 
   test('a workspace deleted and made again never meets a sandbox built for the old one', async () => {
-    const stale = await prime(workspaceWrite());
+    const dir = freshDir();
+    const stale = await prime(workspaceWrite(), { cwd: uri(dir) });
     rmSync(ws, { recursive: true, force: true });
-    mkdirSync(ws);
-    const r = await run(wc, ['/bin/sh', '-c', 'echo fresh > made.txt'], workspaceWrite());
+    mkdirSync(dir, { recursive: true });
+    const r = await run(wc, ['/bin/sh', '-c', 'echo fresh > made.txt'], workspaceWrite(), { cwd: uri(dir) });
     assert.equal(r.exitCode, 0, r.stderr);
-    assert.equal(readFileSync(join(ws, 'made.txt'), 'utf8'), 'fresh\n');
-    assert.notEqual(logged('running in the waiting sandbox').pid, stale);
-    assert.match(warm.stderr(), new RegExp(`the waiting sandbox \\(pid ${stale}\\) predates a change on the host`));
-    await until(() => !isAlive(stale), 5000, 'the stale sandbox torn down');
+    assert.equal(readFileSync(join(dir, 'made.txt'), 'utf8'), 'fresh\n');
+    assert.equal(warm.stderr().includes(`running in the waiting sandbox (pid ${stale.bwrap})`), false);
+    assert.match(warm.stderr(), new RegExp(`the waiting sandbox \\(pid ${stale.bwrap}\\) predates a change on the host`));
+    await until(() => !isAlive(stale.bwrap), 5000, 'the stale sandbox torn down');
   });
 
   test('waiting sandboxes expire, are never built when turned off, and die with the server', async () => {
