@@ -112,13 +112,16 @@ export async function serveCommand(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  const sandbox = await sandboxPlanner({ bwrapPath: args.bwrapPath });
+  if (sandbox.problem) process.stderr.write(`exec-bridge serve: sandboxed commands will be refused until this is fixed: ${sandbox.problem}\n`);
   const options: ExecServerOptions = {
     token,
     allowOrigins: args.allowOrigins,
     sessionTtlMs: args.ttlMs,
     sandboxPrewarmMs: args.prewarmMs,
     log,
-    ...sandboxPlanner({ bwrapPath: args.bwrapPath }),
+    planner: sandbox.planner,
+    sandboxAvailable: sandbox.sandboxAvailable,
   };
   const server = new ExecServer(options);
 

@@ -25,7 +25,8 @@ export interface ExecServerOptions {
   /** Detached-session and exited-process retention (default 30 s). */
   sessionTtlMs?: number;
   planner?: SpawnPlanner;
-  sandboxAvailable?: boolean;
+  /** `capabilities.execBridgeSandbox`: can sandboxed starts run here (asked at each `environment/info`). */
+  sandboxAvailable?: boolean | (() => boolean);
   /** How long a sandbox built ahead of time waits for its start (default 30 s; 0: build none). */
   sandboxPrewarmMs?: number;
   clock?: Clock;
@@ -68,8 +69,9 @@ export class ExecServer {
     this.router
       .on('environment/info', () => this.envInfo())
       .on('environment/status', () => ({ status: 'ready' }));
-    const info = environmentInfo({ sandbox: options.sandboxAvailable ?? false });
-    this.envInfo = () => info;
+    const sandbox = options.sandboxAvailable ?? false;
+    const info = environmentInfo({ sandbox: typeof sandbox === 'boolean' ? sandbox : sandbox() });
+    this.envInfo = typeof sandbox === 'boolean' ? () => info : () => ({ ...info, capabilities: { ...info.capabilities, execBridgeSandbox: sandbox() } });
   }
 
   /** Serves one connection over a transport (stdio, or a WebSocket accepted elsewhere). */

@@ -4,8 +4,12 @@ import { SandboxPlanner } from './sandbox';
 /**
  * The spawn planner the CLI server uses: commands without a `sandbox` run as they are; sandboxed
  * ones go through bubblewrap (Linux) or Seatbelt (macOS), and fail closed when that is impossible.
+ * It checks once at start-up that the sandbox works here, so that `execBridgeSandbox` in
+ * `environment/info` tells the truth and the operator hears at once what to fix (`problem`). The
+ * capability follows later checks: installing bwrap while the server runs turns it on.
  */
-export function sandboxPlanner(opts: { bwrapPath?: string }): Pick<ExecServerOptions, 'planner' | 'sandboxAvailable'> {
+export async function sandboxPlanner(opts: { bwrapPath?: string }): Promise<Pick<ExecServerOptions, 'planner' | 'sandboxAvailable'> & { problem?: string }> {
   const planner = new SandboxPlanner({ bwrapPath: opts.bwrapPath });
-  return { planner: (req) => planner.plan(req), sandboxAvailable: process.platform === 'linux' || process.platform === 'darwin' };
+  const problem = await planner.check();
+  return { planner: (req) => planner.plan(req), sandboxAvailable: () => planner.available, problem };
 }

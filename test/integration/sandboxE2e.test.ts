@@ -104,7 +104,11 @@ describe('sandbox end to end', { skip: process.platform !== 'linux' && 'the bubb
   test('without a usable bwrap a sandboxed start fails closed with a fix-it message', async () => {
     const broken = await startServer('ours', ['--bwrap-path', join(base, 'no-bwrap-here')]);
     try {
-      const { client: c } = await RawClient.session(broken.url);
+      // Said at start-up, and announced: no sandbox here (the working server announces one).
+      assert.match(broken.stderr(), /sandboxed commands will be refused until this is fixed: .*apt-get install -y bubblewrap/);
+      const { client: c, init } = await RawClient.session(broken.url);
+      assert.equal(init.result.environmentInfo.capabilities.execBridgeSandbox, false);
+      assert.equal((await client.call('environment/info', {})).result.capabilities.execBridgeSandbox, true);
       const marker = join(outside, 'must-not-exist');
       const res = await c.call('process/start', start('nobwrap', ['touch', marker], sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) })));
       assert.equal(res.error?.code, -32603);

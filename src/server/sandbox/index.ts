@@ -56,6 +56,7 @@ function sharedPlanner(bwrapPath: string | undefined): SandboxPlanner {
 
 export class SandboxPlanner {
   private bwrapReady: Promise<string> | undefined;
+  private bwrapWorks = false;
   private seccompProgram: Buffer | undefined;
   /** Placeholder stubs bwrap creates on the host for missing carve-outs, with their users. */
   private readonly stubs = new Map<string, number>();
@@ -63,6 +64,26 @@ export class SandboxPlanner {
   constructor(
     private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {},
   ) {}
+
+  /** Whether sandboxed starts can run here, as far as the last check knows. */
+  get available(): boolean {
+    const platform = this.opts.platform ?? process.platform;
+    if (platform === 'darwin') return isExecutableFile(SANDBOX_EXEC);
+    return platform === 'linux' && this.bwrapWorks;
+  }
+
+  /** Checks now that a sandbox can be built here; undefined if it can, else what to fix. */
+  async check(): Promise<string | undefined> {
+    const platform = this.opts.platform ?? process.platform;
+    if (platform === 'darwin') return this.available ? undefined : `${SANDBOX_EXEC} is missing`;
+    if (platform !== 'linux') return `no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt)`;
+    try {
+      await this.bwrap();
+      return undefined;
+    } catch (e) {
+      return (e as Error).message.replace(/ The command was not run\.$/, '');
+    }
+  }
 
   /** Placeholder stubs currently in use (none may outlive the plans that made them). */
   get liveStubs(): number {
@@ -173,12 +194,16 @@ export class SandboxPlanner {
   /** Finds bwrap and checks once that it can build a sandbox here; fails closed with a fix-it. */
   private bwrap(): Promise<string> {
     if (!this.bwrapReady) {
-      const attempt = probeBwrap(findBwrap(this.opts.bwrapPath));
+      const attempt = (async () => probeBwrap(findBwrap(this.opts.bwrapPath)))();
       this.bwrapReady = attempt;
-      // A failure is not cached: fixing the machine must not need a server restart.
-      attempt.catch(() => {
-        if (this.bwrapReady === attempt) this.bwrapReady = undefined;
-      });
+      attempt.then(
+        () => (this.bwrapWorks = true),
+        () => {
+          // A failure is not cached: fixing the machine must not need a server restart.
+          this.bwrapWorks = false;
+          if (this.bwrapReady === attempt) this.bwrapReady = undefined;
+        },
+      );
     }
     return this.bwrapReady;
   }
