@@ -154,6 +154,35 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     assert.equal(v.kind, 'fs');
   });
 
+  test('two exec-servers on one workspace: a placeholder stays while either still uses it, then goes', async () => {
+    // Two planners stand for two servers (say, two VS Code windows on one folder). Removing a
+    // stub on the host detaches its mount in a running sandbox, so the other server's command
+    // could create the protected directory after all: the first one done must not remove it.
+    const shared = join(base, 'shared-ws');
+    mkdirSync(shared, { recursive: true });
+    const [a, b] = [new SandboxPlanner(), new SandboxPlanner()];
+    const req = (script: string) => ({ argv: ['/bin/sh', '-c', script], arg0: null, cwd: shared, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(shared) }) });
+    const planA = await a.plan(req('true'));
+    const planB = await b.plan(req('sleep 0.6; mkdir .vscode; echo vscode=$?; touch .vscode/x; echo x=$?'));
+    assert.ok(planB.args.includes(join(shared, '.vscode')), 'B protects .vscode too');
+    const running = runPlan(planB);
+    await new Promise((r) => setTimeout(r, 200));
+    planA.dispose(); // A is done while B's command runs
+    assert.equal(existsSync(join(shared, '.vscode')), true, 'the stub stays while B uses it');
+    const r = await running;
+    planB.dispose();
+    assert.match(r.stdout, /vscode=1\nx=1\n/, r.stderr);
+    assert.equal(existsSync(join(shared, '.vscode')), false, 'the last user removed it');
+    assert.equal(existsSync(join(shared, '.codex')), false);
+    // A claim left by a server that died does not keep a stub (or pretend to be content) forever.
+    mkdirSync(join(shared, '.codex'));
+    writeFileSync(join(shared, '.codex', '.exec-bridge-claim-999999999-dead'), '');
+    const planC = await a.plan(req('true'));
+    assert.equal((await runPlan(planC)).code, 0);
+    planC.dispose();
+    assert.equal(existsSync(join(shared, '.codex')), false);
+  });
+
   test('workspace-write: a .git pointer file and its gitdir stay read-only (worktrees, submodules)', async () => {
     // wt/.git points into another writable root (admin), as `git worktree` and submodules do.
     const wt = join(base, 'wt');

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { shellLine } from '../../util/shellQuote';
@@ -58,8 +58,10 @@ export class SandboxPlanner {
   private bwrapReady: Promise<string> | undefined;
   private bwrapWorks = false;
   private seccompProgram: Buffer | undefined;
-  /** Placeholder stubs bwrap creates on the host for missing carve-outs, with their users. */
+  /** Placeholder stubs on the host for missing carve-outs that this planner claims, with their users. */
   private readonly stubs = new Map<string, number>();
+  /** The file that marks a stub as in use by this planner (see `claimStub`). */
+  private readonly claimName = `${CLAIM_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`;
 
   constructor(
     private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {},
@@ -102,8 +104,9 @@ export class SandboxPlanner {
 
   private async planLinux(req: SpawnRequest, policy: ResolvedPolicy): Promise<SandboxedSpawnPlan> {
     const bwrap = await this.bwrap();
-    // A placeholder stub someone filled (e.g. `git init` on the host) is a real directory again.
-    const layout = computeLayout(policy, (p) => this.stubs.has(p) && isEmptyDir(p));
+    // A stub is a directory that holds nothing but claims (ours or another server's); one that
+    // someone filled (e.g. `git init` on the host) is a real directory again.
+    const layout = computeLayout(policy, isClaimedStub);
     // Every sandbox keeps our state directory read-only (not only network-off ones): a network-on
     // command with a shared /tmp must not be able to swap the filter of the next network-off one.
     const stateDir = this.stateDir();
@@ -258,10 +261,12 @@ export class SandboxPlanner {
   }
 
   private retainStub(p: string): void {
-    this.stubs.set(p, (this.stubs.get(p) ?? 0) + 1);
+    const n = this.stubs.get(p) ?? 0;
+    if (n === 0) claimStub(p, this.claimName);
+    this.stubs.set(p, n + 1);
   }
 
-  /** The last user of a placeholder removes the empty stub directory bwrap left on the host. */
+  /** The last user here drops this planner's claim; the last claim anywhere removes the stub. */
   private releaseStub(p: string): void {
     const n = (this.stubs.get(p) ?? 1) - 1;
     if (n > 0) {
@@ -270,10 +275,89 @@ export class SandboxPlanner {
     }
     this.stubs.delete(p);
     try {
-      rmdirSync(p); // only succeeds for an empty directory: never removes anything real
+      unlinkSync(join(p, this.claimName));
     } catch {
-      // not there, or someone put content in it: leave it
+      // gone already
     }
+    try {
+      rmdirSync(p); // only succeeds for an empty directory: never removes anything real, nor a stub another server still claims
+    } catch {
+      // not there, claimed by another, or someone put content in it: leave it
+    }
+  }
+}
+
+/*
+ * Placeholder stubs. A missing carve-out (`.git`, `.vscode`, `.codex`, a denied path) inside a
+ * writable root is protected by mounting an empty read-only tmpfs at its path, and a mount needs
+ * a directory there on the host. That directory must outlive every sandbox mounted on it: removed
+ * on the host, its mount in a running sandbox is detached, and the command could then create the
+ * protected path after all (measured). So each planner that uses a stub keeps a claim file in it
+ * (`.exec-bridge-claim-<pid>-<id>`, hidden inside the sandbox by the tmpfs), and removes the
+ * directory only with `rmdir`, which the kernel refuses while any other claim — another exec-server
+ * on the same workspace — or anything real is in it. Claims of dead processes are swept.
+ */
+const CLAIM_PREFIX = '.exec-bridge-claim-';
+
+function claimStub(p: string, claimName: string): void {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      mkdirSync(p, { mode: 0o755 });
+    } catch {
+      // exists (a stub of another server, or a race): the claim below decides
+    }
+    try {
+      writeFileSync(join(p, claimName), '', { flag: 'wx', mode: 0o600 });
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return;
+      if (code !== 'ENOENT') return; // cannot claim (read-only, not a directory): bwrap reports what is wrong
+      // removed between mkdir and claim by its last user elsewhere: make it again
+    }
+  }
+}
+
+/** A directory holding only live claims (claims of dead processes are removed on the way). */
+function isClaimedStub(p: string): boolean {
+  let names: string[];
+  try {
+    names = readdirSync(p);
+  } catch {
+    return false;
+  }
+  if (names.length === 0) return false; // someone's own empty directory: real
+  let live = 0;
+  for (const name of names) {
+    if (!name.startsWith(CLAIM_PREFIX)) return false;
+    const pid = Number(name.slice(CLAIM_PREFIX.length).split('-')[0]);
+    if (pidAlive(pid)) {
+      live++;
+      continue;
+    }
+    try {
+      unlinkSync(join(p, name));
+    } catch {
+      // swept by someone else
+    }
+  }
+  if (live === 0) {
+    try {
+      rmdirSync(p); // a stub left by a server that died: it was never anything real
+    } catch {
+      // not empty after all
+    }
+  }
+  return true;
+}
+
+function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -342,13 +426,6 @@ function hostFingerprint(layout: Layout): string {
   return `${mounts}\n${ids.join('\n')}`;
 }
 
-function isEmptyDir(p: string): boolean {
-  try {
-    return readdirSync(p).length === 0;
-  } catch {
-    return false;
-  }
-}
 
 const INSTALL_HINT =
   'install bubblewrap on the executor (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora/RHEL: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`) or point BWRAP_PATH (or `serve --bwrap-path`) at a bwrap binary';
