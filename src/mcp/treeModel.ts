@@ -253,51 +253,32 @@ function serverNode(name: string): McpTreeNode {
   return { kind: 'server', id: `mcp:${name}`, server: name };
 }
 
+/** A leaf of the tree; the tooltip is markdown blocks, empty ones dropped. */
+function leaf(label: string, description: string | undefined, tooltip: string[], icon: string, contextValue: string): McpTreeItemView {
+  return { label, ...(description ? { description } : {}), tooltip: tooltip.filter(Boolean).join('\n\n'), icon, contextValue, collapsible: 'none' };
+}
+
 function toolItem(tool: Tool): McpTreeItemView {
   const schema = JSON.stringify(tool.inputSchema ?? {}, null, 2);
   const title = tool.annotations?.title ?? tool.title;
-  return {
-    label: tool.name,
-    ...(tool.description ? { description: firstLine(tool.description) } : {}),
-    tooltip: [`**${escapeMd(title ?? tool.name)}**`, tool.description ? escapeMd(tool.description) : '', 'Input schema:', '```json\n' + schema + '\n```'].filter(Boolean).join('\n\n'),
-    icon: 'symbol-method',
-    contextValue: 'mcpTool;canCall;',
-    collapsible: 'none',
-  };
+  const tooltip = [`**${escapeMd(title ?? tool.name)}**`, tool.description ? escapeMd(tool.description) : '', 'Input schema:', '```json\n' + schema + '\n```'];
+  return leaf(tool.name, tool.description ? firstLine(tool.description) : undefined, tooltip, 'symbol-method', 'mcpTool;canCall;');
 }
 
 function resourceItem(r: Resource): McpTreeItemView {
-  return {
-    label: r.name,
-    description: r.uri,
-    tooltip: [`**${escapeMd(r.title ?? r.name)}**`, `\`${r.uri}\``, r.mimeType ? `Type: ${r.mimeType}` : '', r.description ? escapeMd(r.description) : ''].filter(Boolean).join('\n\n'),
-    icon: 'file',
-    contextValue: 'mcpResource;canRead;',
-    collapsible: 'none',
-  };
+  const tooltip = [`**${escapeMd(r.title ?? r.name)}**`, `\`${r.uri}\``, r.mimeType ? `Type: ${r.mimeType}` : '', r.description ? escapeMd(r.description) : ''];
+  return leaf(r.name, r.uri, tooltip, 'file', 'mcpResource;canRead;');
 }
 
 function templateItem(r: ResourceTemplate): McpTreeItemView {
-  return {
-    label: r.name,
-    description: r.uriTemplate,
-    tooltip: [`**${escapeMd(r.title ?? r.name)}** (template)`, `\`${r.uriTemplate}\``, r.description ? escapeMd(r.description) : ''].filter(Boolean).join('\n\n'),
-    icon: 'file-code',
-    contextValue: 'mcpResourceTemplate;',
-    collapsible: 'none',
-  };
+  const tooltip = [`**${escapeMd(r.title ?? r.name)}** (template)`, `\`${r.uriTemplate}\``, r.description ? escapeMd(r.description) : ''];
+  return leaf(r.name, r.uriTemplate, tooltip, 'file-code', 'mcpResourceTemplate;');
 }
 
 function promptItem(p: Prompt): McpTreeItemView {
   const args = (p.arguments ?? []).map((a) => `- \`${a.name}\`${a.required ? ' (required)' : ''}${a.description ? `: ${escapeMd(a.description)}` : ''}`);
-  return {
-    label: p.name,
-    ...(p.description ? { description: firstLine(p.description) } : {}),
-    tooltip: [`**${escapeMd(p.title ?? p.name)}**`, p.description ? escapeMd(p.description) : '', args.length > 0 ? 'Arguments:\n' + args.join('\n') : ''].filter(Boolean).join('\n\n'),
-    icon: 'comment',
-    contextValue: 'mcpPrompt;',
-    collapsible: 'none',
-  };
+  const tooltip = [`**${escapeMd(p.title ?? p.name)}**`, p.description ? escapeMd(p.description) : '', args.length > 0 ? 'Arguments:\n' + args.join('\n') : ''];
+  return leaf(p.name, p.description ? firstLine(p.description) : undefined, tooltip, 'comment', 'mcpPrompt;');
 }
 
 function firstLine(s: string): string {

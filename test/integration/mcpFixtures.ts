@@ -1,6 +1,7 @@
 /** Shared bits of the MCP integration tests (not a test file itself). */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before, describe } from 'node:test';
 import { ExecServerClient, type ClientOptions } from '../../src/client';
 import { mergeMcpConfig, parseSettingsServers, type McpConfig } from '../../src/mcp/config';
 import type { McpExecClient, McpExecutor, McpExecutorHost } from '../../src/mcp/executorHost';
@@ -97,6 +98,28 @@ export async function startExecutor(
     await proxy?.close();
     await server.stop();
     throw e;
+  }
+}
+
+/**
+ * One `describe` per exec-server (ours, then the real codex), each with its own executor started
+ * before its tests and closed after them. `exec()` is that executor inside a test.
+ */
+export function describeOnExecutors(title: string, body: (exec: () => Executor) => void, options?: Parameters<typeof startExecutor>[1]): void {
+  for (const kind of ['ours', 'codex'] as ServerKind[]) {
+    describe(`${title} on ${kind} exec-server`, () => {
+      let executor: Executor | undefined;
+      before(async () => {
+        executor = await startExecutor(kind, options);
+      });
+      after(async () => {
+        await executor?.close();
+      });
+      body(() => {
+        if (!executor) throw new Error('the executor did not start');
+        return executor;
+      });
+    });
   }
 }
 

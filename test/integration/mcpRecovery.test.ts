@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { ServerKind } from '../helpers/servers';
 import {
   configOf,
+  describeOnExecutors,
   eventually,
   FIXTURE_SERVER,
   manager,
@@ -18,22 +18,14 @@ import {
   text,
   waitForState,
   type Executor,
-
 } from './mcpFixtures';
 
-for (const kind of ['ours', 'codex'] as ServerKind[]) {
-  describe(`MCP sessions and dropped connections on ${kind} exec-server`, () => {
-    let exec: Executor;
-    before(async () => {
-      exec = await startExecutor(kind, { proxy: true, client: { deadlineMs: 15_000 } });
-    });
-    after(async () => {
-      await exec?.close();
-    });
-
+describeOnExecutors(
+  'MCP sessions and dropped connections',
+  (exec) => {
     test('the MCP session survives a cut connection without a restart', async () => {
       const tag = newTag();
-      const m = manager(exec.host);
+      const m = manager(exec().host);
       try {
         m.applyConfig(configOf({ memory: { command: NODE, args: [SERVER_MEMORY], env: { MCP_TEST_TAG: tag, MEMORY_FILE_PATH: join(tmpdir(), `${tag}.jsonl`) } } }));
         const s = m.get('memory')!;
@@ -44,31 +36,32 @@ for (const kind of ['ours', 'codex'] as ServerKind[]) {
         await s.callTool('create_entities', { entities: [{ name: 'before-cut', entityType: 'test', observations: [] }] });
 
         const sawRecovering = new Promise<void>((resolve) => {
-          const sub = exec.client.onDidChangeState((st) => {
+          const sub = exec().client.onDidChangeState((st) => {
             if (st.kind === 'recovering') {
               sub.dispose();
               resolve();
             }
           });
         });
-        exec.proxy!.cut();
+        exec().proxy!.cut();
         await sawRecovering;
         // A call made while reconnecting waits and then goes through on the same session.
         const graph = await s.callTool('read_graph', {});
         assert.match(text(graph), /before-cut/);
-        await eventually(() => exec.client.state.kind === 'connected', 15_000, 'client connected again');
+        await eventually(() => exec().client.state.kind === 'connected', 15_000, 'client connected again');
         assert.equal(s.state.kind, 'ready');
         assert.equal(s.state.since, readySince, 'never left ready');
         assert.equal(s.processId, processId, 'same process');
-        assert.ok(exec.proxy!.accepted >= 2, 'really reconnected');
+        assert.ok(exec().proxy!.accepted >= 2, 'really reconnected');
         assert.equal(taggedServers(tag).length, 1);
       } finally {
         await m.shutdown();
       }
       assert.deepEqual(tagged(tag), []);
     });
-  });
-}
+  },
+  { proxy: true, client: { deadlineMs: 15_000 } },
+);
 
 describe('MCP servers when recovery fails (ours, short session TTL)', () => {
   let exec: Executor;
