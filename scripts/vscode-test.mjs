@@ -189,8 +189,8 @@ export function writeUserSettings(userData, extra = {}) {
   writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
 }
 
-/** The code-server command line (add the folder to open at the end). */
-export function codeServerArgs(port, userData, extensionsDir) {
+/** The code-server command line (add the folder to open at the end). `trust`: keep workspace trust on. */
+export function codeServerArgs(port, userData, extensionsDir, { trust = false } = {}) {
   return [
     '--auth', 'none',
     '--bind-addr', `127.0.0.1:${port}`,
@@ -198,7 +198,7 @@ export function codeServerArgs(port, userData, extensionsDir) {
     '--extensions-dir', extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(trust ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
   ];
 }
@@ -358,6 +358,52 @@ async function runUiPage(browser, base, host, workspace, rt) {
   return { ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 };
 }
 
+/**
+ * A second workbench with workspace trust on, on a folder nobody trusted (no startup prompt: it
+ * stays in restricted mode), running the `untrusted/` suite. Its workspace has an MCP server
+ * marked autoStart that would leave a marker if it ever ran. Then code-server is killed and
+ * nothing it started may remain.
+ */
+async function runUntrusted(codeServer, rt, env) {
+  const userData = join(rt, 'user-data-untrusted');
+  const workspace = join(rt, 'workspace-untrusted');
+  mkdirSync(join(workspace, '.vscode'), { recursive: true });
+  writeUserSettings(userData, { 'security.workspace.trust.enabled': true, 'security.workspace.trust.startupPrompt': 'never' });
+  const marker = join(workspace, 'mcp-started.marker');
+  writeFileSync(
+    join(workspace, '.vscode', 'mcp.json'),
+    JSON.stringify({ servers: { eager: { type: 'stdio', command: 'sh', args: ['-c', `touch '${marker}'; sleep 60`], autoStart: true } } }, null, 2),
+  );
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const logFd = openSync(join(rt, 'code-server-untrusted.log'), 'a');
+  const cs = spawn(codeServer, [...codeServerArgs(port, userData, join(rt, 'extensions'), { trust: true }), workspace], {
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+    env: { ...env, EXEC_BRIDGE_TEST_SUITE: 'untrusted' },
+  });
+  let browser;
+  let result;
+  try {
+    await waitHealthy(base, cs, 60_000);
+    say('untrusted workspace: a second code-server with workspace trust on');
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, env, args: CHROMIUM_ARGS });
+    result = await runMochaPage(browser, base, `127.0.0.1:${port}`, workspace, rt);
+  } catch (e) {
+    console.error(ts(), '✗ untrusted run:', e?.stack ?? e);
+    result = { ok: false, passed: 0, failed: 1 };
+  } finally {
+    await killGroup(cs);
+    await browser?.close().catch(() => {});
+  }
+  if (existsSync(marker)) {
+    console.error(`${ts()} ✗ the autoStart MCP server ran in the untrusted workspace`);
+    result = { ok: false, passed: result.passed, failed: result.failed + 1 };
+  }
+  return result;
+}
+
 async function main() {
   if (!existsSync(chromiumPath)) fail(`${chromiumPath} not found (apt-get install chromium ripgrep libkrb5-dev)`);
   const codeServer = ensureCodeServer();
@@ -449,6 +495,7 @@ async function main() {
       results.push({ name: 'no leaks after a crash', ok: true, passed: 1, failed: 0 });
     }
   }
+  if (!args.has('--ui-only')) results.push({ name: 'untrusted', ...(await runUntrusted(codeServer, rt, env)) });
   const passed = results.reduce((n, r) => n + r.passed, 0);
   const failed = results.reduce((n, r) => n + r.failed, 0);
   const ok = results.length > 0 && results.every((r) => r.ok);

@@ -72,11 +72,6 @@ export class SandboxPrewarmer {
     return this.idleMs > 0 && !this.disposed;
   }
 
-  /** Sandboxes waiting now. */
-  get waiting(): number {
-    return this.entries.size;
-  }
-
   /**
    * A waiting sandbox for exactly this plan, or undefined. One whose host fingerprint changed
    * since it was built (a remount, a workspace made anew) is torn down, never used.
