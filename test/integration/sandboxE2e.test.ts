@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { ApprovalPolicy, MemoryAlwaysAllowStore, unsandboxedRetry } from '../../src/core/approvalPolicy';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
+import { until } from '../helpers/procs';
 import { RawClient, startServer, type StartedServer } from '../helpers/rawClient';
 
 const base = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : '/tmp', 'exec-bridge-sbx-e2e-')));
@@ -105,7 +106,8 @@ describe('sandbox end to end', { skip: process.platform !== 'linux' && 'the bubb
     const broken = await startServer('ours', ['--bwrap-path', join(base, 'no-bwrap-here')]);
     try {
       // Said at start-up, and announced: no sandbox here (the working server announces one).
-      assert.match(broken.stderr(), /sandboxed commands will be refused until this is fixed: .*apt-get install -y bubblewrap/);
+      // (stderr and the URL on stdout are two pipes: the warning may be read a moment later)
+      await until(() => /sandboxed commands will be refused until this is fixed: .*apt-get install -y bubblewrap/.test(broken.stderr()), 5000, 'the start-up warning');
       const { client: c, init } = await RawClient.session(broken.url);
       assert.equal(init.result.environmentInfo.capabilities.execBridgeSandbox, false);
       assert.equal((await client.call('environment/info', {})).result.capabilities.execBridgeSandbox, true);

@@ -107,7 +107,10 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
   async function runWarm(argv: string[], sandbox: unknown, extra: Record<string, unknown>): Promise<Run> {
     const w = await prime(sandbox, extra);
     const r = await run(wc, argv, sandbox, extra);
-    assert.ok(warm.stderr().includes(`running in the waiting sandbox (pid ${w.bwrap})`), `the start did not run in the waiting sandbox:\n${warm.stderr().slice(-2000)}`);
+    // The log line travels on the server's stderr, the result over the WebSocket: either may come first.
+    await until(() => warm.stderr().includes(`running in the waiting sandbox (pid ${w.bwrap})`), 5000, 'the log line').catch(() => {
+      assert.fail(`the start did not run in the waiting sandbox:\n${warm.stderr().slice(-2000)}`);
+    });
     return r;
   }
 
@@ -193,8 +196,9 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
     const r = await run(wc, ['/bin/sh', '-c', 'echo fresh > made.txt'], workspaceWrite(), { cwd: uri(dir) });
     assert.equal(r.exitCode, 0, r.stderr);
     assert.equal(readFileSync(join(dir, 'made.txt'), 'utf8'), 'fresh\n');
+    const discarded = `the waiting sandbox (pid ${stale.bwrap}) predates a change on the host`;
+    await until(() => warm.stderr().includes(discarded), 5000, 'the stale sandbox discarded');
     assert.equal(warm.stderr().includes(`running in the waiting sandbox (pid ${stale.bwrap})`), false);
-    assert.match(warm.stderr(), new RegExp(`the waiting sandbox \\(pid ${stale.bwrap}\\) predates a change on the host`));
     await until(() => !isAlive(stale.bwrap), 5000, 'the stale sandbox torn down');
   });
 
