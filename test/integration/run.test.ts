@@ -28,7 +28,8 @@ function run(args: string[], timeoutMs = 20_000): Run {
       child.kill('SIGKILL');
       reject(new Error(`run ${args.join(' ')} did not finish in ${timeoutMs} ms; stderr: ${err}`));
     }, timeoutMs);
-    child.once('exit', (code) => {
+    // 'close', not 'exit': only then has all of its stdout and stderr been read.
+    child.once('close', (code) => {
       clearTimeout(timer);
       resolve(code);
     });
