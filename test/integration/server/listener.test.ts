@@ -231,11 +231,12 @@ describe('our exec-server: shutdown and stdio', () => {
       [['--bogus'], /unknown option --bogus/],
       [['--token-file', '/no/such/file'], /cannot read --token-file/],
       [['--session-ttl-ms', 'soon'], /--session-ttl-ms must be a non-negative integer/],
+      [['--sandbox-prewarm-ms', '-1'], /--sandbox-prewarm-ms must be a non-negative integer, got -1/],
     ] as const) {
       const child = spawn(process.execPath, [CLI, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      const code = await new Promise((r) => child.on('exit', r));
+      const code = await new Promise((r) => child.on('close', r)); // 'close': stderr fully read
       assert.equal(code, 2, args.join(' '));
       assert.match(err, pattern);
     }
