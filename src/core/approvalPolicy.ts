@@ -13,7 +13,10 @@ export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'autoApprove', 'n
 /** The user's answer to the prompt; `undefined` = dismissed (treated as deny). */
 export type ApprovalAnswer = 'once' | 'always' | 'deny';
 
-/** A run the executor reported as denied by its sandbox. */
+/**
+ * A run the sandbox got in the way of: the executor reported it denied (`exitCode`), or could not
+ * build the sandbox at all (`unavailable`: its reason; the command never ran).
+ */
 export interface DeniedRun {
   commandLine: string;
   argv: string[];
@@ -22,7 +25,19 @@ export interface DeniedRun {
   /** Which executor (name or URL): an approval on one executor does not carry to another. */
   executor: string;
   sandboxLabel: string;
-  exitCode: number;
+  exitCode?: number;
+  unavailable?: string;
+}
+
+/**
+ * Why the executor refused a sandboxed start because it cannot sandbox here (bwrap missing, no user
+ * namespaces, an unsupported platform), or undefined for any other failure. Our exec-server marks
+ * it with `data.kind: "sandboxUnavailable"`.
+ */
+export function sandboxUnavailableReason(e: unknown): string | undefined {
+  const err = e as { kind?: unknown; data?: { kind?: unknown }; message?: unknown } | undefined;
+  if (err?.kind !== 'rpc' || err.data?.kind !== 'sandboxUnavailable' || typeof err.message !== 'string') return undefined;
+  return err.message.replace(/^process\/start failed: (sandbox unavailable: )?/, '').replace(/ \(code -?\d+\)$/, '');
 }
 
 export interface ApprovalOutcome {
@@ -85,13 +100,15 @@ export class ApprovalPolicy {
 
   /** Decides what to do about a denied run; only `ask` mode (without a remembered approval) prompts. */
   async approve(run: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome> {
-    if (signal.aborted) return { approved: false, reason: 'cancelled', note: 'not re-run: the terminal was closed' };
+    // A command the sandbox could not even start was never run: it is "not run", not "not re-run".
+    const not = run.unavailable !== undefined ? 'not run' : 'not re-run';
+    if (signal.aborted) return { approved: false, reason: 'cancelled', note: `${not}: the terminal was closed` };
     const mode = this.deps.mode();
-    if (mode === 'never') return { approved: false, reason: 'never', note: 'not re-run without the sandbox (approval policy: never)' };
+    if (mode === 'never') return { approved: false, reason: 'never', note: `${not} without the sandbox (approval policy: never)` };
     if (mode === 'autoApprove') return { approved: true, reason: 'autoApprove', note: 'approved automatically (approval policy: autoApprove)' };
     if (this.isAlwaysAllowed(run)) return { approved: true, reason: 'alwaysAllowed', note: 'approved: this command is always allowed in this workspace' };
     const answer = await this.deps.ask(run, signal);
-    if (signal.aborted) return { approved: false, reason: 'cancelled', note: 'not re-run: the terminal was closed' };
+    if (signal.aborted) return { approved: false, reason: 'cancelled', note: `${not}: the terminal was closed` };
     switch (answer) {
       case 'once':
         return { approved: true, reason: 'approvedOnce', note: 'approved once' };
@@ -102,9 +119,9 @@ export class ApprovalPolicy {
         return { approved: true, reason: 'approvedAlways', note: 'approved: Always Allow This Command' };
       }
       case 'deny':
-        return { approved: false, reason: 'denied', note: 'not re-run: denied' };
+        return { approved: false, reason: 'denied', note: `${not}: denied` };
       case undefined:
-        return { approved: false, reason: 'dismissed', note: 'not re-run: the prompt was dismissed' };
+        return { approved: false, reason: 'dismissed', note: `${not}: the prompt was dismissed` };
     }
   }
 }

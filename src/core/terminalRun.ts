@@ -3,7 +3,7 @@ import type { ConnectionState, StartProcessOptions } from '../client/types';
 import { isExecClientError } from '../client/errors';
 import { DisposableStore } from '../util/disposable';
 import type { Event } from '../util/emitter';
-import { reportedDenial, unsandboxedRetry, type ApprovalOutcome, type DeniedRun } from './approvalPolicy';
+import { reportedDenial, sandboxUnavailableReason, unsandboxedRetry, type ApprovalOutcome, type DeniedRun } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
 import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
 
@@ -148,6 +148,19 @@ export class TerminalRun {
         handle = await this.deps.start(options);
       } catch (e) {
         const message = (e as Error)?.message ?? String(e);
+        // The executor cannot sandbox at all: the same question as a denial (the command never ran).
+        const unavailable = sandboxed && spec.kind === 'command' && attempt === 0 ? sandboxUnavailableReason(e) : undefined;
+        if (unavailable !== undefined && !this.closed.signal.aborted) {
+          this.model.warning(`The executor cannot run this command in the sandbox (${spec.sandboxLabel}): ${unavailable}`);
+          this.update({ status: 'awaitingApproval' });
+          if (await this.retryUnsandboxed({ unavailable })) {
+            options = unsandboxedRetry(options);
+            continue;
+          }
+          this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : message });
+          if (!this.closed.signal.aborted) this.model.finish(undefined);
+          return;
+        }
         this.model.error(`could not start: ${message}`);
         this.update({ status: 'failed', error: message });
         this.model.finish(undefined);
@@ -180,34 +193,41 @@ export class TerminalRun {
       if (denied && spec.kind === 'command' && attempt === 0 && !this.closed.signal.aborted) {
         this.model.warning(`The sandbox (${spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}).`);
         this.update({ status: 'awaitingApproval', exitCode: completion.exitCode, sandboxDenied: true });
-        const outcome = await this.deps.approve(
-          {
-            commandLine: spec.commandLine,
-            argv: spec.argv,
-            cwd: spec.cwd,
-            executor: spec.executor,
-            sandboxLabel: spec.sandboxLabel,
-            exitCode: completion.exitCode,
-          },
-          this.closed.signal,
-        );
+        const retry = await this.retryUnsandboxed({ exitCode: completion.exitCode });
         if (this.closed.signal.aborted) {
           this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: true });
           return;
         }
-        if (outcome.approved) {
-          this.model.warning(`↻ ${outcome.note} — re-running WITHOUT the sandbox`);
+        if (retry) {
           options = unsandboxedRetry(options);
-          this.sandboxedNow = false;
-          for (const l of [...this.nameListeners]) l(`${spec.commandLine} (unsandboxed)`);
           continue;
         }
-        this.model.notice(outcome.note);
       }
       this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: denied });
       this.model.finish(completion.exitCode);
       return;
     }
+  }
+
+  /**
+   * Asks the approval policy whether to run the command again (or at all) without the sandbox and
+   * says the answer in the terminal. True: go on unsandboxed (the terminal's name says so).
+   */
+  private async retryUnsandboxed(blocked: Pick<DeniedRun, 'exitCode' | 'unavailable'>): Promise<boolean> {
+    const { spec } = this;
+    const outcome = await this.deps.approve(
+      { commandLine: spec.commandLine, argv: spec.argv, cwd: spec.cwd, executor: spec.executor, sandboxLabel: spec.sandboxLabel, ...blocked },
+      this.closed.signal,
+    );
+    if (this.closed.signal.aborted) return false;
+    if (!outcome.approved) {
+      this.model.notice(outcome.note);
+      return false;
+    }
+    this.model.warning(`↻ ${outcome.note} — ${blocked.unavailable !== undefined ? 'running' : 're-running'} WITHOUT the sandbox`);
+    this.sandboxedNow = false;
+    for (const l of [...this.nameListeners]) l(`${spec.commandLine} (unsandboxed)`);
+    return true;
   }
 
   private act(action: TerminalAction): void {

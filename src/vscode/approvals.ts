@@ -43,7 +43,8 @@ export class ApprovalService {
 
   async approve(run: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome> {
     const outcome = await this.policy.approve(run, signal);
-    const line = `sandbox (${run.sandboxLabel}) denied "${run.commandLine}" on ${run.executor}: ${outcome.note}`;
+    const what = run.unavailable !== undefined ? `cannot sandbox (${run.sandboxLabel}: ${run.unavailable})` : `sandbox (${run.sandboxLabel}) denied`;
+    const line = `${what} "${run.commandLine}" on ${run.executor}: ${outcome.note}`;
     if (outcome.approved) this.log.warn(`${line} — re-running without the sandbox`);
     else this.log.info(line);
     return outcome;
@@ -61,8 +62,10 @@ export class ApprovalService {
       const onAbort = () => settle(undefined);
       signal.addEventListener('abort', onAbort, { once: true });
       const message =
-        `Exec Bridge: the sandbox (${run.sandboxLabel}) blocked "${run.commandLine}" on ${run.executor} ` +
-        `(exit code ${run.exitCode}). Run it again without the sandbox?`;
+        run.unavailable !== undefined
+          ? `Exec Bridge: ${run.executor} cannot run "${run.commandLine}" in the sandbox (${run.sandboxLabel}): ${run.unavailable} Run it without the sandbox?`
+          : `Exec Bridge: the sandbox (${run.sandboxLabel}) blocked "${run.commandLine}" on ${run.executor} ` +
+            `(exit code ${run.exitCode}). Run it again without the sandbox?`;
       vscode.window.showWarningMessage(message, ...APPROVAL_CHOICES).then(
         (choice) => settle(choice),
         () => settle(undefined),

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { RemoteError } from '../../../src/client/errors';
 import {
   ApprovalPolicy,
   MemoryAlwaysAllowStore,
   reportedDenial,
+  sandboxUnavailableReason,
   unsandboxedRetry,
   type ApprovalAnswer,
   type ApprovalMode,
@@ -114,4 +116,15 @@ test('always-allow memory is bounded, oldest first', async () => {
   assert.equal(store.get().length, 500);
   assert.equal(policy.isAlwaysAllowed({ ...RUN, argv: ['cmd', '0'] }), false, 'oldest forgotten first');
   assert.equal(policy.isAlwaysAllowed({ ...RUN, argv: ['cmd', '501'] }), true);
+});
+
+test('an executor that cannot sandbox is recognised from its error, and its run is "not run", never "not re-run"', async () => {
+  const reason = 'the sandbox needs bubblewrap (bwrap), which is not installed on the executor; install it. The command was not run.';
+  const err = new RemoteError('process/start', -32603, `sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable' });
+  assert.equal(sandboxUnavailableReason(err), reason);
+  assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, 'spawn failed', { kind: 'spawnFailed' })), undefined);
+  assert.equal(sandboxUnavailableReason(new Error('sandbox unavailable: x')), undefined);
+  const policy = new ApprovalPolicy({ mode: () => 'ask', store: new MemoryAlwaysAllowStore(), ask: async () => 'deny' });
+  const run = { commandLine: 'make', argv: ['sh', '-c', 'make'], cwd: '/w', executor: 'box', sandboxLabel: 'workspace-write, network off', unavailable: reason };
+  assert.deepEqual(await policy.approve(run, new AbortController().signal), { approved: false, reason: 'denied', note: 'not run: denied' });
 });
