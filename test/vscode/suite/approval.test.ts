@@ -3,28 +3,15 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setup, suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import type { ApprovalChoice, ExecBridgeApi, PendingApproval } from '../../../src/vscode/api';
-import { getApi, plain, runCommand, withSettings } from './helpers';
+import type { ApprovalChoice, ExecBridgeApi } from '../../../src/vscode/api';
+import { getApi, runAnswering, withSettings } from './helpers';
 
 const FILE = 'approval-test.txt';
 // Writing into the workspace is denied under read-only; the marker only appears when the write worked.
 const COMMAND = `printf 'retried %s\\n' OK > ${FILE} && cat ${FILE}`;
 
 /** Runs COMMAND; answers the approval popup (if one comes) with `choice`. */
-async function runDenied(api: ExecBridgeApi, choice: ApprovalChoice | undefined) {
-  const asked: PendingApproval[] = [];
-  const sub = api.onDidRequestApproval((p) => {
-    asked.push(p);
-    if (choice) p.respond(choice);
-  });
-  try {
-    const t = await runCommand(api, COMMAND);
-    await t.done;
-    return { t, asked, text: plain(t.text()) };
-  } finally {
-    sub.dispose();
-  }
-}
+const runDenied = (api: ExecBridgeApi, choice: ApprovalChoice | undefined) => runAnswering(api, COMMAND, choice);
 
 suite('sandbox approvals', () => {
   let restore: () => Promise<void>;

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import type { ExecBridgeApi, ExecTerminal } from '../../../src/vscode/api';
+import type { ApprovalChoice, ExecBridgeApi, ExecTerminal, PendingApproval } from '../../../src/vscode/api';
 
 export const EXTENSION_ID = 'exec-bridge.exec-bridge';
 
@@ -73,6 +73,22 @@ export async function runCommand(api: ExecBridgeApi, commandLine: string): Promi
   const before = new Set(api.terminals());
   await vscode.commands.executeCommand('execBridge.runCommand', commandLine);
   return waitFor(`a terminal for ${commandLine}`, () => api.terminals().find((t) => !before.has(t) && t.commandLine === commandLine));
+}
+
+/** Runs `commandLine` on the active executor and answers the approval popup (if one comes) with `choice`. */
+export async function runAnswering(api: ExecBridgeApi, commandLine: string, choice: ApprovalChoice | undefined) {
+  const asked: PendingApproval[] = [];
+  const sub = api.onDidRequestApproval((p) => {
+    asked.push(p);
+    if (choice) p.respond(choice);
+  });
+  try {
+    const t = await runCommand(api, commandLine);
+    await t.done;
+    return { t, asked, text: plain(t.text()) };
+  } finally {
+    sub.dispose();
+  }
 }
 
 /** Descendant pids of `pid` (via /proc), for leak checks. */

@@ -3,26 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import type { ApprovalChoice, ExecBridgeApi, PendingApproval } from '../../../src/vscode/api';
-import { getApi, plain, runCommand, startExecServer, waitFor, withSettings } from './helpers';
+import type { ApprovalChoice, ExecBridgeApi } from '../../../src/vscode/api';
+import { getApi, runAnswering, startExecServer, waitFor, withSettings } from './helpers';
 
 const COMMAND = 'echo "ran ""unsandboxed"';
 
-/** Runs COMMAND on the active executor and answers the approval (if one comes) with `choice`. */
-async function run(api: ExecBridgeApi, choice: ApprovalChoice | undefined) {
-  const asked: PendingApproval[] = [];
-  const sub = api.onDidRequestApproval((p) => {
-    asked.push(p);
-    if (choice) p.respond(choice);
-  });
-  try {
-    const t = await runCommand(api, COMMAND);
-    await t.done;
-    return { t, asked, text: plain(t.text()) };
-  } finally {
-    sub.dispose();
-  }
-}
+const run = (api: ExecBridgeApi, choice: ApprovalChoice | undefined) => runAnswering(api, COMMAND, choice);
 
 // An executor whose sandbox cannot work (its bwrap does not exist): the command never runs
 // sandboxed, and the user is asked, exactly as after a denial, whether to run it without.
