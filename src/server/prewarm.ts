@@ -47,6 +47,12 @@ interface Entry {
 
 export const DEFAULT_PREWARM_IDLE_MS = 30_000;
 const DEFAULT_MAX = 4;
+/**
+ * How long a waiting sandbox that holds placeholder directories (for a missing `.git`, `.vscode`,
+ * `.codex`: they exist on the host while it waits) may wait: long enough for commands run in
+ * quick succession, short enough that they do not linger in the workspace.
+ */
+const PLACEHOLDER_IDLE_MS = 5_000;
 /** A command that runs this long shares the CPU with the build of its successor (it is no quick one). */
 const BUILD_DELAY_MS = 200;
 
@@ -158,6 +164,8 @@ export class SandboxPrewarmer {
     child.on('error', () => undefined);
     if (pipeStdin) ours.unshift(ours.pop()!); // our ends in stdio order: stdin, stdout, stderr
     this.log(`sandbox prewarm: built one for the next start like this (pid ${child.pid})`);
+    // Placeholder directories it holds are visible in the user's workspace: keep those short.
+    const idleMs = spec.holdsPlaceholders ? Math.min(this.idleMs, PLACEHOLDER_IDLE_MS) : this.idleMs;
     const entry: Entry = {
       slot,
       fingerprint,
@@ -168,10 +176,10 @@ export class SandboxPrewarmer {
       exited: false,
       timer: setTimeout(() => {
         if (this.entries.get(slot) !== entry) return;
-        this.log(`sandbox prewarm: unused for ${this.idleMs} ms, torn down (pid ${child.pid})`);
+        this.log(`sandbox prewarm: unused for ${idleMs} ms, torn down (pid ${child.pid})`);
         this.entries.delete(slot);
         this.discard(entry);
-      }, this.idleMs),
+      }, idleMs),
     };
     entry.timer.unref();
     control.on('error', () => undefined);

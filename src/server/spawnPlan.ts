@@ -61,6 +61,8 @@ export interface PrewarmSpec {
   script: string;
   /** A pre-started sandbox holds what its mounts rely on (placeholder stubs) until it ends. */
   retain(): () => void;
+  /** It needs placeholder directories on the host (visible in the workspace while it waits). */
+  holdsPlaceholders: boolean;
 }
 
 export type SpawnPlanner = (req: SpawnRequest) => Promise<SpawnPlan>;

@@ -202,6 +202,15 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
     await until(() => !isAlive(stale.bwrap), 5000, 'the stale sandbox torn down');
   });
 
+  test('a waiting sandbox that holds placeholder directories in the workspace lets them go within seconds', async () => {
+    // workspace-write in a folder without .codex: the waiting sandbox keeps a .codex stub on the host.
+    const dir = freshDir();
+    const w = await prime(workspaceWrite(), { cwd: uri(dir) });
+    assert.equal(existsSync(join(ws, '.codex')), true, 'the placeholder exists while the sandbox waits');
+    await until(() => !isAlive(w.bwrap), 9000, 'the waiting sandbox torn down after ~5 s (not the 30 s default)').catch((e: Error) => assert.fail(`${e.message}\n${warm.stderr().slice(-1500)}`));
+    await until(() => !existsSync(join(ws, '.codex')), 2000, 'the placeholder removed');
+  });
+
   test('waiting sandboxes expire, are never built when turned off, and die with the server', async () => {
     assert.equal(waiting(cold.child.pid!).length, 0, 'the server started with --sandbox-prewarm-ms 0 built one');
     const short = await startServer('ours', ['--sandbox-prewarm-ms', '300']);

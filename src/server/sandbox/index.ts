@@ -145,6 +145,7 @@ export class SandboxPlanner {
       fingerprint: () => hostFingerprint(layout),
       script,
       retain,
+      holdsPlaceholders: placeholders.length > 0,
     };
     return plan;
   }
@@ -261,9 +262,10 @@ export class SandboxPlanner {
   }
 
   private retainStub(p: string): void {
-    const n = this.stubs.get(p) ?? 0;
-    if (n === 0) claimStub(p, this.claimName);
-    this.stubs.set(p, n + 1);
+    // Claimed on every use, not only the first: the directory (and our claim) may have been
+    // deleted on the host meanwhile (a workspace removed and made again).
+    claimStub(p, this.claimName);
+    this.stubs.set(p, (this.stubs.get(p) ?? 0) + 1);
   }
 
   /** The last user here drops this planner's claim; the last claim anywhere removes the stub. */
