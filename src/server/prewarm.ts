@@ -89,7 +89,7 @@ export class SandboxPrewarmer {
     clearTimeout(e.timer);
     if (e.fingerprint !== spec.fingerprint()) {
       this.log(`sandbox prewarm: the waiting sandbox (pid ${e.child.pid}) predates a change on the host; building one on the spot`);
-      this.discard(e);
+      setImmediate(() => this.discard(e)); // off the start's path: killing scans the process table
       return undefined;
     }
     this.log(`sandbox prewarm: running in the waiting sandbox (pid ${e.child.pid})`);
