@@ -13,7 +13,7 @@ export abstract class BaseTransport implements Transport {
   lowWaterMark = 0;
 
   abstract send(text: string): void;
-  abstract sendFrame(frame: Buffer): void;
+  abstract sendFrame(frame: Buffer, sent?: () => void): void;
   protected abstract doClose(): void;
 
   get isClosed(): boolean {

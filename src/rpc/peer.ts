@@ -95,8 +95,9 @@ export class RpcPeer implements Disposable {
   }
 
   /** Sends a notification its owner encoded itself (see `encodeOutputNotification`). */
-  notifyFrame(frame: Buffer): void {
-    if (!this.closedFlag) this.transport.sendFrame(frame);
+  notifyFrame(frame: Buffer, sent?: () => void): void {
+    if (this.closedFlag) sent?.();
+    else this.transport.sendFrame(frame, sent);
   }
 
   /** Ids of requests whose answer has not arrived, with their methods. */

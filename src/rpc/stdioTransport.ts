@@ -50,12 +50,15 @@ export class StdioTransport extends BaseTransport {
     this.output.write(text + '\n', () => this.written(n));
   }
 
-  sendFrame(frame: Buffer): void {
-    if (this.isClosed) return;
+  sendFrame(frame: Buffer, sent?: () => void): void {
+    if (this.isClosed) return sent?.();
     const n = frame.length + 1;
     this.pending += n;
     this.output.write(frame);
-    this.output.write('\n', () => this.written(n));
+    this.output.write('\n', () => {
+      this.written(n);
+      sent?.();
+    });
   }
 
   protected doClose(): void {

@@ -6,8 +6,12 @@ import type { Disposable } from '../util/disposable';
  */
 export interface Transport {
   send(text: string): void;
-  /** Sends one message already encoded as UTF-8 JSON (the hot path for process output). */
-  sendFrame(frame: Buffer): void;
+  /**
+   * Sends one message already encoded as UTF-8 JSON (the hot path for process output). `sent` is
+   * called once the transport no longer needs `frame` (written, or dropped on a closed transport),
+   * so that its memory can be reused.
+   */
+  sendFrame(frame: Buffer, sent?: () => void): void;
   onMessage(listener: (text: string) => void): Disposable;
   onClose(listener: (reason: string | undefined) => void): Disposable;
   close(reason?: string): void;

@@ -29,13 +29,14 @@ export class WebSocketTransport extends BaseTransport {
     });
   }
 
-  sendFrame(frame: Buffer): void {
-    if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return;
+  sendFrame(frame: Buffer, sent?: () => void): void {
+    if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return sent?.();
     const n = frame.length;
     this.pending += n;
     // A text frame from bytes: no string → UTF-8 re-encoding on the way to the socket.
     this.ws.send(frame, { binary: false }, (err) => {
       this.written(n);
+      sent?.(); // the socket has the bytes (or failed for good): the frame's memory is free
       if (err) this.close(`send failed: ${err.message}`);
     });
   }

@@ -85,8 +85,8 @@ export class ServerConnection implements SessionConnection {
     this.peer.notify(method, params);
   }
 
-  notifyFrame(frame: Buffer): void {
-    this.peer.notifyFrame(frame);
+  notifyFrame(frame: Buffer, sent?: () => void): void {
+    this.peer.notifyFrame(frame, sent);
   }
 
   congested(): boolean {

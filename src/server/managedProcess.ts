@@ -13,6 +13,7 @@ import { Deferred } from '../util/deferred';
 import { buildChildEnv } from './envPolicy';
 import { isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';
+import { FramePool, frameBytes } from './framePool';
 import { OutputWindow } from './outputWindow';
 import type { SandboxPrewarmer } from './prewarm';
 import { killTree } from './processTree';
@@ -22,8 +23,8 @@ import { pathFromUri } from './uri';
 /** Where a process delivers its notifications: the session's attached connection, if any. */
 export interface ProcessSink {
   notify(method: string, params: unknown): void;
-  /** The same, for a notification already encoded (process output: the hot path). */
-  notifyFrame(frame: Buffer): void;
+  /** The same, for a notification already encoded (process output: the hot path); `sent` once its memory is free. */
+  notifyFrame(frame: Buffer, sent?: () => void): void;
   /** True while the attached client's socket buffer is above the high-water mark. */
   congested(): boolean;
   /** Calls `cb` once the congestion clears, or the client detaches. */
@@ -44,6 +45,8 @@ export interface ProcessOptions {
 }
 
 const MAX_CHUNK = 64 * 1024;
+/** Output frames are built in reused buffers: a stream allocates (and collects) almost nothing per frame. */
+const FRAMES = new FramePool(frameBytes(MAX_CHUNK));
 const WRITE_ID_MEMORY = 4096;
 /** A pipe write is answered at once unless this much is already queued for the child's stdin. */
 const STDIN_QUEUE_LIMIT = 8 * 1024 * 1024;
@@ -96,11 +99,12 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null)
  * output is most of what a server sends, and building it this way skips JSON.stringify over the
  * base64 text and the UTF-8 re-encoding of the whole frame on the way to the socket.
  */
-export function encodeOutputNotification(idJson: string, seq: number, stream: OutputStream, data: Buffer): Buffer {
+export function encodeOutputNotification(idJson: string, seq: number, stream: OutputStream, data: Buffer, into?: (bytes: number) => Buffer | undefined): Buffer {
   const head = `{"method":"process/output","params":{"processId":${idJson},"seq":${seq},"stream":"${stream}","chunk":"`;
   const headBytes = Buffer.byteLength(head);
   const b64Len = 4 * Math.ceil(data.length / 3);
-  const frame = Buffer.allocUnsafe(headBytes + b64Len + 3);
+  const size = headBytes + b64Len + 3;
+  const frame = into?.(size)?.subarray(0, size) ?? Buffer.allocUnsafe(size);
   frame.write(head, 0, 'utf8');
   frame.write(data.toString('base64'), headBytes, 'latin1');
   frame.write('"}}', headBytes + b64Len, 'latin1');
@@ -351,7 +355,9 @@ export class ManagedProcess {
   private emitOutput(stream: OutputStream, data: Buffer): void {
     const seq = this.nextSeq++;
     this.window.push({ seq, stream, data });
-    this.sink.notifyFrame(encodeOutputNotification(this.idJson, seq, stream, data));
+    let slab: Buffer | undefined;
+    const frame = encodeOutputNotification(this.idJson, seq, stream, data, (bytes) => (slab = FRAMES.take(bytes)));
+    this.sink.notifyFrame(frame, slab && (() => FRAMES.give(slab!)));
     this.wake();
     if (!this.paused && this.sink.congested()) this.pauseOutput();
   }

@@ -11,7 +11,7 @@ import type { SpawnPlanner } from './spawnPlan';
 /** What a session needs from the connection it is attached to. */
 export interface SessionConnection {
   notify(method: string, params: unknown): void;
-  notifyFrame(frame: Buffer): void;
+  notifyFrame(frame: Buffer, sent?: () => void): void;
   congested(): boolean;
   whenUncongested(cb: () => void): void;
 }
@@ -47,7 +47,10 @@ export class Session {
   constructor(private readonly options: SessionOptions) {
     this.sink = {
       notify: (method, params) => this.connection?.notify(method, params),
-      notifyFrame: (frame) => this.connection?.notifyFrame(frame),
+      notifyFrame: (frame, sent) => {
+        if (this.connection) this.connection.notifyFrame(frame, sent);
+        else sent?.();
+      },
       congested: () => this.connection?.congested() ?? false,
       whenUncongested: (cb) => {
         if (this.connection) this.connection.whenUncongested(cb);
