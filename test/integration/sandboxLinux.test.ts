@@ -15,6 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { sandboxForPolicy, type SandboxIntent } from '../../src/protocol/sandbox';
 import { planSpawn, SandboxPlanner, SandboxUnavailableError, type SandboxedSpawnPlan } from '../../src/server/sandbox';
+import { until } from '../helpers/procs';
 
 const uri = (p: string) => pathToFileURL(p).href;
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root', LANG: 'C.UTF-8' };
@@ -337,14 +338,14 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
         }
       });
     });
-    const survivors = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p) && cmdline(p).includes(tag));
-    await waitFor(() => survivors().length >= 4, 5_000);
+    // The four sleeps themselves (not bwrap or the shell, whose command lines carry the tag too).
+    const survivors = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p) && /^sleep\x0030[0-3]/.test(cmdline(p)) && cmdline(p).includes(tag));
+    await until(() => survivors().length === 4, 5_000, 'all four sleeps running');
     const closed = new Promise((r) => child.on('close', r));
     process.kill(-child.pid!, 'SIGKILL');
     await closed;
     plan.dispose();
-    await waitFor(() => survivors().length === 0, 5_000);
-    assert.deepEqual(survivors(), []);
+    await until(() => survivors().length === 0, 5_000, 'no sleep left');
   });
 
   test('tty: the sandbox runs under a PTY and still judges denials', async () => {
@@ -427,10 +428,3 @@ function cmdline(pid: string): string {
   }
 }
 
-async function waitFor(cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
