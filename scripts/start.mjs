@@ -13,6 +13,7 @@ import {
   CHROMIUM_ARGS,
   chromiumPath,
   codeServerArgs,
+  isolatedWorld,
   CS_VERSION,
   ensureCodeServer,
   fail,
@@ -40,18 +41,7 @@ const codeServer = ensureCodeServer();
 // A fresh demo profile each time, outside the repo.
 const demo = join(cacheRoot, 'demo');
 rmSync(demo, { recursive: true, force: true });
-const env = {
-  ...process.env,
-  HOME: join(demo, 'home'),
-  TMPDIR: join(demo, 'tmp'),
-  XDG_CONFIG_HOME: join(demo, 'xdg', 'config'),
-  XDG_DATA_HOME: join(demo, 'xdg', 'data'),
-  XDG_CACHE_HOME: join(demo, 'xdg', 'cache'),
-};
-const userData = join(demo, 'user-data');
-const extensions = join(demo, 'extensions');
-const workspace = join(demo, 'workspace');
-for (const d of [env.HOME, env.TMPDIR, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.XDG_CACHE_HOME, extensions, workspace]) mkdirSync(d, { recursive: true });
+const { env, userData, extensions, workspace } = isolatedWorld(demo);
 writeUserSettings(userData, { 'workbench.startupEditor': 'readme' });
 writeFileSync(
   join(workspace, 'README.md'),

@@ -170,6 +170,26 @@ export function killGroup(child) {
   });
 }
 
+/**
+ * A throwaway world under `root` for code-server, its extension host and chromium: their own HOME,
+ * TMPDIR and XDG folders, a user-data and an extensions folder, and an empty workspace (all made).
+ */
+export function isolatedWorld(root) {
+  const env = {
+    ...process.env,
+    HOME: join(root, 'home'),
+    TMPDIR: join(root, 'tmp'),
+    XDG_CONFIG_HOME: join(root, 'xdg', 'config'),
+    XDG_DATA_HOME: join(root, 'xdg', 'data'),
+    XDG_CACHE_HOME: join(root, 'xdg', 'cache'),
+  };
+  const world = { env, userData: join(root, 'user-data'), extensions: join(root, 'extensions'), workspace: join(root, 'workspace') };
+  for (const d of [env.HOME, env.TMPDIR, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.XDG_CACHE_HOME, world.extensions, world.workspace]) {
+    mkdirSync(d, { recursive: true });
+  }
+  return world;
+}
+
 /** A quiet, offline profile; terminal text in the DOM (no GPU renderer) so tests can read it. */
 export function writeUserSettings(userData, extra = {}) {
   mkdirSync(join(userData, 'User'), { recursive: true });
@@ -419,19 +439,7 @@ async function main() {
   const runsRoot = underTmp(cacheRoot) ? '/var/tmp/exec-bridge-vscode-runs' : join(cacheRoot, 'runs');
   mkdirSync(runsRoot, { recursive: true });
   const rt = mkdtempSync(join(runsRoot, 'run-'));
-  const env = {
-    ...process.env,
-    HOME: join(rt, 'home'),
-    TMPDIR: join(rt, 'tmp'),
-    XDG_CONFIG_HOME: join(rt, 'xdg', 'config'),
-    XDG_DATA_HOME: join(rt, 'xdg', 'data'),
-    XDG_CACHE_HOME: join(rt, 'xdg', 'cache'),
-  };
-  const userData = join(rt, 'user-data');
-  const workspace = join(rt, 'workspace');
-  for (const d of [env.HOME, env.TMPDIR, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.XDG_CACHE_HOME, join(rt, 'extensions'), workspace]) {
-    mkdirSync(d, { recursive: true });
-  }
+  const { env, userData, extensions, workspace } = isolatedWorld(rt);
   writeUserSettings(userData);
   writeFileSync(join(workspace, 'README.txt'), 'Exec Bridge test workspace\n');
 
@@ -442,7 +450,7 @@ async function main() {
   const logFd = openSync(csLog, 'a');
   // detached ⇒ setsid: code-server leads its own process group, so one group kill takes its
   // ptyHost, fileWatcher and extension-host children (and anything our extension started) along.
-  const cs = spawn(codeServer, [...codeServerArgs(port, userData, join(rt, 'extensions')), workspace], {
+  const cs = spawn(codeServer, [...codeServerArgs(port, userData, extensions), workspace], {
     detached: true,
     stdio: ['ignore', logFd, logFd],
     env,
