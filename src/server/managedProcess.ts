@@ -17,7 +17,7 @@ import { FramePool, frameBytes } from './framePool';
 import { OutputWindow } from './outputWindow';
 import type { SandboxPrewarmer } from './prewarm';
 import { killTree } from './processTree';
-import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
+import { argvWithArg0, type SpawnPlan, type SpawnPlanner } from './spawnPlan';
 import { pathFromUri } from './uri';
 
 /** Where a process delivers its notifications: the session's attached connection, if any. */
@@ -119,7 +119,8 @@ export function encodeOutputNotification(idJson: string, seq: number, stream: Ou
 function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, arg0: string | null | undefined): { file: string; args: string[] } {
   if (plan.file !== resolved) return { file: plan.file, args: plan.args }; // a sandbox launcher handles argv[0]
   if (arg0 && arg0 !== requested && existsSync('/bin/bash')) {
-    return { file: '/bin/bash', args: ['--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', arg0, resolved, ...plan.args] };
+    const [file, ...args] = argvWithArg0([resolved, ...plan.args], arg0);
+    return { file: file!, args };
   }
   // `resolved` came from this same PATH, so the child's execvp finds the same program by name.
   const viaPath = !requested.includes('/') && plan.env.PATH !== undefined;
@@ -482,6 +483,7 @@ export class ManagedProcess {
   }
 
   private wake(): void {
+    if (this.waiters.size === 0) return; // the common case on the output path: nobody long-polls
     const ws = this.waiters;
     this.waiters = new Set();
     for (const w of ws) w();

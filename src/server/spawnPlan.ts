@@ -67,6 +67,17 @@ export interface PrewarmSpec {
 
 export type SpawnPlanner = (req: SpawnRequest) => Promise<SpawnPlan>;
 
+/**
+ * `argv`, run so that the program sees `arg0` as its argv[0] when that differs from `argv[0]`:
+ * through bash's `exec -a` (spawners like bwrap 0.8 and node-pty cannot set argv[0] themselves).
+ * `--norc`: bash would otherwise read ~/.bashrc when stdin is a socket (its "rshd" heuristic).
+ */
+export function argvWithArg0(argv: readonly string[], arg0: string | null | undefined): string[] {
+  const [file, ...rest] = argv;
+  if (arg0 === undefined || arg0 === null || arg0 === file) return [...argv];
+  return ['/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', arg0, file!, ...rest];
+}
+
 /** The plan for a start without a sandbox: run argv as it is. */
 export async function planUnsandboxed(req: SpawnRequest): Promise<SpawnPlan> {
   if (req.sandbox !== undefined && req.sandbox !== null) {

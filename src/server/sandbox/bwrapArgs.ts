@@ -1,3 +1,4 @@
+import { argvWithArg0 } from '../spawnPlan';
 import { isWithin } from './policy';
 import { MINIMAL_PATHS, type Layout } from './layout';
 
@@ -22,7 +23,6 @@ export interface BwrapOptions {
   asRoot: boolean;
   /** Our own state directory (the seccomp file): kept read-only if a writable mount would expose it. */
   stateDir?: string;
-  bashPath?: string;
 }
 
 /** /proc entries a uid-0 process could write even without capabilities (as Docker masks them). */
@@ -77,18 +77,8 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   a.push('--cap-drop', 'ALL');
   if (o.seccompFd !== undefined) a.push('--seccomp', String(o.seccompFd));
   a.push('--chdir', o.cwd);
-  a.push('--', ...commandArgs(o));
+  a.push('--', ...argvWithArg0(o.argv, o.arg0));
   return a;
-}
-
-/** What bwrap runs after `--`: the command, through bash's `exec -a` when argv[0] must differ. */
-export function commandArgs(o: Pick<BwrapOptions, 'argv' | 'arg0' | 'bashPath'>): string[] {
-  const [file, ...rest] = o.argv;
-  if (o.arg0 !== undefined && o.arg0 !== null && o.arg0 !== file) {
-    // --norc: bash would otherwise read ~/.bashrc when stdin is a socket (its "rshd" heuristic).
-    return [o.bashPath ?? '/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', o.arg0, file!, ...rest];
-  }
-  return [file!, ...rest];
 }
 
 function mode(m: number): string {

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { shellLine } from '../../util/shellQuote';
 import { isExecutableFile } from '../executables';
-import { passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
-import { bwrapArgs, commandArgs } from './bwrapArgs';
+import { argvWithArg0, passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
+import { bwrapArgs } from './bwrapArgs';
 import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
 import { computeLayout, type Layout } from './layout';
 import { resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
@@ -136,7 +136,7 @@ export class SandboxPlanner {
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
     // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
-    const script = stubScript(files.length + 3, commandArgs({ argv, arg0 }), { ...req.env, PWD: req.cwd });
+    const script = stubScript(files.length + 3, argvWithArg0(argv, arg0), { ...req.env, PWD: req.cwd });
     if (script === undefined) return plan;
     const stubArgs = bwrapArgs({ ...sandbox, argv: [...PREWARM_STUB], arg0: null });
     plan.prewarm = {
@@ -158,8 +158,7 @@ export class SandboxPlanner {
       deniedPaths: layout.mounts.filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0)).map((m) => m.path),
       readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
     });
-    const argv = [commandName(req), ...req.argv.slice(1)];
-    if (req.arg0 && req.arg0 !== argv[0]) argv.unshift('/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', req.arg0);
+    const argv = argvWithArg0([commandName(req), ...req.argv.slice(1)], req.arg0);
     return this.finish(req, policy, layout, 'macosSeatbelt', { file: SANDBOX_EXEC, args: seatbeltArgs(profile, argv) }, () => undefined);
   }
 
