@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
 import { TerminalRun, type RunSpec } from '../core/terminalRun';
-import { Emitter } from '../util/emitter';
+import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
 import { registerCommand } from './commands';
 import type { Extension } from './extension';
@@ -23,22 +23,19 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
   readonly onDidWrite = this.writeEmitter.event;
   readonly onDidClose = this.closeEmitter.event;
   readonly onDidChangeName = this.nameEmitter.event;
-  private transcript = '';
-  private readonly wrote = new Emitter<string>();
-  readonly onText = this.wrote.event;
+  private readonly transcript = new TextTail(TRANSCRIPT_LIMIT);
 
   constructor(readonly run: TerminalRun) {
     run.model.onWrite((text) => {
-      this.transcript = (this.transcript + text).slice(-TRANSCRIPT_LIMIT);
+      this.transcript.append(text);
       this.writeEmitter.fire(text);
-      this.wrote.fire(text);
     });
     run.model.onClose((code) => this.closeEmitter.fire(code));
     run.onDidChangeName((name) => this.nameEmitter.fire(`Exec Bridge: ${name}`));
   }
 
   text(): string {
-    return this.transcript;
+    return this.transcript.text();
   }
 
   open(initialDimensions: vscode.TerminalDimensions | undefined): void {
@@ -60,7 +57,6 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
     this.writeEmitter.dispose();
     this.closeEmitter.dispose();
     this.nameEmitter.dispose();
-    this.wrote.dispose();
   }
 }
 
@@ -82,7 +78,7 @@ class ExecTerminalImpl implements ExecTerminal {
     return this.pty.text();
   }
   get onDidWrite(): vscode.Event<string> {
-    return this.pty.onText;
+    return this.pty.onDidWrite;
   }
   get phase() {
     return this.pty.run.model.phase;
