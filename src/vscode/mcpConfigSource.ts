@@ -42,13 +42,17 @@ export class McpConfigSource implements Disposable {
     const layers: McpConfigLayer[] = [];
     for (const folder of vscode.workspace.workspaceFolders ?? []) {
       const uri = vscode.Uri.joinPath(folder.uri, '.vscode', 'mcp.json');
+      const source = { kind: 'mcpJson' as const, file: uri.fsPath, workspaceFolder: folder.uri.fsPath };
       let text: string;
       try {
         text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-      } catch {
-        continue; // no mcp.json in this folder
+      } catch (e) {
+        if (e instanceof vscode.FileSystemError && e.code === 'FileNotFound') continue; // no mcp.json in this folder
+        // Unreadable (permissions, a remote file system failing): say so instead of dropping its servers silently.
+        layers.push({ source, servers: [], inputs: [], diagnostics: [{ severity: 'error', file: uri.fsPath, message: `cannot read ${uri.fsPath}: ${(e as Error).message}` }] });
+        continue;
       }
-      layers.push(parseMcpJson(text, { kind: 'mcpJson', file: uri.fsPath, workspaceFolder: folder.uri.fsPath }));
+      layers.push(parseMcpJson(text, source));
     }
     layers.push(parseSettingsServers(vscode.workspace.getConfiguration('execBridge.mcp').get<unknown>('servers'), { kind: 'settings', file: SETTINGS_LABEL }));
     const config = mergeMcpConfig(layers);
