@@ -94,6 +94,11 @@ export class ApprovalPolicy {
     await this.deps.store.set(this.deps.store.get().filter((k) => k !== key));
   }
 
+  /** How many commands are always allowed in this workspace. */
+  get alwaysAllowedCount(): number {
+    return this.deps.store.get().length;
+  }
+
   async forgetAll(): Promise<void> {
     await this.deps.store.set([]);
   }

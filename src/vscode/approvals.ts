@@ -41,6 +41,14 @@ export class ApprovalService {
     });
   }
 
+  /** Undoes every "Always Allow This Command" of this workspace; returns how many there were. */
+  async forgetAlwaysAllowed(): Promise<number> {
+    const n = this.policy.alwaysAllowedCount;
+    await this.policy.forgetAll();
+    this.log.info(`forgot ${n} always-allowed command(s): they ask again when the sandbox blocks them`);
+    return n;
+  }
+
   async approve(run: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome> {
     const outcome = await this.policy.approve(run, signal);
     const what = run.unavailable !== undefined ? `cannot sandbox (${run.sandboxLabel}: ${run.unavailable})` : `sandbox (${run.sandboxLabel}) denied`;

@@ -156,6 +156,16 @@ export class Extension {
 
 function registerCoreCommands(ext: Extension): void {
   registerCommand(ext, 'showLog', () => ext.log.show(true), { needsTrust: false });
+  registerCommand(
+    ext,
+    'forgetAlwaysAllowed',
+    async () => {
+      const n = await ext.approvals.forgetAlwaysAllowed();
+      void vscode.window.showInformationMessage(`Exec Bridge: forgot ${n} always-allowed command${n === 1 ? '' : 's'}; the sandbox asks again for them.`);
+      return n;
+    },
+    { needsTrust: false },
+  );
   registerCommand(ext, 'reconnect', () => ext.reconnect(ext.executors.active));
   registerCommand(ext, 'connect', async () => {
     await ext.connectOrExplain(ext.executors.active);

@@ -68,6 +68,13 @@ suite('sandbox approvals', () => {
     assert.match(second.text, /always allowed in this workspace — re-running WITHOUT the sandbox/);
     assert.equal(second.t.exitCode, 0);
     second.t.terminal.dispose();
+
+    // "Forget Always-Allowed Commands" undoes it: the next denial asks again.
+    assert.equal(await vscode.commands.executeCommand('execBridge.forgetAlwaysAllowed'), 1);
+    rmSync(join(workspace, FILE), { force: true });
+    const third = await runDenied(api, 'Deny');
+    assert.equal(third.asked.length, 1, 'asked again after forgetting');
+    third.t.terminal.dispose();
   });
 
   test('approvalPolicy "never" reports the denial and asks nothing', async () => {
