@@ -378,6 +378,9 @@ async function runUiPage(browser, base, host, workspace, rt) {
   return { ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 };
 }
 
+/** code-servers started by this run: a Ctrl-C kills them all. */
+const running = new Set();
+
 /**
  * A second workbench with workspace trust on, on a folder nobody trusted (no startup prompt: it
  * stays in restricted mode), running the `untrusted/` suite. Its workspace has an MCP server
@@ -402,6 +405,7 @@ async function runUntrusted(codeServer, rt, env) {
     stdio: ['ignore', logFd, logFd],
     env: { ...env, EXEC_BRIDGE_TEST_SUITE: 'untrusted' },
   });
+  running.add(cs);
   let browser;
   let result;
   try {
@@ -455,11 +459,15 @@ async function main() {
     stdio: ['ignore', logFd, logFd],
     env,
   });
+  running.add(cs);
   const onSignal = () => {
-    try {
-      process.kill(-cs.pid, 'SIGKILL');
-    } catch {
-      // gone
+    // Every code-server of this run (the untrusted one comes later), each with its whole group.
+    for (const c of running) {
+      try {
+        process.kill(-c.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
     }
     process.exit(130);
   };
