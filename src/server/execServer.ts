@@ -87,10 +87,6 @@ export class ExecServer {
     return conn;
   }
 
-  get connectionCount(): number {
-    return this.connections.size;
-  }
-
   /** Listens for WebSocket clients on host:port (port 0 picks a free one); resolves the bound `ws://` URL. */
   async listen(host: string, port: number): Promise<string> {
     const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false });

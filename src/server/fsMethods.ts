@@ -5,6 +5,7 @@ import type { FsDirectoryEntry, FsMetadata, FsWalkEntry, FsWalkOptions, FsWalkRe
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { FileHandleTable } from './fileHandles';
+import { isWithin } from './sandbox/policy';
 import { decodeBase64, describeIoError, ioErrorToRpc } from './rustCompat';
 import { uriFromPath } from './uri';
 
@@ -184,10 +185,6 @@ function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-function isSameOrDescendant(ancestor: string, path: string): boolean {
-  return path === ancestor || path.startsWith(ancestor.endsWith('/') ? ancestor : `${ancestor}/`);
 }
 
 async function copySymlink(source: string, target: string): Promise<void> {
@@ -411,7 +408,7 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
       const st = await fsp.lstat(source);
       if (st.isDirectory()) {
         if (!params.recursive) throw RpcError.invalidRequest('fs/copy requires recursive: true when sourcePath is a directory');
-        if (isSameOrDescendant(await fsp.realpath(source), await resolveExisting(destination))) {
+        if (isWithin(await resolveExisting(destination), await fsp.realpath(source))) {
           throw RpcError.invalidRequest('fs/copy cannot copy a directory to itself or one of its descendants');
         }
         await copyDirectory(source, destination);

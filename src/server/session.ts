@@ -87,11 +87,6 @@ export class Session {
     return this.processes.size + this.starting.size;
   }
 
-  /** OS pids of running processes (tests and shutdown). */
-  runningPids(): number[] {
-    return [...this.processes.values()].filter((p) => p.isRunning).map((p) => p.osPid);
-  }
-
   async startProcess(req: ProcessStartRequest): Promise<ProcessStartResult> {
     const id = req.processId;
     if (this.processes.has(id) || this.starting.has(id)) throw RpcError.invalidRequest(`process ${id} already exists`);

@@ -87,11 +87,6 @@ export class SandboxPlanner {
     }
   }
 
-  /** Placeholder stubs currently in use (none may outlive the plans that made them). */
-  get liveStubs(): number {
-    return this.stubs.size;
-  }
-
   async plan(req: SpawnRequest): Promise<SandboxedSpawnPlan> {
     if (req.argv.length === 0) throw new SandboxUnsupportedError('argv must not be empty');
     const policy = resolvePolicy(req.sandbox, req.cwd, req.env);

@@ -1,4 +1,5 @@
 import type { Layout } from './layout';
+import { isWithin } from './policy';
 
 /*
  * macOS: a Seatbelt (SBPL) profile for `/usr/bin/sandbox-exec`, generated from the same layout as
@@ -80,7 +81,7 @@ export function seatbeltProfile(o: SeatbeltOptions): SeatbeltProfile {
     o.layout.writableRoots.forEach((root, i) => {
       const name = `WRITABLE_ROOT_${i}`;
       const excluded = o.layout.protectedPaths
-        .filter((p) => p === root || p.startsWith(root.endsWith('/') ? root : root + '/'))
+        .filter((p) => isWithin(p, root))
         .map((p, j) => `(require-not (subpath ${param(`${name}_EXCLUDED_${j}`, p)}))`);
       const rootRef = param(name, root);
       parts.push(excluded.length === 0 ? `(allow file-write* (subpath ${rootRef}))` : `(allow file-write* (require-all (subpath ${rootRef}) ${excluded.join(' ')}))`);
