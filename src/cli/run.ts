@@ -176,20 +176,29 @@ export async function runCommand(argv: string[]): Promise<number> {
     });
     debug(`started process ${handle.processId}`);
 
-    // Our reader went away (e.g. `| head`): stop the command, as a local pipeline would.
-    const onOutputError = () => void handle.terminate().catch(() => undefined);
-    process.stdout.on('error', onOutputError);
-    cleanup.add(() => process.stdout.off('error', onOutputError));
     const c = client;
     let held = false;
+    let stdoutGone = false;
+    // Our reader went away (e.g. `| head`): stop the command, as a local pipeline would. No
+    // 'drain' will ever come, so read again (or the exit would never arrive) and drop its output.
+    const onOutputError = () => {
+      stdoutGone = true;
+      held = false;
+      c.setIncomingPaused(false);
+      void handle.terminate().catch(() => undefined);
+    };
+    process.stdout.on('error', onOutputError);
+    cleanup.add(() => process.stdout.off('error', onOutputError));
     handle.onEvent((e) => {
       if (e.type !== 'output') return;
+      if (stdoutGone && e.stream !== 'stderr') return;
       const out = e.stream === 'stderr' ? process.stderr : process.stdout;
       // A slow reader of our stdout (a pipe) holds the stream back end to end instead of us buffering it.
       if (!out.write(e.data) && !held) {
         held = true;
         c.setIncomingPaused(true);
         out.once('drain', () => {
+          if (!held) return;
           held = false;
           c.setIncomingPaused(false);
         });
@@ -201,7 +210,7 @@ export async function runCommand(argv: string[]): Promise<number> {
 
     try {
       const done = await handle.completion;
-      await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+      await Promise.all([stdoutGone ? undefined : flushed(process.stdout), flushed(process.stderr)]);
       if (done.sandboxDenied && args.sandbox) {
         const net = args.sandboxNetwork ? '' : ' (network off)';
         say(

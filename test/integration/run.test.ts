@@ -107,6 +107,19 @@ describe('run --bundled', () => {
     assert.equal(r.stdout(), 'ready\ngot-int\n');
   });
 
+  test('a reader that goes away (`| head`) stops the command and run exits, even while it was held back', async () => {
+    const child = spawn(process.execPath, [CLI_JS, 'run', '--bundled', '--no-stdin', '--', 'yes'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // Nobody reads for a while: the pipe fills and run stops reading from the server; then the reader leaves.
+    await new Promise((r) => setTimeout(r, 1500));
+    child.stdout!.destroy();
+    const code = await Promise.race([
+      new Promise<number | null>((r) => child.once('close', (c) => r(c))),
+      new Promise<'hung'>((r) => setTimeout(() => r('hung'), 20_000)),
+    ]);
+    if (code === 'hung') child.kill('SIGKILL');
+    assert.notEqual(code, 'hung', 'run kept waiting for a drain that never comes');
+  });
+
   test('--tty runs the command in a PTY', async () => {
     const r = run(['--bundled', '--tty', '--', 'bash', '-c', 'test -t 0 && test -t 1 && echo tty']);
     r.child.stdin!.end();
