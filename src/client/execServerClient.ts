@@ -526,6 +526,8 @@ export class ExecServerClient implements Disposable {
         }
         conn.ping?.();
         deadline ??= this.clock.setTimeout(() => {
+          // Paused after the ping went out: its pong is unread, not missing.
+          if (this.incomingPaused && this.live === live) return alive();
           this.log(`no pong within ${ka.timeoutMs} ms; dropping the connection`);
           conn.close(`keepalive: no answer within ${ka.timeoutMs} ms`);
         }, ka.timeoutMs);

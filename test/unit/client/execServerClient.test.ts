@@ -330,6 +330,24 @@ describe('recovery', () => {
     client.dispose();
   });
 
+  test('keepalive: pausing the incoming side after a ping went out does not drop the connection', async () => {
+    // Deadline and next probe fall due together (as with the defaults): the deadline fires first.
+    const { server, client, clock, states } = await setup({ keepalive: { intervalMs: 1_000, timeoutMs: 1_000 } });
+    server.conns[0]!.client.answerPings = false; // while paused, a pong could not be read anyway
+    clock.advance(1_000); // ping out, its deadline running
+    await flush();
+    client.setIncomingPaused(true);
+    for (let i = 0; i < 10; i++) {
+      clock.advance(1_000);
+      await flush();
+    }
+    assert.equal(client.state.kind, 'connected');
+    assert.deepEqual(states, []);
+    assert.equal(server.conns.length, 1);
+    client.setIncomingPaused(false);
+    client.dispose();
+  });
+
   test('keepalive: no pong within the bound drops a half-open connection and resumes', async () => {
     const { server, client, clock, states } = await setup({ keepalive: { intervalMs: 1_000, timeoutMs: 2_000 } });
     server.conns[0]!.client.answerPings = false;
