@@ -61,6 +61,15 @@ export class StdioTransport extends BaseTransport {
     });
   }
 
+  /** Stops reading input (backpressure for a slow consumer, see `ExecServerClient.setIncomingPaused`). */
+  pause(): void {
+    this.input.pause();
+  }
+
+  resume(): void {
+    this.input.resume();
+  }
+
   protected doClose(): void {
     this.input.destroy();
     this.output.end();
