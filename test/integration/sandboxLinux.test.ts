@@ -182,6 +182,13 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     assert.equal((await runPlan(planC)).code, 0);
     planC.dispose();
     assert.equal(existsSync(join(shared, '.codex')), false);
+    // A user's own empty .vscode stays protected (covered read-only) and is left where it was.
+    mkdirSync(join(shared, '.vscode'));
+    const planD = await a.plan(req('mkdir .vscode/x; echo x=$?'));
+    const d = await runPlan(planD);
+    planD.dispose();
+    assert.match(d.stdout, /x=1/, d.stderr);
+    assert.deepEqual(readdirSync(join(shared, '.vscode')), []);
   });
 
   test('workspace-write: a .git pointer file and its gitdir stay read-only (worktrees, submodules)', async () => {

@@ -60,6 +60,8 @@ export class SandboxPlanner {
   private seccompProgram: Buffer | undefined;
   /** Placeholder stubs on the host for missing carve-outs that this planner claims, with their users. */
   private readonly stubs = new Map<string, number>();
+  /** Stubs this planner made, or found claimed by another server: the last user removes them. */
+  private readonly removable = new Set<string>();
   /** The file that marks a stub as in use by this planner (see `claimStub`). */
   private readonly claimName = `${CLAIM_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`;
 
@@ -258,7 +260,7 @@ export class SandboxPlanner {
   private retainStub(p: string): void {
     // Claimed on every use, not only the first: the directory (and our claim) may have been
     // deleted on the host meanwhile (a workspace removed and made again).
-    claimStub(p, this.claimName);
+    if (claimStub(p, this.claimName)) this.removable.add(p);
     this.stubs.set(p, (this.stubs.get(p) ?? 0) + 1);
   }
 
@@ -275,6 +277,8 @@ export class SandboxPlanner {
     } catch {
       // gone already
     }
+    // An empty directory that was there before (not a stub of ours or another server's) stays.
+    if (!this.removable.delete(p)) return;
     try {
       rmdirSync(p); // only succeeds for an empty directory: never removes anything real, nor a stub another server still claims
     } catch {
@@ -295,22 +299,38 @@ export class SandboxPlanner {
  */
 const CLAIM_PREFIX = '.exec-bridge-claim-';
 
-function claimStub(p: string, claimName: string): void {
+/**
+ * Puts our claim in the stub (making the directory if needed). True when the directory is a stub
+ * (we made it, or another server's claim is in it); false for an empty directory that was already
+ * there (someone's own, or one another server is removing this instant): used, but never removed.
+ */
+function claimStub(p: string, claimName: string): boolean {
   for (let attempt = 0; attempt < 3; attempt++) {
+    let stub: boolean;
     try {
       mkdirSync(p, { mode: 0o755 });
+      stub = true;
     } catch {
-      // exists (a stub of another server, or a race): the claim below decides
+      stub = safeReaddir(p).some((n) => n.startsWith(CLAIM_PREFIX) && n !== claimName);
     }
     try {
       writeFileSync(join(p, claimName), '', { flag: 'wx', mode: 0o600 });
-      return;
+      return stub;
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') return;
-      if (code !== 'ENOENT') return; // cannot claim (read-only, not a directory): bwrap reports what is wrong
+      if (code === 'EEXIST') return stub;
+      if (code !== 'ENOENT') return false; // cannot claim (read-only, not a directory): bwrap reports what is wrong
       // removed between mkdir and claim by its last user elsewhere: make it again
     }
+  }
+  return false;
+}
+
+function safeReaddir(p: string): string[] {
+  try {
+    return readdirSync(p);
+  } catch {
+    return [];
   }
 }
 
@@ -322,7 +342,9 @@ function isClaimedStub(p: string): boolean {
   } catch {
     return false;
   }
-  if (names.length === 0) return false; // someone's own empty directory: real
+  // Empty: someone's own, or a stub whose last user elsewhere is removing it right now. An empty
+  // read-only tmpfs over it shows the same, and does not break if it vanishes before bwrap mounts.
+  if (names.length === 0) return true;
   let live = 0;
   for (const name of names) {
     if (!name.startsWith(CLAIM_PREFIX)) return false;
