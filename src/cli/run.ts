@@ -339,8 +339,9 @@ async function startBundledServer(): Promise<BundledServer> {
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, token, { mode: 0o600 });
   const script = process.argv[1]!;
-  const child = spawn(process.execPath, [script, 'serve', '--listen', 'ws://127.0.0.1:0', '--token-file', tokenFile], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+  // --exit-with-stdin: the pipe closes when we die in any way (even SIGKILL), and the server goes with us.
+  const child = spawn(process.execPath, [script, 'serve', '--listen', 'ws://127.0.0.1:0', '--token-file', tokenFile, '--exit-with-stdin'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
     detached: true,
   });
   const killNow = () => {

@@ -1,7 +1,7 @@
 /** `node dist/cli.js run …` end to end: exit codes, streams, stdin, Ctrl-C, and cuts under a fault proxy. */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -99,6 +99,33 @@ describe('run --bundled', () => {
     assert.equal(refused, true, 'the bundled server was stopped');
   });
 
+  test('run killed with SIGKILL takes its bundled server and the command along', async () => {
+    const tag = `${process.pid}${Date.now() % 100000}`;
+    const r = run(['--bundled', '--verbose', '--no-stdin', '--', 'sh', '-c', `echo ready; exec sleep 7${tag}`]);
+    await eventually(() => r.stdout().includes('ready'), 15_000, 'ready');
+    const url = /bundled exec-server at (ws:\/\/\S+)/.exec(r.stderr())?.[1];
+    assert.ok(url, r.stderr());
+    r.child.kill('SIGKILL');
+    await r.exit;
+    const refused = () =>
+      new Promise<boolean>((resolve) => {
+        const ws = new WebSocket(url);
+        ws.on('open', () => {
+          ws.terminate();
+          resolve(false);
+        });
+        ws.on('error', () => resolve(true));
+      });
+    let gone = false;
+    for (let i = 0; i < 50 && !gone; i++) {
+      gone = await refused();
+      if (!gone) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(gone, true, 'the bundled server outlived run');
+    const running = () => readdirSync('/proc').some((p) => /^\d+$/.test(p) && cmdlineOf(p) === `sleep\u00007${tag}\u0000`);
+    await eventually(() => !running(), 5000, 'the command gone');
+  });
+
   test('Ctrl-C becomes an interrupt of the remote command', async () => {
     const r = run(['--bundled', '--no-stdin', '--', 'bash', '-c', `trap 'echo got-int; kill $!; exit 42' INT; echo ready; sleep 10 & wait`]);
     await eventually(() => r.stdout().includes('ready'), 15_000, 'ready');
@@ -172,4 +199,12 @@ for (const kind of ['ours', 'codex'] as const) {
       assert.equal(r.stderr().match(/resumed after \d+ ms/g)?.length, 3, r.stderr());
     });
   });
+}
+
+function cmdlineOf(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+  } catch {
+    return '';
+  }
 }
