@@ -1,0 +1,3 @@
+// lint-as: src/fixture.ts
+// expect: layers/known-layer: src/fixture.ts is not in a known layer (util, protocol, rpc, client, server, mcp, core, vscode, cli); add its folder to LAYERS in eslint.config.mjs and to docs/architecture.md, "Layers"
+export const x = 1;
