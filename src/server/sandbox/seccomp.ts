@@ -10,6 +10,8 @@
  *  - `connect` ⇒ EPERM: with no inet sockets left this only blocks unix sockets, which is what keeps
  *    the host's docker/ssh-agent/dbus/VS Code IPC sockets unreachable through a read-only mount;
  *  - `io_uring_*` ⇒ EPERM (io_uring can connect without the `connect` syscall);
+ *  - `add_key`/`request_key`/`keyctl` ⇒ EPERM (Docker's default profile answers the same): the
+ *    kernel keyrings are not namespaced, so the user's session keyring would be shared;
  *  - everything else is allowed. Nothing is ever killed: denied calls fail with EPERM so that
  *    programs print a normal "Operation not permitted" error.
  */
@@ -45,12 +47,33 @@ export interface SyscallTable {
   socketpair: number;
   connect: number;
   ioUring: number[];
+  /** add_key, request_key, keyctl. */
+  keyring: number[];
+  /** The 32-bit compat ABI (i386 on x86_64, arm on arm64): its AUDIT_ARCH and keyring numbers. */
+  compat: { auditArch: number; keyring: number[] };
 }
 
 /** Syscall numbers per Node `process.arch` (linux/arch/x86/entry/syscalls, asm-generic/unistd.h). */
 export const SYSCALLS: Readonly<Record<string, SyscallTable>> = {
-  x64: { auditArch: 0xc000003e, foreignAbiFloor: 0x40000000, socket: 41, socketpair: 53, connect: 42, ioUring: [425, 426, 427] },
-  arm64: { auditArch: 0xc00000b7, socket: 198, socketpair: 199, connect: 203, ioUring: [425, 426, 427] },
+  x64: {
+    auditArch: 0xc000003e,
+    foreignAbiFloor: 0x40000000,
+    socket: 41,
+    socketpair: 53,
+    connect: 42,
+    ioUring: [425, 426, 427],
+    keyring: [248, 249, 250],
+    compat: { auditArch: 0x40000003, keyring: [286, 287, 288] },
+  },
+  arm64: {
+    auditArch: 0xc00000b7,
+    socket: 198,
+    socketpair: 199,
+    connect: 203,
+    ioUring: [425, 426, 427],
+    keyring: [217, 218, 219],
+    compat: { auditArch: 0x40000028, keyring: [309, 310, 311] },
+  },
 };
 
 interface Insn {
@@ -120,7 +143,7 @@ export function networkOffFilter(arch: string = process.arch): Buffer {
   p.load(OFF_NR);
   if (t.foreignAbiFloor !== undefined) p.jge(t.foreignAbiFloor, 'deny');
   p.jeq(t.socket, 'socket').jeq(t.socketpair, 'socket').jeq(t.connect, 'deny');
-  for (const nr of t.ioUring) p.jeq(nr, 'deny');
+  for (const nr of [...t.ioUring, ...t.keyring]) p.jeq(nr, 'deny');
   p.ret(SECCOMP_RET_ALLOW);
   p.label('socket')
     .load(offArgLow(0))
@@ -131,6 +154,29 @@ export function networkOffFilter(arch: string = process.arch): Buffer {
     .jeq(SOCK_SEQPACKET, 'allow');
   p.label('deny').ret(SECCOMP_RET_ERRNO | EPERM);
   p.label('allow').ret(SECCOMP_RET_ALLOW);
+  return p.assemble();
+}
+
+/**
+ * The keyring-only filter for `arch` (network-on starts): `add_key`, `request_key` and `keyctl`
+ * ⇒ EPERM in the native ABI, x32 (x86_64) and the 32-bit compat ABI; any other ABI (none exists on
+ * these kernels) ⇒ EPERM wholesale; everything else is allowed.
+ */
+export function keyringOffFilter(arch: string = process.arch): Buffer {
+  const t = SYSCALLS[arch];
+  if (!t) throw new Error(`no seccomp syscall table for architecture ${arch}`);
+  const p = new Program();
+  p.load(OFF_ARCH).jeq(t.auditArch, 'native').jeq(t.compat.auditArch, 'compat', 'deny');
+  p.label('native').load(OFF_NR);
+  for (const nr of t.keyring) {
+    p.jeq(nr, 'deny');
+    if (t.foreignAbiFloor !== undefined) p.jeq((t.foreignAbiFloor | nr) >>> 0, 'deny');
+  }
+  p.ret(SECCOMP_RET_ALLOW);
+  p.label('compat').load(OFF_NR);
+  for (const nr of t.compat.keyring) p.jeq(nr, 'deny');
+  p.ret(SECCOMP_RET_ALLOW);
+  p.label('deny').ret(SECCOMP_RET_ERRNO | EPERM);
   return p.assemble();
 }
 

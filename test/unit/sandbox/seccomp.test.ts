@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { disassemble, evaluate, networkOffFilter, SeccompAction, SYSCALLS } from '../../../src/server/sandbox/seccomp';
+import { disassemble, evaluate, keyringOffFilter, networkOffFilter, SeccompAction, SYSCALLS } from '../../../src/server/sandbox/seccomp';
 
 const AF_UNIX = 1;
 const AF_INET = 2;
@@ -38,10 +38,34 @@ for (const arch of Object.keys(SYSCALLS)) {
     assert.equal(run(0, [], 0x40000028 /* AUDIT_ARCH_ARM */), SeccompAction.eperm);
     if (t.foreignAbiFloor !== undefined) assert.equal(run(t.foreignAbiFloor + t.socket, [AF_INET]), SeccompAction.eperm, 'x32');
   });
+
+  test(`seccomp (${arch}): the keyring calls (add_key, request_key, keyctl) get EPERM with the network off`, () => {
+    assert.equal(t.keyring.length, 3);
+    for (const nr of t.keyring) assert.equal(run(nr), SeccompAction.eperm, `nr ${nr}`);
+    for (const nr of t.compat.keyring) assert.equal(run(nr, [], t.compat.auditArch), SeccompAction.eperm, `compat nr ${nr}`);
+  });
+
+  test(`seccomp (${arch}): the keyring-only filter (network on) denies the keyring calls in every ABI and nothing else`, () => {
+    const kr = keyringOffFilter(arch);
+    const ev = (nr: number, a = t.auditArch, args: number[] = []) => evaluate(kr, { arch: a, nr, args });
+    assert.equal(kr.length % 8, 0);
+    for (const nr of t.keyring) assert.equal(ev(nr), SeccompAction.eperm, `native ${nr}`);
+    if (t.foreignAbiFloor !== undefined) for (const nr of t.keyring) assert.equal(ev(t.foreignAbiFloor + nr), SeccompAction.eperm, `x32 ${nr}`);
+    for (const nr of t.compat.keyring) assert.equal(ev(nr, t.compat.auditArch), SeccompAction.eperm, `compat ${nr}`);
+    // The network and 32-bit programs keep working: sockets, connect, io_uring and compat calls pass.
+    assert.equal(ev(t.socket, t.auditArch, [AF_INET, SOCK_STREAM]), SeccompAction.allow);
+    assert.equal(ev(t.connect), SeccompAction.allow);
+    for (const nr of t.ioUring) assert.equal(ev(nr), SeccompAction.allow);
+    for (const nr of [0, 1, 3, 4, 11, 102]) assert.equal(ev(nr, t.compat.auditArch), SeccompAction.allow, `compat nr ${nr}`);
+    for (const nr of [0, 1, 56, 59, 63, 64, 221, 257]) if (!t.keyring.includes(nr)) assert.equal(ev(nr), SeccompAction.allow, `nr ${nr}`);
+    if (t.foreignAbiFloor !== undefined) assert.equal(ev(t.foreignAbiFloor + 1), SeccompAction.allow, 'x32 write');
+    assert.equal(ev(0, 0xdeadbeef), SeccompAction.eperm, 'an ABI we do not know is refused');
+  });
 }
 
 test('seccomp: unknown architectures are refused, not guessed', () => {
   assert.throws(() => networkOffFilter('mips'), /no seccomp syscall table/);
+  assert.throws(() => keyringOffFilter('mips'), /no seccomp syscall table/);
 });
 
 test('seccomp: the x86_64 program is byte-for-byte stable (what bwrap reads)', () => {
