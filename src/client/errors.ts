@@ -127,16 +127,21 @@ export class AbortedError extends ExecClientError {
   }
 }
 
-/** A JSON-RPC error answered by the server (codes in src/protocol/common.ts `ErrorCode`). */
+/**
+ * A JSON-RPC error answered by the server (codes in src/protocol/common.ts `ErrorCode`). `message`
+ * is for people; code branches on `code` and `data`, never on the text.
+ */
 export class RemoteError extends ExecClientError {
   readonly kind = 'rpc' as const;
   constructor(
     readonly method: string,
     readonly code: number,
-    message: string,
+    /** The server's message as it sent it. */
+    readonly serverMessage: string,
+    /** The error's `data` as the server sent it; ours is `{ kind, … }` (codex sends none). */
     readonly data?: unknown,
   ) {
-    super(`${method} failed: ${message} (code ${code})`);
+    super(`${method} failed: ${serverMessage} (code ${code})`);
     this.name = 'RemoteError';
   }
 }

@@ -4,6 +4,7 @@
  * without the sandbox and is marked as such; "Always Allow" remembers that exact command (argv, cwd
  * and executor) in the workspace. No `vscode` here: the UI prompt and the storage are injected.
  */
+import { RemoteError } from '../client/errors';
 
 /** The setting. `autoApprove` re-runs denied commands unsandboxed without asking. */
 export type ApprovalMode = 'ask' | 'autoApprove' | 'never';
@@ -31,13 +32,15 @@ export interface DeniedRun {
 
 /**
  * Why the executor refused a sandboxed start because it cannot sandbox here (bwrap missing, no user
- * namespaces, an unsupported platform), or undefined for any other failure. Our exec-server marks
- * it with `data.kind: "sandboxUnavailable"`.
+ * namespaces, an unsupported platform), or undefined for any other failure. Our exec-server says so
+ * in the error's data: `{ kind: "sandboxUnavailable", reason }` (one without `reason` is older: its
+ * whole message is the reason).
  */
 export function sandboxUnavailableReason(e: unknown): string | undefined {
-  const err = e as { kind?: unknown; data?: { kind?: unknown }; message?: unknown } | undefined;
-  if (err?.kind !== 'rpc' || err.data?.kind !== 'sandboxUnavailable' || typeof err.message !== 'string') return undefined;
-  return err.message.replace(/^process\/start failed: (sandbox unavailable: )?/, '').replace(/ \(code -?\d+\)$/, '');
+  if (!(e instanceof RemoteError)) return undefined;
+  const data = e.data as { kind?: unknown; reason?: unknown } | null | undefined;
+  if (typeof data !== 'object' || data === null || data.kind !== 'sandboxUnavailable') return undefined;
+  return typeof data.reason === 'string' ? data.reason : e.serverMessage;
 }
 
 export interface ApprovalOutcome {

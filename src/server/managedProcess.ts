@@ -211,7 +211,9 @@ export class ManagedProcess {
       plan = await options.planner({ argv: [argv0, ...req.argv.slice(1)], arg0: req.arg0 ?? req.argv[0], cwd, env, tty: req.tty, sandbox: req.sandbox ?? null });
     } catch (e) {
       if (e instanceof RpcError) throw e;
-      throw RpcError.internal(`sandbox unavailable: ${(e as Error).message}`, { kind: 'sandboxUnavailable' });
+      // `reason` lets clients show why without parsing the message (the message stays as it was).
+      const reason = (e as Error).message;
+      throw RpcError.internal(`sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable', reason });
     }
     const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options);
     proc.plan = plan;

@@ -120,8 +120,13 @@ test('always-allow memory is bounded, oldest first', async () => {
 
 test('an executor that cannot sandbox is recognised from its error, and its run is "not run", never "not re-run"', async () => {
   const reason = 'the sandbox needs bubblewrap (bwrap), which is not installed on the executor; install it. The command was not run.';
-  const err = new RemoteError('process/start', -32603, `sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable' });
+  const err = new RemoteError('process/start', -32603, `sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable', reason });
   assert.equal(sandboxUnavailableReason(err), reason);
+  // The reason is the data's field, whatever the message says.
+  assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, 'worded otherwise', { kind: 'sandboxUnavailable', reason })), reason);
+  // An older server of ours sends no reason: its message, as it is, is the reason.
+  assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, `sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable' })), `sandbox unavailable: ${reason}`);
+  assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, 'x', null)), undefined);
   assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, 'spawn failed', { kind: 'spawnFailed' })), undefined);
   assert.equal(sandboxUnavailableReason(new Error('sandbox unavailable: x')), undefined);
   const policy = new ApprovalPolicy({ mode: () => 'ask', store: new MemoryAlwaysAllowStore(), ask: async () => 'deny' });
