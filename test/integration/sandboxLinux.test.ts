@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { spawn as ptySpawn } from 'node-pty';
 import { constants as osConstants, tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { sandboxForPolicy, type SandboxIntent } from '../../src/protocol/sandbox';
 import { planSpawn, SandboxPlanner, SandboxUnavailableError, type SandboxedSpawnPlan } from '../../src/server/sandbox';
+import { keyringOffFilter, SYSCALLS } from '../../src/server/sandbox/seccomp';
 import { until } from '../helpers/procs';
 
 const uri = (p: string) => pathToFileURL(p).href;
@@ -271,6 +272,58 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     assert.equal(hostConnections, before.tcp + 1);
     const v = r.plan.classify(1, [Buffer.from('connect EPERM 203.0.113.1:80 - Local (undefined:undefined)\n')]);
     assert.deepEqual([v.denied, v.kind], [true, 'network']);
+  });
+
+  // The kernel keyrings are not namespaced: a sandboxed command must not read or add to ours.
+  // Unsandboxed, keyctl answers and an empty key type is EINVAL; the filter answers EPERM first.
+  const keyringProbe = () => {
+    const t = SYSCALLS[process.arch]!;
+    const [addKey, requestKey, keyctl] = t.keyring;
+    const py = [
+      'import ctypes, errno',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'def call(name, nr, *args):',
+      '    ctypes.set_errno(0)',
+      '    r = libc.syscall(nr, *args)',
+      '    print(name, "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()])',
+      `call("keyctl", ${keyctl}, 0, -3, 0)`,
+      `call("add_key", ${addKey}, b"", b"k", b"v", 1, -3)`,
+      `call("request_key", ${requestKey}, b"", b"k", None, 0)`,
+    ].join('\n');
+    writeFileSync(join(ws, 'keyring.py'), py);
+    return '/usr/bin/python3 keyring.py';
+  };
+
+  test('keyring syscalls (add_key, request_key, keyctl) fail with EPERM, network on and off', async () => {
+    const probe = keyringProbe();
+    const host = spawnSync('/bin/sh', ['-c', probe], { cwd: ws, encoding: 'utf8' });
+    assert.equal(host.stdout, 'keyctl ok\nadd_key EINVAL\nrequest_key EINVAL\n', host.stderr);
+    for (const network of [false, true]) {
+      const r = await sh({ policy: 'workspace-write', network }, probe);
+      assert.equal(r.stdout, 'keyctl EPERM\nadd_key EPERM\nrequest_key EPERM\n', `network ${network ? 'on' : 'off'}: ${r.stderr}`);
+    }
+  });
+
+  test('the keyring-only filter (for network-on starts) holds under the real kernel and leaves the network alone', async () => {
+    const probe = keyringProbe();
+    const bpf = join(base, 'keyring.bpf');
+    writeFileSync(bpf, keyringOffFilter());
+    const fd = openSync(bpf, 'r');
+    try {
+      // Not spawnSync: the host server answering the connect runs in this process.
+      const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--seccomp', '3', '--chdir', ws, '/bin/sh', '-c', `${probe}; ${process.execPath} -e 'require("net").connect(${hostPort},"127.0.0.1").on("data",d=>process.stdout.write(d))'`];
+      const child = spawn('bwrap', args, { stdio: ['ignore', 'pipe', 'pipe', fd] });
+      let out = '';
+      let err = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await new Promise((r) => child.on('close', r));
+      clearTimeout(timer);
+      assert.equal(out, 'keyctl EPERM\nadd_key EPERM\nrequest_key EPERM\nhi\n', err);
+    } finally {
+      closeSync(fd);
+    }
   });
 
   test('escape attempts as root: remount, core_pattern, sysrq, capabilities, nested namespaces', async () => {
