@@ -33,10 +33,17 @@ export interface ExecServerOptions {
   log?: (line: string) => void;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '[::1]']);
-
+/** `localhost`, an IPv4 literal in 127.0.0.0/8, or `::1` in any spelling; a name like `127.x.example` is not. */
 export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK.has(host) || host.startsWith('127.');
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost') return true;
+  if (/^127(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/.test(h)) return true;
+  if (!h.includes(':') || !/^[0-9a-f:]+$/.test(h)) return false;
+  try {
+    return new URL(`http://[${h}]/`).hostname === '[::1]';
+  } catch {
+    return false;
+  }
 }
 
 /**
