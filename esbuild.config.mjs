@@ -1,4 +1,4 @@
-// Two bundles from one config (style.md §12):
+// Two bundles from one config (docs/style.md §12):
 //  - dist/extension.js: the VS Code extension, `vscode` external.
 //  - dist/cli.js: the exec-server and the `run` command line; no `vscode` at all, so a stray
 //    import of it fails this build.

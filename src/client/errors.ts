@@ -1,5 +1,5 @@
 /**
- * Errors are values with a kind (style.md §10): callers branch on `kind`, users read `message`,
+ * Errors are values with a kind (docs/style.md §10): callers branch on `kind`, users read `message`,
  * a sentence that says what happened and what to do.
  */
 export type ClientErrorKind =

@@ -6,7 +6,7 @@ import type { Disposable } from '../util/disposable';
 import type { DisconnectedError, ExecClientError } from './errors';
 
 /**
- * The client's connection, observable so a UI can show it (style.md §3).
+ * The client's connection, observable so a UI can show it (docs/style.md §3).
  * `connected → recovering → connected | failed`; `failed` is final.
  */
 export type ConnectionState =
@@ -53,7 +53,7 @@ export interface Connection extends Transport {
 }
 
 /**
- * Seam (style.md §9): opens one connection. The client calls it for the first connection and for
+ * Seam (docs/style.md §9): opens one connection. The client calls it for the first connection and for
  * each reconnect attempt; `signal` aborts an attempt that took too long.
  */
 export type Connector = (signal: AbortSignal) => Promise<Connection>;

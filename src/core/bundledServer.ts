@@ -24,7 +24,7 @@ export interface BundledServerInfo {
   pid: number;
 }
 
-/** The first `ws://` URL the server prints on stdout (exec-server-protocol.md §1). */
+/** The first `ws://` URL the server prints on stdout (docs/protocol.md §1). */
 export function parseListenUrl(text: string): string | undefined {
   return /ws:\/\/[0-9A-Za-z.:[\]-]+/.exec(text)?.[0];
 }

@@ -42,7 +42,7 @@ export interface TerminalRunDeps {
 
 /**
  * One run in one terminal: starts the process, pipes it through the stream model, and on a sandbox
- * denial asks for approval and re-runs unsandboxed in the same terminal (architecture.md, "Sandbox
+ * denial asks for approval and re-runs unsandboxed in the same terminal (docs/architecture.md, "Sandbox
  * denial"). Pure orchestration: no `vscode` here; the Pseudoterminal adapter only forwards.
  */
 export class TerminalRun {

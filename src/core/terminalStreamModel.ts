@@ -4,7 +4,7 @@ import { Emitter, type Event } from '../util/emitter';
 
 /**
  * What the model asks of the process behind the terminal. The adapter (src/vscode) maps these to
- * ProcessHandle calls; the model itself never talks to the network (style.md §8).
+ * ProcessHandle calls; the model itself never talks to the network (docs/style.md §8).
  */
 export type TerminalAction =
   | { kind: 'write'; data: string }

@@ -1,5 +1,5 @@
 /**
- * The per-server state machine (style.md §3: explicit states, time injected):
+ * The per-server state machine (docs/style.md §3: explicit states, time injected):
  *
  *   stopped ─▶ starting ─▶ ready(n tools)
  *      ▲          │  │         │

@@ -7,7 +7,7 @@ import type { McpServerManager } from './serverManager';
 import { isFinal } from './serverState';
 
 /**
- * The "MCP Servers" tree without `vscode` (style.md §7): nodes with a `kind` and a stable `id`, and
+ * The "MCP Servers" tree without `vscode` (docs/style.md §7): nodes with a `kind` and a stable `id`, and
  * for each node the view data (label, description, tooltip markdown, codicon, contextValue). The
  * provider in src/vscode only maps this to TreeItems.
  */

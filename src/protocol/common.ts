@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** JSON-RPC error codes used on the wire (exec-server-protocol.md §3). */
+/** JSON-RPC error codes used on the wire (docs/protocol.md §3). */
 export const ErrorCode = {
   /** Malformed frame (answered with id -1), call before initialize, duplicate ids, unknown process/session. */
   InvalidRequest: -32600,

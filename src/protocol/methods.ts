@@ -7,7 +7,7 @@ import * as p from './process';
 import { InitializedParams, InitializeParams, InitializeResult } from './session';
 
 /**
- * The one method table (style.md §1): it drives the client's typed `call()` and the server's
+ * The one method table (docs/style.md §1): it drives the client's typed `call()` and the server's
  * router. Keys are the wire method names.
  */
 export const requests = {

@@ -1,5 +1,5 @@
 /**
- * The wire envelope: JSON-RPC 2.0 without the `"jsonrpc"` member (exec-server-protocol.md §2).
+ * The wire envelope: JSON-RPC 2.0 without the `"jsonrpc"` member (docs/protocol.md §2).
  * One message per frame; batches are not accepted.
  */
 export type RequestId = number | string;

@@ -16,7 +16,7 @@ export interface PeerHandlers {
    */
   onUnexpectedResponse?(id: RequestId | null): void;
   /**
-   * Answer unparseable frames with an id -1 error (the server's duty, exec-server-protocol.md §8).
+   * Answer unparseable frames with an id -1 error (the server's duty, docs/protocol.md §8).
    * A client must stay silent instead: the real server drops a connection that sends it an
    * unrequested error. Default true.
    */

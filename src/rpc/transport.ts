@@ -23,5 +23,5 @@ export interface Transport {
   lowWaterMark: number;
 }
 
-/** Frames above this are refused: the connection is closed (exec-server-protocol.md §12). */
+/** Frames above this are refused: the connection is closed (docs/protocol.md §12). */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;

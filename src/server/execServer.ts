@@ -134,7 +134,7 @@ export class ExecServer {
     return `ws://${h}:${addr.port}`;
   }
 
-  /** [status, body] when an upgrade must be refused (exec-server-protocol.md §11, plus Origin). */
+  /** [status, body] when an upgrade must be refused (docs/protocol.md §11, plus Origin). */
   private checkUpgrade(req: IncomingMessage): [number, string] | undefined {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/') return [404, 'not found'];

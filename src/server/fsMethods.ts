@@ -10,7 +10,7 @@ import { decodeBase64, describeIoError, ioErrorToRpc } from './rustCompat';
 import { uriFromPath } from './uri';
 
 /**
- * The `fs/*` methods, matching `codex exec-server` 0.171.0 (exec-server-protocol.md §6) down to
+ * The `fs/*` methods, matching `codex exec-server` 0.171.0 (docs/protocol.md §6) down to
  * error codes and messages: missing path → -32004, permission denied / invalid input → -32600,
  * other OS errors → -32603 `<description> (os error N)`. Behaviours below that the reference
  * doc does not spell out were observed on the real binary.

@@ -8,7 +8,7 @@ import { decodeBase64 } from './rustCompat';
 
 /**
  * `http/request`: an HTTP(S) request made from the executor, matching `codex exec-server` 0.171.0
- * (exec-server-protocol.md §7) in params, results and error texts. What the doc leaves open was
+ * (docs/protocol.md §7) in params, results and error texts. What the doc leaves open was
  * observed on the real binary: it sends `accept: *\/*`, decodes gzip bodies, follows up to 10
  * redirects like a browser (303, and 301/302 after POST, become GET; credentials are dropped
  * across origins; a `referer` is added), and appends a `valueEnvVar` header's variable to `value`.

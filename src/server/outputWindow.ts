@@ -9,7 +9,7 @@ export interface RetainedChunk {
 /**
  * The retained output of one process for `process/read`: the newest `maxBytes` (1 MiB) and at most
  * `maxChunks` chunks. Older chunks are evicted silently; a reader detects the loss by a seq gap
- * (exec-server-protocol.md §5.3), exactly as with the real server.
+ * (docs/protocol.md §5.3), exactly as with the real server.
  */
 export class OutputWindow {
   private chunks: RetainedChunk[] = [];

@@ -3,7 +3,7 @@ import { RpcError } from '../rpc/errors';
 
 /**
  * Turns a wire `PathUri` into an absolute local path, with the real server's error messages
- * (exec-server-protocol.md §2 "Paths"): a plain or relative path is "relative URL without a base",
+ * (docs/protocol.md §2 "Paths"): a plain or relative path is "relative URL without a base",
  * a `file://relative` host is "not valid on this exec-server host". `file://localhost/x` is `/x`.
  */
 export function pathFromUri(uri: string, field = 'path'): string {

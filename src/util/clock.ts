@@ -1,5 +1,5 @@
 /**
- * Injected time (style.md §3): state machines take a Clock so that tests can run a 25-second
+ * Injected time (docs/style.md §3): state machines take a Clock so that tests can run a 25-second
  * outage in milliseconds.
  */
 export interface Clock {

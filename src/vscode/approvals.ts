@@ -12,7 +12,7 @@ const ANSWERS: Record<ApprovalChoice, ApprovalAnswer> = {
 };
 
 /**
- * Sandbox denial → approval (architecture.md): the decision is core's ApprovalPolicy (setting
+ * Sandbox denial → approval (docs/architecture.md, "Sandbox denial"): the decision is core's ApprovalPolicy (setting
  * `execBridge.approvalPolicy`, "always allow" in workspaceState); this class only supplies the
  * notification naming the command and the sandbox policy, with Run Without Sandbox / Always Allow
  * This Command / Deny.

@@ -10,7 +10,7 @@ export interface CommandOptions {
 }
 
 /**
- * Registers `execBridge.<name>` and ties it to the extension's lifetime (style.md §6). Errors are
+ * Registers `execBridge.<name>` and ties it to the extension's lifetime (docs/style.md §6). Errors are
  * shown as one readable message with "Show Log" instead of surfacing as an unhandled rejection.
  */
 export function registerCommand<A extends unknown[], R>(

@@ -15,7 +15,7 @@ import { registerStatusBar } from './statusBar';
 import { TerminalFeature } from './terminals';
 
 /**
- * The one object that owns everything (architecture.md, "Lifetimes"). `disposables` lives as long
+ * The one object that owns everything (docs/architecture.md, "Lifetimes"). `disposables` lives as long
  * as the extension; `connectionScope` holds what is bound to the active executor's connection and
  * is dropped when that connection fails or the active executor changes.
  */
@@ -100,7 +100,7 @@ export class Extension {
 
   /**
    * Connects, or explains why not: "Not connected — Connect / Show Log" instead of an exception
-   * (style.md §6). Resolves whether a connection is there.
+   * (docs/style.md §6). Resolves whether a connection is there.
    */
   async connectOrExplain(conn: ExecutorConnection): Promise<boolean> {
     try {

@@ -13,7 +13,7 @@ const HISTORY_LIMIT = 30;
 export const SHELL_PROFILE_ID = 'execBridge.shell';
 
 /**
- * A VS Code Pseudoterminal over one TerminalRun (style.md §8): it only forwards — open, input,
+ * A VS Code Pseudoterminal over one TerminalRun (docs/style.md §8): it only forwards — open, input,
  * resize and close go to the run's stream model; the model's text and close come back.
  */
 class RunPseudoterminal implements vscode.Pseudoterminal {

@@ -1,6 +1,6 @@
 /**
  * Interop: the same scenarios against our exec-server and the real `codex exec-server` 0.171.0,
- * asserting the same observable behaviour (exec-server-protocol.md, every method and error row
+ * asserting the same observable behaviour (docs/protocol.md, every method and error row
  * both implement; fs/* lives in fs.test.ts). Observations are normalized before comparison:
  * session ids, temp dirs, pty numbers, and chunk boundaries (output is compared concatenated per
  * stream, events as a sequence of kinds with runs of output collapsed), because chunking is not
