@@ -1,9 +1,9 @@
 import * as vscode from 'vscode';
 import { describeExecutor } from '../core/executorConfig';
 import { describeExitCode } from '../core/terminalStreamModel';
-import { isActive, type RunRecord } from '../core/runRegistry';
-import { registerCommand } from './commands';
-import type { Extension } from './extension';
+import { isActive, type RunRecord, type RunRegistry } from '../core/runRegistry';
+import { commandId } from './commandIds';
+import type { FeatureContext } from './context';
 import { stateText } from './statusBar';
 
 type Node =
@@ -36,7 +36,7 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
   private readonly changed = new vscode.EventEmitter<Node | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
-  constructor(private readonly ext: Extension) {}
+  constructor(private readonly ext: FeatureContext) {}
 
   refresh(): void {
     this.changed.fire(undefined);
@@ -77,7 +77,7 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
         item.iconPath = new vscode.ThemeIcon(icon);
         item.contextValue = `state;${state.kind};`;
         if (state.kind === 'idle' || state.kind === 'failed') {
-          item.command = { command: 'execBridge.executor.connect', title: 'Connect', arguments: [{ kind: 'executor', name: node.executor }] };
+          item.command = { command: commandId('executor.connect'), title: 'Connect', arguments: [{ kind: 'executor', name: node.executor }] };
           item.tooltip = 'Click to connect';
         }
         return item;
@@ -94,14 +94,26 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
           run.status === 'awaitingApproval' ? 'shield' : active ? 'loading~spin' : run.status === 'exited' && run.exitCode === 0 ? 'pass' : 'error',
         );
         item.contextValue = `run;${active ? 'running;canStop;' : ''}canShowTerminal;canCopy;`;
-        item.command = { command: 'execBridge.run.showTerminal', title: 'Show Terminal', arguments: [node] };
+        item.command = { command: commandId('run.showTerminal'), title: 'Show Terminal', arguments: [node] };
         return item;
       }
     }
   }
 }
 
-export function registerExecutorsView(ext: Extension): void {
+/** The executor a node of this view (an argument of `execBridge.executor.*`) stands for. */
+export function executorOfNode(node: unknown): string | undefined {
+  const n = node as Partial<Extract<Node, { kind: 'executor' }>> | undefined;
+  return n?.kind === 'executor' && typeof n.name === 'string' ? n.name : undefined;
+}
+
+/** The run a node of this view (an argument of `execBridge.run.*`) stands for, while the registry has it. */
+export function runOfNode(runs: RunRegistry, node: unknown): RunRecord | undefined {
+  return node && typeof node === 'object' && 'runId' in node ? runs.get((node as { runId: string }).runId) : undefined;
+}
+
+/** The Executors view; its item commands (`execBridge.executor.*`, `execBridge.run.*`) are in the table, commands.ts. */
+export function registerExecutorsView(ext: FeatureContext): void {
   const provider = new ExecutorsTreeProvider(ext);
   const view = ext.disposables.add(vscode.window.createTreeView('execBridge.executors', { treeDataProvider: provider, showCollapseAll: false }));
   // Many output-free state changes come in bursts (reconnect attempts): coalesce refreshes.
@@ -117,42 +129,4 @@ export function registerExecutorsView(ext: Extension): void {
   ext.disposables.add(ext.executors.onDidChangeState(refresh));
   ext.disposables.add(ext.runs.onDidChange(refresh));
   view.description = undefined;
-
-  const executorOf = (node: unknown): string | undefined => {
-    const n = node as Partial<Extract<Node, { kind: 'executor' }>> | undefined;
-    return n?.kind === 'executor' && typeof n.name === 'string' ? n.name : undefined;
-  };
-  const runOf = (node: unknown): RunRecord | undefined =>
-    node && typeof node === 'object' && 'runId' in node ? ext.runs.get((node as { runId: string }).runId) : undefined;
-
-  registerCommand(ext, 'executor.use', (node?: unknown) => {
-    const name = executorOf(node);
-    return name ? ext.useExecutor(name) : undefined;
-  });
-  registerCommand(ext, 'executor.connect', async (node?: unknown) => {
-    const conn = ext.executors.get(executorOf(node) ?? ext.executors.active.name);
-    if (conn) await ext.connectOrExplain(conn);
-  });
-  registerCommand(ext, 'executor.reconnect', async (node?: unknown) => {
-    const conn = ext.executors.get(executorOf(node) ?? ext.executors.active.name);
-    if (conn) await ext.reconnect(conn);
-  });
-  registerCommand(ext, 'executor.setToken', (node?: unknown) => vscode.commands.executeCommand('execBridge.setExecutorToken', executorOf(node)));
-  registerCommand(ext, 'run.stop', async (node?: unknown) => {
-    const run = runOf(node);
-    if (run) await ext.terminals.stopRun(run.id);
-  });
-  registerCommand(ext, 'run.showTerminal', (node?: unknown) => {
-    const run = runOf(node);
-    if (run && !ext.terminals.showRun(run.id)) void vscode.window.showInformationMessage(`The terminal of "${run.commandLine}" was closed.`);
-  });
-  registerCommand(
-    ext,
-    'run.copyCommand',
-    async (node?: unknown) => {
-      const run = runOf(node);
-      if (run) await vscode.env.clipboard.writeText(run.commandLine);
-    },
-    { needsTrust: false },
-  );
 }

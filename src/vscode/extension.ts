@@ -1,13 +1,12 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { BundledServer } from '../core/bundledServer';
-import { describeExecutor } from '../core/executorConfig';
 import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
 import { RunRegistry } from '../core/runRegistry';
 import { DisposableStore } from '../util/disposable';
 import type { ExecBridgeApi } from './api';
 import { ApprovalService } from './approvals';
-import { registerCommand } from './commands';
+import { registerCommands, type CommandContext } from './commands';
 import { ExecutorManager } from './executorManager';
 import { registerMcpFeature, type McpFeature } from './mcpFeature';
 import { registerExecutorsView } from './executorsView';
@@ -16,10 +15,11 @@ import { TerminalFeature } from './terminals';
 
 /**
  * The one object that owns everything (docs/architecture.md, "Lifetimes"). `disposables` lives as long
- * as the extension; `connectionScope` holds what is bound to the active executor's connection and
- * is dropped when that connection fails or the active executor changes.
+ * as the extension; `connectionScopeValue` holds what is bound to the active executor's connection
+ * and is dropped when that connection fails or the active executor changes. Features get it as
+ * their FeatureContext (context.ts), the command table as its CommandContext (commands.ts).
  */
-export class Extension {
+export class Extension implements CommandContext {
   readonly disposables = new DisposableStore();
   private connectionScopeValue = new DisposableStore();
   readonly log: vscode.LogOutputChannel;
@@ -28,8 +28,8 @@ export class Extension {
   readonly executors: ExecutorManager;
   readonly approvals: ApprovalService;
   readonly terminals: TerminalFeature;
-  /** Set by registerMcpFeature in activate; drained first on shutdown (its servers need the clients). */
-  mcp: McpFeature | undefined;
+  /** Drained first on shutdown (its servers need the clients). */
+  readonly mcp: McpFeature;
 
   constructor(readonly context: vscode.ExtensionContext) {
     // Disposed last, in shutdown(): the bundled server logs its exit after everything else is gone.
@@ -48,6 +48,9 @@ export class Extension {
         if (executor === this.executors.active.name && state.kind === 'connected') this.bindActiveConnection();
       }),
     );
+    registerStatusBar(this);
+    registerExecutorsView(this);
+    this.mcp = registerMcpFeature(this);
   }
 
   /**
@@ -84,14 +87,15 @@ export class Extension {
     if (!this.logClosed) this.log.info(line);
   }
 
-  /** Things bound to the active executor's current connection. */
-  get connectionScope(): DisposableStore {
-    return this.connectionScopeValue;
-  }
-
   private resetConnectionScope(): void {
     this.connectionScopeValue.dispose();
     this.connectionScopeValue = new DisposableStore();
+  }
+
+  connection(name: string | undefined): ExecutorConnection {
+    const conn = name === undefined ? this.executors.active : this.executors.get(name);
+    if (!conn) throw new Error(`there is no executor named "${name}"`);
+    return conn;
   }
 
   async useExecutor(name: string): Promise<void> {
@@ -135,13 +139,11 @@ export class Extension {
    * (their processes are terminated), drop clients, stop the bundled server.
    */
   async shutdown(): Promise<void> {
-    if (this.mcp) {
-      // Bounded: a stuck MCP server must not keep the bundled executor alive.
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)));
-      await Promise.race([this.mcp.shutdown().catch((e: unknown) => console.error('Exec Bridge: error while stopping MCP servers', e)), limit]);
-      clearTimeout(timer);
-    }
+    // Bounded: a stuck MCP server must not keep the bundled executor alive.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)));
+    await Promise.race([this.mcp.shutdown().catch((e: unknown) => console.error('Exec Bridge: error while stopping MCP servers', e)), limit]);
+    clearTimeout(timer);
     try {
       this.connectionScopeValue.dispose();
       this.disposables.dispose();
@@ -154,71 +156,13 @@ export class Extension {
   }
 }
 
-function registerCoreCommands(ext: Extension): void {
-  registerCommand(ext, 'showLog', () => ext.log.show(true), { needsTrust: false });
-  registerCommand(
-    ext,
-    'forgetAlwaysAllowed',
-    async () => {
-      const n = await ext.approvals.forgetAlwaysAllowed();
-      void vscode.window.showInformationMessage(`Exec Bridge: forgot ${n} always-allowed command${n === 1 ? '' : 's'}; the sandbox asks again for them.`);
-      return n;
-    },
-    { needsTrust: false },
-  );
-  registerCommand(ext, 'reconnect', () => ext.reconnect(ext.executors.active));
-  registerCommand(ext, 'connect', async () => {
-    await ext.connectOrExplain(ext.executors.active);
-  });
-  registerCommand(ext, 'selectExecutor', async (name?: unknown) => {
-    if (typeof name === 'string') return ext.useExecutor(name);
-    const active = ext.executors.active.name;
-    const pick = await vscode.window.showQuickPick(
-      ext.executors.all().map((c) => ({ label: c.name, description: c.name === active ? 'active' : undefined, detail: describeExecutor(c.config) })),
-      { title: 'Exec Bridge: Select Executor', placeHolder: 'Where commands and shells run' },
-    );
-    if (pick) await ext.useExecutor(pick.label);
-    return undefined;
-  });
-  // Arguments (for automation): the executor name, and the token itself to skip the input box.
-  registerCommand(ext, 'setExecutorToken', async (name?: unknown, given?: unknown) => {
-    const remotes = ext.executors.all().flatMap((c) => (c.config.kind === 'websocket' ? [c.config] : []));
-    if (remotes.length === 0) {
-      void vscode.window.showInformationMessage('Exec Bridge: no WebSocket executor is configured (setting execBridge.executors).');
-      return;
-    }
-    const config =
-      remotes.find((c) => c.name === name) ??
-      (remotes.length === 1
-        ? remotes[0]
-        : (await vscode.window.showQuickPick(remotes.map((c) => ({ label: c.name, description: describeExecutor(c), config: c })), { title: 'Set Executor Token' }))?.config);
-    if (!config) return;
-    const token =
-      typeof given === 'string'
-        ? given
-        : await vscode.window.showInputBox({
-            title: `Token for ${config.name}`,
-            prompt: 'Sent as "Authorization: Bearer …" when connecting. Stored in VS Code\u2019s secret storage. Leave empty to remove it.',
-            password: true,
-            ignoreFocusOut: true,
-          });
-    if (token === undefined) return;
-    await ext.executors.setToken(config, token.trim());
-    const conn = ext.executors.get(config.name);
-    if (conn && conn.state.kind !== 'idle') await ext.reconnect(conn);
-  });
-}
-
 let current: Extension | undefined;
 
 export function activate(context: vscode.ExtensionContext): ExecBridgeApi {
   const t0 = performance.now();
   const ext = new Extension(context);
   current = ext;
-  registerCoreCommands(ext);
-  registerStatusBar(ext);
-  registerExecutorsView(ext);
-  ext.mcp = registerMcpFeature(ext);
+  registerCommands(ext);
   const activationMs = performance.now() - t0;
   ext.log.info(`activated in ${activationMs.toFixed(1)} ms${vscode.workspace.isTrusted ? '' : ' (untrusted workspace: nothing connects or runs until it is trusted)'}`);
   return createApi(ext, activationMs);
@@ -237,11 +181,7 @@ function createApi(ext: Extension, activationMs: number): ExecBridgeApi {
   const approvalEvents = new vscode.EventEmitter<Parameters<Parameters<ExecBridgeApi['onDidRequestApproval']>[0]>[0]>();
   ext.disposables.add(approvalEvents);
   ext.disposables.add(ext.approvals.onDidRequest((p) => approvalEvents.fire(p)));
-  const find = (name?: string) => {
-    const conn = name === undefined ? ext.executors.active : ext.executors.get(name);
-    if (!conn) throw new Error(`there is no executor named "${name}"`);
-    return conn;
-  };
+  const find = (name?: string) => ext.connection(name);
   return {
     activationMs,
     logUri: ext.context.logUri,

@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
 import type { ExecutorState } from '../core/executorConnection';
 import { describeExecutor } from '../core/executorConfig';
-import { registerCommand } from './commands';
-import type { Extension } from './extension';
+import { commandId } from './commandIds';
+import type { FeatureContext } from './context';
 
 /** Codicon + words for an executor state, shared by the status bar and the Executors view. */
 export function stateText(state: ExecutorState): { icon: string; label: string } {
@@ -21,13 +21,13 @@ export function stateText(state: ExecutorState): { icon: string; label: string }
 }
 
 /**
- * The active executor and its state; click → quick pick to switch executor, reconnect, or show
- * the log.
+ * The active executor and its state; click → `execBridge.statusMenu` (showStatusMenu) to switch
+ * executor, reconnect, or show the log.
  */
-export function registerStatusBar(ext: Extension): void {
+export function registerStatusBar(ext: FeatureContext): void {
   const item = ext.disposables.add(vscode.window.createStatusBarItem('execBridge.status', vscode.StatusBarAlignment.Left, 100));
   item.name = 'Exec Bridge';
-  item.command = 'execBridge.statusMenu';
+  item.command = commandId('statusMenu');
   const render = () => {
     if (!vscode.workspace.isTrusted) {
       item.text = '$(shield) Exec Bridge: restricted';
@@ -47,25 +47,26 @@ export function registerStatusBar(ext: Extension): void {
   ext.disposables.add(ext.executors.onDidChangeState(({ executor }) => executor === ext.executors.active.name && render()));
   ext.disposables.add(vscode.workspace.onDidGrantWorkspaceTrust(render));
   render();
+}
 
-  registerCommand(ext, 'statusMenu', async () => {
-    type Item = vscode.QuickPickItem & { action: () => unknown };
-    const active = ext.executors.active.name;
-    const items: Item[] = ext.executors.all().map((c) => {
-      const { icon, label } = stateText(c.state);
-      return {
-        label: `$(${icon}) ${c.name}`,
-        description: c.name === active ? `active · ${label}` : label,
-        detail: describeExecutor(c.config),
-        action: () => ext.useExecutor(c.name),
-      };
-    });
-    items.push(
-      { label: '', kind: vscode.QuickPickItemKind.Separator, action: () => undefined },
-      { label: '$(refresh) Reconnect', description: active, action: () => vscode.commands.executeCommand('execBridge.reconnect') },
-      { label: '$(output) Show Log', action: () => ext.log.show(true) },
-    );
-    const pick = await vscode.window.showQuickPick(items, { title: 'Exec Bridge', placeHolder: 'Switch executor, reconnect, or show the log' });
-    await pick?.action();
+/** The status bar item's menu: every executor with its state, Reconnect, Show Log. */
+export async function showStatusMenu(ext: FeatureContext): Promise<void> {
+  type Item = vscode.QuickPickItem & { action: () => unknown };
+  const active = ext.executors.active.name;
+  const items: Item[] = ext.executors.all().map((c) => {
+    const { icon, label } = stateText(c.state);
+    return {
+      label: `$(${icon}) ${c.name}`,
+      description: c.name === active ? `active · ${label}` : label,
+      detail: describeExecutor(c.config),
+      action: () => ext.useExecutor(c.name),
+    };
   });
+  items.push(
+    { label: '', kind: vscode.QuickPickItemKind.Separator, action: () => undefined },
+    { label: '$(refresh) Reconnect', description: active, action: () => vscode.commands.executeCommand(commandId('reconnect')) },
+    { label: '$(output) Show Log', action: () => ext.log.show(true) },
+  );
+  const pick = await vscode.window.showQuickPick(items, { title: 'Exec Bridge', placeHolder: 'Switch executor, reconnect, or show the log' });
+  await pick?.action();
 }

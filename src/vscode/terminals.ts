@@ -4,8 +4,7 @@ import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandb
 import { TerminalRun, type RunSpec } from '../core/terminalRun';
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
-import { registerCommand } from './commands';
-import type { Extension } from './extension';
+import type { FeatureContext } from './context';
 
 const TRANSCRIPT_LIMIT = 256 * 1024;
 const HISTORY_KEY = 'execBridge.commandHistory';
@@ -103,7 +102,10 @@ class ExecTerminalImpl implements ExecTerminal {
   }
 }
 
-/** Run Command, New Executor Shell, the "Exec Bridge shell" profile, and the open terminals. */
+/**
+ * Run Command, New Executor Shell (their commands are in the table, commands.ts), the
+ * "Exec Bridge shell" profile, and the open terminals.
+ */
 export class TerminalFeature {
   private readonly open: ExecTerminalImpl[] = [];
   /** Shell ptys whose terminal VS Code creates itself (profiles): adopted when it opens. */
@@ -111,7 +113,7 @@ export class TerminalFeature {
   private readonly opened = new vscode.EventEmitter<ExecTerminal>();
   readonly onDidOpenTerminal = this.opened.event;
 
-  constructor(private readonly ext: Extension) {
+  constructor(private readonly ext: FeatureContext) {
     ext.disposables.add(this.opened);
     ext.disposables.add(
       vscode.window.onDidOpenTerminal((t) => {
@@ -127,10 +129,6 @@ export class TerminalFeature {
         gone?.dispose();
       }),
     );
-    registerCommand(ext, 'runCommand', (commandLine?: unknown, executor?: unknown) =>
-      this.runCommand(typeof commandLine === 'string' ? commandLine : undefined, typeof executor === 'string' ? executor : undefined),
-    );
-    registerCommand(ext, 'newShell', (executor?: unknown) => this.newShell(typeof executor === 'string' ? executor : undefined));
     ext.disposables.add(
       vscode.window.registerTerminalProfileProvider(SHELL_PROFILE_ID, {
         provideTerminalProfile: async () => {
@@ -161,9 +159,12 @@ export class TerminalFeature {
     await t?.run.process?.terminate();
   }
 
-  async runCommand(given?: string, executorName?: string): Promise<ExecTerminal | undefined> {
-    const conn = executorName ? this.ext.executors.get(executorName) : this.ext.executors.active;
-    if (!conn) throw new Error(`there is no executor named "${executorName}"`);
+  /**
+   * Asks for the command line (unless given) before it connects: the prompt does not wait for a
+   * connection, and the line is in the history even if connecting fails.
+   */
+  async runCommand(given: string | undefined, executorName: string | undefined): Promise<ExecTerminal | undefined> {
+    const conn = this.ext.connection(executorName);
     const commandLine = (given ?? (await this.askCommand(conn.name)))?.trim();
     if (!commandLine) return undefined;
     await this.rememberCommand(commandLine);
@@ -184,10 +185,8 @@ export class TerminalFeature {
     return this.createTerminal(conn, spec, `Exec Bridge: ${commandLine}`);
   }
 
-  async newShell(executorName?: string): Promise<ExecTerminal | undefined> {
-    const conn = executorName ? this.ext.executors.get(executorName) : this.ext.executors.active;
-    if (!conn) throw new Error(`there is no executor named "${executorName}"`);
-    if (!(await this.ext.connectOrExplain(conn))) return undefined;
+  /** An interactive shell on `conn`, which is connected (the command table connects it first). */
+  newShell(conn: ExecutorConnection): ExecTerminal {
     const { pty, name } = this.prepareShell(conn);
     const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('remote') });
     terminal.show();

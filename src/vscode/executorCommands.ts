@@ -1,0 +1,58 @@
+import * as vscode from 'vscode';
+import { describeExecutor, type ExecutorConfig } from '../core/executorConfig';
+import type { FeatureContext } from './context';
+
+// The handlers of the executor commands that ask something (registered by the table in commands.ts).
+
+/** `execBridge.selectExecutor`: the executor named by the argument, or the one picked. */
+export async function selectExecutor(ext: FeatureContext, name: unknown): Promise<void> {
+  if (typeof name === 'string') return ext.useExecutor(name);
+  const active = ext.executors.active.name;
+  const pick = await vscode.window.showQuickPick(
+    ext.executors.all().map((c) => ({ label: c.name, description: c.name === active ? 'active' : undefined, detail: describeExecutor(c.config) })),
+    { title: 'Exec Bridge: Select Executor', placeHolder: 'Where commands and shells run' },
+  );
+  if (pick) await ext.useExecutor(pick.label);
+}
+
+type WebSocketConfig = Extract<ExecutorConfig, { kind: 'websocket' }>;
+
+/** The WebSocket executor named `name`, the only one, or the one picked; undefined if there is none. */
+async function pickRemote(ext: FeatureContext, name: unknown): Promise<WebSocketConfig | undefined> {
+  const remotes = ext.executors.all().flatMap((c) => (c.config.kind === 'websocket' ? [c.config] : []));
+  if (remotes.length === 0) {
+    void vscode.window.showInformationMessage('Exec Bridge: no WebSocket executor is configured (setting execBridge.executors).');
+    return undefined;
+  }
+  const named = remotes.find((c) => c.name === name);
+  if (named) return named;
+  if (remotes.length === 1) return remotes[0];
+  const pick = await vscode.window.showQuickPick(
+    remotes.map((c) => ({ label: c.name, description: describeExecutor(c), config: c })),
+    { title: 'Set Executor Token' },
+  );
+  return pick?.config;
+}
+
+/**
+ * `execBridge.setExecutorToken`: stores (empty: removes) a WebSocket executor's token and
+ * reconnects it if it was in use. Arguments (for automation): the executor name, and the token
+ * itself to skip the input box.
+ */
+export async function setExecutorToken(ext: FeatureContext, name: unknown, given: unknown): Promise<void> {
+  const config = await pickRemote(ext, name);
+  if (!config) return;
+  const token =
+    typeof given === 'string'
+      ? given
+      : await vscode.window.showInputBox({
+          title: `Token for ${config.name}`,
+          prompt: 'Sent as "Authorization: Bearer …" when connecting. Stored in VS Code\u2019s secret storage. Leave empty to remove it.',
+          password: true,
+          ignoreFocusOut: true,
+        });
+  if (token === undefined) return;
+  await ext.executors.setToken(config, token.trim());
+  const conn = ext.executors.get(config.name);
+  if (conn && conn.state.kind !== 'idle') await ext.reconnect(conn);
+}

@@ -1,0 +1,173 @@
+import * as vscode from 'vscode';
+import type { McpServer } from '../mcp/mcpServer';
+import type { McpTreeNode } from '../mcp/treeModel';
+import { exampleArguments, parseToolArguments } from '../mcp/toolArguments';
+import type { McpFeature } from './mcpFeature';
+
+// The handlers of the `execBridge.mcp.*` commands (registered by the table in commands.ts). The
+// argument is a server name or a node of the "MCP Servers" tree; without one, a quick pick asks.
+
+type Tool = McpServer['tools'][number];
+
+function isNode(v: unknown): v is McpTreeNode {
+  return typeof v === 'object' && v !== null && 'kind' in v && 'id' in v;
+}
+
+/** The server the argument names, or the only one that fits, or the one picked; undefined if none. */
+async function pickServer(mcp: McpFeature, arg: unknown, filter: (s: McpServer) => boolean, title: string): Promise<McpServer | undefined> {
+  if (typeof arg === 'string') return mcp.manager.get(arg);
+  if (isNode(arg) && 'server' in arg) return mcp.manager.get(arg.server);
+  const candidates = mcp.manager.servers.filter(filter);
+  if (candidates.length === 0) {
+    void vscode.window.showInformationMessage('Exec Bridge: no MCP server fits (configure them in .vscode/mcp.json).');
+    return undefined;
+  }
+  if (candidates.length === 1) return candidates[0];
+  const pick = await vscode.window.showQuickPick(
+    candidates.map((s) => ({ label: s.name, description: s.describe(), server: s })),
+    { title },
+  );
+  return pick?.server;
+}
+
+/** A final state that is not "ready": say why, with a way to the output. */
+async function explainNotReady(mcp: McpFeature, server: McpServer): Promise<void> {
+  if (server.state.kind === 'ready') return;
+  const st = server.state;
+  const reason = st.kind === 'timedOut' || st.kind === 'crashed' ? st.reason : st.kind === 'stopped' ? (st.reason ?? 'stopped') : server.describe();
+  const choice = await vscode.window.showErrorMessage(`Exec Bridge: MCP server "${server.name}" is ${server.describe()}: ${reason}`, 'Show Output');
+  if (choice === 'Show Output') mcp.showOutput(server);
+}
+
+export async function startServer(mcp: McpFeature, arg: unknown): Promise<void> {
+  const s = await pickServer(mcp, arg, (x) => !x.isActive && !!x.entry.definition, 'Start MCP Server');
+  if (!s) return;
+  await s.start();
+  await explainNotReady(mcp, s);
+}
+
+export async function stopServer(mcp: McpFeature, arg: unknown): Promise<void> {
+  const s = await pickServer(mcp, arg, (x) => x.isActive, 'Stop MCP Server');
+  if (s) await s.stop();
+}
+
+export async function restartServer(mcp: McpFeature, arg: unknown): Promise<void> {
+  const s = await pickServer(mcp, arg, (x) => !!x.entry.definition, 'Restart MCP Server');
+  if (!s) return;
+  await s.restart();
+  await explainNotReady(mcp, s);
+}
+
+export async function showServerOutput(mcp: McpFeature, arg: unknown): Promise<void> {
+  const s = await pickServer(mcp, arg, () => true, 'Show MCP Server Output');
+  if (s) mcp.showOutput(s);
+}
+
+/** Opens where the server is configured: the settings UI, or its mcp.json with the cursor on its key. */
+export async function showServerConfiguration(mcp: McpFeature, arg: unknown): Promise<void> {
+  const s = await pickServer(mcp, arg, () => true, 'Show MCP Server Configuration');
+  if (!s) return;
+  const src = s.entry.source;
+  if (src.kind === 'settings') {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'execBridge.mcp.servers');
+    return;
+  }
+  const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(src.file));
+  const editor = await vscode.window.showTextDocument(doc);
+  const key = JSON.stringify(s.name);
+  const offset = doc.getText().indexOf(key);
+  if (offset < 0) return;
+  const pos = doc.positionAt(offset);
+  editor.selection = new vscode.Selection(pos, pos.translate(0, key.length));
+  editor.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.InCenter);
+}
+
+/** The tool of a tree node, or a server then one of its tools picked in two quick picks. */
+async function pickTool(mcp: McpFeature, arg: unknown): Promise<{ server: McpServer; tool: Tool } | undefined> {
+  let server: McpServer | undefined;
+  let toolName: string | undefined;
+  if (isNode(arg) && arg.kind === 'tool') {
+    server = mcp.manager.get(arg.server);
+    toolName = arg.name;
+  } else {
+    server = await pickServer(mcp, arg, (x) => x.state.kind === 'ready' && x.tools.length > 0, 'Call Tool: server');
+    if (!server) return undefined;
+    const pick = await vscode.window.showQuickPick(
+      server.tools.map((t) => ({ label: t.name, ...(t.description ? { detail: t.description.split('\n')[0] } : {}) })),
+      { title: `Call Tool on ${server.name}`, matchOnDetail: true },
+    );
+    toolName = pick?.label;
+  }
+  const tool = server?.tools.find((t) => t.name === toolName);
+  return server && tool ? { server, tool } : undefined;
+}
+
+/** The arguments as JSON text: given (scripted use: tests, keybindings with args) or typed, checked against the schema. */
+function askToolArguments(server: McpServer, tool: Tool, preset: unknown): Thenable<string | undefined> {
+  if (typeof preset === 'object' && preset !== null) return Promise.resolve(JSON.stringify(preset));
+  return vscode.window.showInputBox({
+    title: `Call ${tool.name} on ${server.name}`,
+    prompt: 'Arguments as a JSON object (checked against the tool\u2019s input schema)',
+    value: exampleArguments(tool),
+    ignoreFocusOut: true,
+    validateInput: (v) => {
+      const r = parseToolArguments(tool, v);
+      return r.ok ? undefined : r.message;
+    },
+  });
+}
+
+/** Calls the tool under a cancellable progress notification. */
+function callWithProgress(server: McpServer, tool: Tool, args: Record<string, unknown>): Thenable<unknown> {
+  return vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Calling ${tool.name} on ${server.name}…`, cancellable: true },
+    (_progress, token) => {
+      const abort = new AbortController();
+      token.onCancellationRequested(() => abort.abort());
+      return server.callTool(tool.name, args, { signal: abort.signal });
+    },
+  );
+}
+
+async function showReadOnly(content: string, language: string): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument({ language, content });
+  await vscode.window.showTextDocument(doc, { preview: true });
+}
+
+/** Picks a tool, asks for its arguments, calls it and shows the result (also returned, for scripts). */
+export async function callTool(mcp: McpFeature, arg: unknown, presetArgs: unknown): Promise<unknown> {
+  const picked = await pickTool(mcp, arg);
+  if (!picked) return undefined;
+  const { server, tool } = picked;
+  const text = await askToolArguments(server, tool, presetArgs);
+  if (text === undefined) return undefined;
+  const parsed = parseToolArguments(tool, text);
+  if (!parsed.ok) throw new Error(parsed.message);
+  const result = await callWithProgress(server, tool, parsed.args);
+  await showReadOnly(JSON.stringify(result, null, 2), 'json');
+  return result;
+}
+
+/** A resource node of the tree: its one text content as is, anything else as JSON. */
+export async function readResource(mcp: McpFeature, arg: unknown): Promise<void> {
+  if (!isNode(arg) || arg.kind !== 'resource') return;
+  const server = mcp.manager.get(arg.server);
+  if (!server) return;
+  const result = await server.readResource(arg.uri);
+  const first = result.contents[0];
+  const content = first && 'text' in first && result.contents.length === 1 ? first.text : JSON.stringify(result, null, 2);
+  await showReadOnly(content, first && 'text' in first && first.mimeType === 'application/json' ? 'json' : 'plaintext');
+}
+
+export async function clearInputs(mcp: McpFeature): Promise<void> {
+  const n = await mcp.forgetInputs();
+  void vscode.window.showInformationMessage(`Exec Bridge: forgot ${n} stored MCP input value(s); you will be asked again on the next start.`);
+}
+
+/** For tests and bug reports: the tree and the servers as plain data. */
+export function snapshot(mcp: McpFeature): unknown {
+  return {
+    tree: mcp.tree.snapshot(),
+    servers: mcp.manager.servers.map((s) => ({ name: s.name, state: s.state, tools: s.tools.map((t) => t.name) })),
+  };
+}
