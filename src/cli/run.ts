@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
 import { SandboxPolicyName, sandboxForPolicy } from '../protocol/sandbox';
 import { shellLine } from '../util/shellQuote';
+import { readTokenFile } from './tokenFile';
 
 export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--token-file FILE] [--tty] [--cwd DIR]
                       [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
@@ -153,7 +154,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       debug(`bundled exec-server at ${url}`);
     } else {
       url = args.url!;
-      token = args.tokenFile ? readFileSync(args.tokenFile, 'utf8').trim() : process.env.EXEC_BRIDGE_TOKEN;
+      token = args.tokenFile ? readTokenFile(args.tokenFile) : process.env.EXEC_BRIDGE_TOKEN;
     }
     client = await ExecServerClient.connect({
       endpoint: { kind: 'websocket', url, token },

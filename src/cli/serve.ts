@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { StdioTransport } from '../rpc/stdioTransport';
 import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
 import { sandboxPlanner } from '../server/planner';
+import { readTokenFile } from './tokenFile';
 
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | stdio] [--token-file FILE]
                         [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH]
@@ -11,7 +11,9 @@ export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | 
                     Prints exactly one line on stdout: the bound ws:// URL.
                     "stdio" serves one connection as newline-delimited JSON on stdin/stdout.
   --token-file      WebSocket clients must send "Authorization: Bearer <token>" (file content, trimmed).
-                    The environment variable EXEC_BRIDGE_TOKEN works too.
+                    The file must be yours and not accessible by group or others (chmod 600).
+                    The environment variable EXEC_BRIDGE_TOKEN works too. Without a token, any
+                    local user can connect: serve warns on stderr.
   --session-ttl-ms  how long a detached session (and an exited process) is kept (default 30000).
   --allow-origin    a browser Origin allowed to connect (by default any request with Origin is refused).
   --bwrap-path      bubblewrap binary for sandboxed commands (default: bwrap on PATH).
@@ -102,13 +104,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let token: string | undefined = process.env.EXEC_BRIDGE_TOKEN || undefined;
   if (args.tokenFile) {
     try {
-      token = readFileSync(args.tokenFile, 'utf8').trim();
+      token = readTokenFile(args.tokenFile);
     } catch (e) {
-      process.stderr.write(`exec-bridge serve: cannot read --token-file: ${(e as Error).message}\n`);
-      return 2;
-    }
-    if (!token) {
-      process.stderr.write('exec-bridge serve: --token-file is empty\n');
+      process.stderr.write(`exec-bridge serve: ${(e as Error).message}\n`);
       return 2;
     }
   }
@@ -160,6 +158,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
     } else {
       process.stderr.write(`exec-bridge: listening on non-loopback ${host}; clients need the token.\n`);
     }
+  } else if (!token) {
+    // Loopback is not private: every local user and every process on this machine can connect.
+    process.stderr.write(
+      `\n!!! WARNING: exec-bridge is listening on ${host} WITHOUT a token: any local user or process can connect\n` +
+        `!!! and run any command as ${process.env.USER ?? 'this user'}. Use --token-file FILE (a chmod 600 file holding a random token).\n\n`,
+    );
   }
   if (args.exitWithStdin) {
     process.stdin.on('end', () => void stop('stdin closed'));
