@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
 import { SandboxPolicyName, sandboxForPolicy } from '../protocol/sandbox';
+import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
 import { shellLine } from '../util/shellQuote';
 import { readTokenFile } from './tokenFile';
 
@@ -336,7 +336,10 @@ interface BundledServer {
  */
 async function startBundledServer(): Promise<BundledServer> {
   const token = randomBytes(32).toString('hex');
-  const dir = mkdtempSync(join(tmpdir(), 'exec-bridge-run-'));
+  // In our private directory, hidden from every sandbox (with --sandbox-network a command could
+  // otherwise read it and start itself unsandboxed), and removed once the server has read it.
+  sweepDeadDirs(TOKEN_DIR_PREFIX);
+  const dir = makePrivateSubdir(TOKEN_DIR_PREFIX);
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, token, { mode: 0o600 });
   const script = process.argv[1]!;
@@ -361,6 +364,7 @@ async function startBundledServer(): Promise<BundledServer> {
   };
   try {
     const url = await readUrl(child);
+    rmSync(dir, { recursive: true, force: true });
     return { url, token, stop };
   } catch (e) {
     await stop();

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Emitter, type Event } from '../util/emitter';
+import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
 
 export interface BundledServerOptions {
   /** Absolute path of `dist/cli.js`. */
@@ -64,8 +64,11 @@ export class BundledServer {
   private start(): Promise<BundledServerInfo> {
     const { log } = this.options;
     const token = randomBytes(32).toString('hex');
-    // mkdtemp creates the folder 0700; the file itself is 0600: only this user can read the token.
-    this.tokenDir = mkdtempSync(join(tmpdir(), 'exec-bridge-'));
+    // A 0600 file in a 0700 folder of our private directory, which no sandbox can see (a
+    // network-on command could otherwise read it and drive the server unsandboxed); removed as soon
+    // as the server has read it, and swept if we die first.
+    sweepDeadDirs(TOKEN_DIR_PREFIX);
+    this.tokenDir = makePrivateSubdir(TOKEN_DIR_PREFIX);
     const tokenFile = join(this.tokenDir, 'token');
     writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
     const args = [this.options.cliPath, 'serve', '--listen', 'ws://127.0.0.1:0', '--token-file', tokenFile, '--exit-with-stdin', ...(this.options.extraArgs ?? [])];

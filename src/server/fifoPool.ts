@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, openSync, rmSync, unlinkSync } from 'node:fs';
 import { Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makePrivateSubdir, sweepDeadDirs } from '../util/privateDir';
 
 /**
  * Real pipes for a child's stdio. Node's `stdio: 'pipe'` hands the child a *socket* pair, and that
@@ -11,6 +11,11 @@ import { join } from 'node:path';
  * stdin is a socket (it thinks it was started by rshd). Node has no pipe(2) or mkfifo(3), so we
  * make named FIFOs with `mkfifo`, open both ends, and unlink them at once. `mkfifo` runs in the
  * background in batches, so a process start normally takes ready-made FIFOs and costs no spawn.
+ *
+ * Security: a FIFO reachable by path is a pipe end anyone who can open it may write or read (even on
+ * a read-only mount). So they live only in our private directory (src/util/privateDir.ts), which
+ * every sandbox hides behind an inaccessible tmpfs: no sandboxed command can open the FIFOs of the
+ * next process (docs/security.md, "Pipes").
  */
 export class FifoPool {
   private dir: string | undefined;
@@ -29,13 +34,14 @@ export class FifoPool {
     return !this.broken;
   }
 
-  /** Starts filling the pool (call early so that the first starts are fast). */
+  /** Starts filling the pool (call early so that the first starts are fast); sweeps dead servers' FIFOs. */
   warm(): void {
+    sweepDeadDirs(FIFO_PREFIX);
     void this.refill(0);
   }
 
   private names(n: number): string[] {
-    this.dir ??= mkdtempSync(join(tmpdir(), 'exec-bridge-fifo-')); // 0700: only we can open them
+    this.dir ??= makePrivateSubdir(FIFO_PREFIX);
     return Array.from({ length: n }, () => join(this.dir!, `p${++this.counter}`));
   }
 
@@ -54,7 +60,13 @@ export class FifoPool {
   private refill(needed: number): Promise<void> {
     if (this.filling) return this.filling;
     if (this.broken || this.ready.length >= Math.max(this.lowWater, needed)) return Promise.resolve();
-    const names = this.names(Math.max(this.target, needed + this.lowWater) - this.ready.length);
+    let names: string[];
+    try {
+      names = this.names(Math.max(this.target, needed + this.lowWater) - this.ready.length);
+    } catch {
+      this.broken = true; // no private directory: socket stdio rather than FIFOs anyone could open
+      return Promise.resolve();
+    }
     this.filling = new Promise<void>((resolve) => {
       execFile('mkfifo', ['-m', '600', ...names], (err) => {
         this.filling = undefined;
@@ -118,6 +130,9 @@ export class FifoPool {
     this.ready = [];
   }
 }
+
+/** `<private dir>/fifo-<pid>-XXXXXX`: one per server, swept once its server is gone. */
+export const FIFO_PREFIX = 'fifo-';
 
 export function closeChildEnds(fds: number[]): void {
   for (const fd of fds) {

@@ -21,8 +21,11 @@ export interface BwrapOptions {
   tty: boolean;
   /** We run as uid 0: extra hardening that only root needs. */
   asRoot: boolean;
-  /** Our own state directory (the seccomp file): kept read-only if a writable mount would expose it. */
-  stateDir?: string;
+  /**
+   * Our private directories (FIFOs, the seccomp program, tokens): each is covered with an empty,
+   * inaccessible, read-only tmpfs, last, so no bind above can expose it (docs/security.md).
+   */
+  hidden?: string[];
 }
 
 /** /proc entries a uid-0 process could write even without capabilities (as Docker masks them). */
@@ -70,7 +73,11 @@ export function bwrapArgs(o: BwrapOptions): string[] {
         break;
     }
   }
-  if (o.stateDir && layout.writableRoots.some((w) => isWithin(o.stateDir!, w))) a.push('--ro-bind', o.stateDir, o.stateDir);
+  for (const p of o.hidden ?? []) {
+    // An empty root shows nothing of the host unless a mount brings it in.
+    const visible = layout.root !== 'empty' || layout.mounts.some((m) => (m.kind === 'bind' || m.kind === 'ro-bind') && isWithin(p, m.path));
+    if (visible) a.push('--perms', '000', '--tmpfs', p, '--remount-ro', p);
+  }
   if (layout.root === 'empty') a.push('--remount-ro', '/');
 
   // No capabilities: as root, CAP_SYS_ADMIN alone would let it remount the read-only binds writable.

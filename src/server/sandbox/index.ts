@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
+import { privateDir, privateDirCandidates } from '../../util/privateDir';
 import { shellLine } from '../../util/shellQuote';
 import { isExecutableFile } from '../executables';
 import { argvWithArg0, passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
@@ -104,9 +104,9 @@ export class SandboxPlanner {
     // A stub is a directory that holds nothing but claims (ours or another server's); one that
     // someone filled (e.g. `git init` on the host) is a real directory again.
     const layout = computeLayout(policy, isClaimedStub);
-    // Every sandbox keeps our state directory read-only (not only network-off ones): a network-on
-    // command with a shared /tmp must not be able to swap the filter of the next network-off one.
-    const stateDir = this.stateDir();
+    // Every sandbox hides our private directory (FIFOs, the filter, tokens) and that of any other
+    // server of this user: a pipe end or a secret reachable by path would be a way out.
+    const hidden = [...new Set([this.stateDir(), ...privateDirCandidates()])];
     const seccomp = policy.network === 'restricted' ? this.seccompFile() : undefined;
     const files = seccomp ? [seccomp] : [];
     const argv = [commandName(req), ...req.argv.slice(1)];
@@ -118,7 +118,7 @@ export class SandboxPlanner {
       seccompFd: seccomp ? 3 : undefined,
       tty: req.tty,
       asRoot: process.getuid?.() === 0,
-      stateDir,
+      hidden,
     };
     const args = bwrapArgs({ ...sandbox, argv, arg0 });
     const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
@@ -152,7 +152,10 @@ export class SandboxPlanner {
     const profile = seatbeltProfile({
       layout,
       network: policy.network,
-      deniedPaths: layout.mounts.filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0)).map((m) => m.path),
+      deniedPaths: [
+        ...layout.mounts.filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0)).map((m) => m.path),
+        ...privateDirCandidates(), // our FIFOs, tokens and state: never reachable from inside
+      ],
       readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
     });
     const argv = argvWithArg0([commandName(req), ...req.argv.slice(1)], req.arg0);
@@ -214,22 +217,19 @@ export class SandboxPlanner {
   }
 
   /**
-   * Our private directory for the seccomp program. A sandboxed command must never be able to
-   * weaken the filter of the next one, so the directory is ours alone (0700) and bwrap re-binds it
-   * read-only whenever a writable mount (a shared /tmp) would expose it.
+   * Where the seccomp program lives: `sandbox/` in our private directory, which no sandbox can see
+   * (see `hiddenPaths`), so a sandboxed command can neither read nor swap the filter of the next one.
    */
   private stateDir(): string {
     if (this.opts.stateDir) return this.opts.stateDir;
-    const uid = process.getuid?.() ?? 0;
-    const preferred = join(tmpdir(), `exec-bridge-sandbox-${uid}`);
+    let dir: string;
     try {
-      mkdirSync(preferred, { mode: 0o700 });
-    } catch {
-      // exists (ours from an earlier run, or a trap): checked below
+      dir = join(privateDir(), 'sandbox');
+      mkdirSync(dir, { mode: 0o700, recursive: true });
+    } catch (e) {
+      throw new SandboxUnavailableError(`${(e as Error).message}; the command was not run.`);
     }
-    const st = lstatSync(preferred, { throwIfNoEntry: false });
-    if (st && st.isDirectory() && !st.isSymbolicLink() && st.uid === uid && (st.mode & 0o077) === 0) return (this.opts.stateDir = preferred);
-    return (this.opts.stateDir = mkdtempSync(join(tmpdir(), 'exec-bridge-sandbox-')));
+    return (this.opts.stateDir = dir);
   }
 
   /** The filter file, checked on every use (cheap: a few hundred bytes) and rewritten if it changed. */

@@ -184,7 +184,7 @@ test('layout: symlinked roots bind their target; a private /tmp keeps a cwd belo
 test('bwrapArgs: the hard requirements are in the argv, in a working order', () => {
   const ws = join(scratch, 'ws');
   const layout = computeLayout(resolvePolicy(sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }), ws, {}));
-  const args = bwrapArgs({ layout, network: 'restricted', cwd: ws, argv: ['/bin/echo', 'hi'], seccompFd: 3, tty: false, asRoot: true, stateDir: '/tmp/state' });
+  const args = bwrapArgs({ layout, network: 'restricted', cwd: ws, argv: ['/bin/echo', 'hi'], seccompFd: 3, tty: false, asRoot: true, hidden: ['/tmp/state'] });
   const has = (...seq: string[]) => args.some((_, i) => seq.every((s, j) => args[i + j] === s));
   for (const flag of ['--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session']) assert.ok(args.includes(flag), flag);
   assert.ok(has('--ro-bind', '/', '/'));
@@ -195,7 +195,8 @@ test('bwrapArgs: the hard requirements are in the argv, in a working order', () 
   assert.ok(has('--seccomp', '3'));
   assert.ok(has('--bind', ws, ws));
   assert.ok(has('--perms', '555', '--tmpfs', `${ws}/.codex`, '--remount-ro', `${ws}/.codex`));
-  assert.ok(has('--ro-bind', '/tmp/state', '/tmp/state'), 'state dir re-bound read-only under a shared /tmp');
+  assert.ok(has('--perms', '000', '--tmpfs', '/tmp/state', '--remount-ro', '/tmp/state'), 'our private dir hidden behind an inaccessible tmpfs');
+  assert.ok(args.lastIndexOf('/tmp/state') > args.lastIndexOf('--bind'), 'hidden after every bind, so no bind exposes it');
   assert.ok(args.indexOf('--proc') > args.indexOf('--unshare-pid'));
   assert.ok(args.lastIndexOf('--ro-bind') < args.indexOf('--cap-drop'));
   assert.deepEqual(args.slice(-5), ['--chdir', ws, '--', '/bin/echo', 'hi']);

@@ -1,0 +1,78 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/*
+ * Children die with the server, however it dies. A SIGKILLed Node process runs no cleanup, and
+ * Linux's parent-death signal covers only a direct child (and Node cannot set it), so a small
+ * watchdog does it: a `/bin/sh` in its own session that reads "+SID" / "-SID" lines on a pipe from
+ * us. When that pipe closes — we exited, crashed or were SIGKILLed — it kills every session still
+ * listed. Every child we spawn is a session leader (`detached: true`; node-pty does setsid), so
+ * killing its session takes its whole tree, pipelines, background jobs and `nohup` children
+ * included; only a descendant that made a session of its own escapes (as it escapes a terminal).
+ * Sandboxed children need none of this (bwrap --die-with-parent ends their PID namespace); they
+ * are listed anyway because it costs one write.
+ */
+const SCRIPT = `trap '' HUP INT TERM QUIT PIPE
+g=' '
+while IFS= read -r l; do
+  case $l in
+    +*) g="$g\${l#+} " ;;
+    -*) s=\${l#-}; case $g in *" $s "*) g="\${g%% $s *} \${g#* $s }" ;; esac ;;
+  esac
+done
+set -f
+set -- $g
+[ $# -gt 0 ] || exit 0
+IFS=,
+command -v pkill >/dev/null 2>&1 && pkill -KILL -s "$*"
+for s do kill -s KILL -- "-$s" 2>/dev/null; done
+exit 0
+`;
+
+export class OrphanGuard {
+  private child: ChildProcess | undefined;
+  private failed = false;
+
+  /** Starts the watchdog (once, on first use). */
+  private ensure(): ChildProcess | undefined {
+    if (this.child || this.failed || process.platform === 'win32') return this.child;
+    try {
+      const child = spawn('/bin/sh', ['-c', SCRIPT, 'exec-bridge-orphan-guard'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+      child.on('error', () => {
+        this.failed = true;
+        this.child = undefined;
+      });
+      child.stdin!.on('error', () => undefined);
+      // Neither the watchdog nor its pipe may keep the server alive.
+      child.unref();
+      (child.stdin as unknown as { unref?: () => void }).unref?.();
+      this.child = child;
+    } catch {
+      this.failed = true;
+    }
+    return this.child;
+  }
+
+  /** The session `sid` (a child's pid) dies with us from now on. */
+  add(sid: number): void {
+    if (sid > 0) this.ensure()?.stdin?.write(`+${sid}\n`);
+  }
+
+  /** The session `sid` was killed or reaped by us: forget it (its id may be reused). */
+  remove(sid: number): void {
+    if (sid > 0 && this.child) this.child.stdin?.write(`-${sid}\n`);
+  }
+
+  /** The watchdog's pid (tests). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Clean shutdown: closing the pipe makes the watchdog kill what is left, then exit. */
+  dispose(): void {
+    this.child?.stdin?.end();
+    this.child = undefined;
+  }
+}
+
+/** One per server process: whatever owns a child registers it here. */
+export const orphanGuard = new OrphanGuard();
