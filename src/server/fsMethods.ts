@@ -1,10 +1,11 @@
-import { constants as fsConstants, type BigIntStats, type Dirent } from 'node:fs';
+import { constants as fsConstants, type BigIntStats, type Dirent, type Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { FsDirectoryEntry, FsMetadata, FsWalkEntry, FsWalkOptions, FsWalkResult } from '../protocol/fs';
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { FileHandleTable } from './fileHandles';
+import { errnoError, FD_PATHS, FsSandbox, inParent, openDirectory, realPathOfHandle, resolveReal } from './fsSandbox';
 import { isWithin } from './sandbox/policy';
 import { decodeBase64, describeIoError, ioErrorToRpc } from './rustCompat';
 import { uriFromPath } from './uri';
@@ -13,7 +14,9 @@ import { uriFromPath } from './uri';
  * The `fs/*` methods, matching `codex exec-server` 0.171.0 (docs/protocol.md §6) down to
  * error codes and messages: missing path → -32004, permission denied / invalid input → -32600,
  * other OS errors → -32603 `<description> (os error N)`. Behaviours below that the reference
- * doc does not spell out were observed on the real binary.
+ * doc does not spell out were observed on the real binary. A request's `sandbox` is enforced by
+ * ./fsSandbox.ts: every path is checked (as a real path) against the layout that sandbox gives a
+ * command, and the operation runs on directories opened by those real paths.
  */
 export interface FsContext {
   fileHandles: FileHandleTable;
@@ -27,6 +30,9 @@ export const MAX_READ_FILE_BYTES = 512 * 1024 * 1024;
  */
 export const MAX_READ_FILE_BYTES_HERE = 256 * 1024 * 1024;
 export const MAX_READ_BLOCK_BYTES = 1024 * 1024;
+/** `fs/readFile` reads in chunks (multiples of 8 bytes: /proc/self/pagemap refuses anything else). */
+const FIRST_READ_CHUNK = 64 * 1024;
+const READ_CHUNK = 1024 * 1024;
 const MAX_WALK_DEPTH = 64;
 const MAX_WALK_DIRECTORIES = 10_000;
 const MAX_WALK_ENTRIES = 50_000;
@@ -92,10 +98,6 @@ async function io<T>(step: () => Promise<T>): Promise<T> {
   } catch (e) {
     throw ioErrorToRpc(e);
   }
-}
-
-function errnoError(code: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(code), { code });
 }
 
 function isErrno(e: unknown, code: string): boolean {
@@ -167,6 +169,18 @@ async function listDirectory(path: string): Promise<FsDirectoryEntry[]> {
     });
   }
   return entries;
+}
+
+/** Lists the directory at the real path `real` through an opened handle, checked where it really is. */
+async function listDirectoryChecked(sb: FsSandbox, real: string): Promise<FsDirectoryEntry[]> {
+  sb.checkRead(real);
+  const dir = await openDirectory(real);
+  try {
+    sb.checkRead(dir.real);
+    return await listDirectory(dir.path);
+  } finally {
+    await dir.close();
+  }
 }
 
 /** `dest` with its longest existing prefix resolved through links (the rest appended as is). */
@@ -258,7 +272,7 @@ async function metadataOfAll(paths: string[]): Promise<Array<Outcome<FsMetadata>
  * `maxDepth` is listed but not entered; directories are deduplicated by identity (their
  * canonical path when links are followed), so link cycles end.
  */
-async function walk(rootUrl: URL, options: FsWalkOptions): Promise<FsWalkResult> {
+async function walk(rootUrl: URL, options: FsWalkOptions, sb: FsSandbox | undefined): Promise<FsWalkResult> {
   if (options.maxDirectories === 0 || options.maxEntries === 0) throw RpcError.invalidRequest('filesystem walk limits must be greater than zero');
   if (options.maxDepth > MAX_WALK_DEPTH || options.maxDirectories > MAX_WALK_DIRECTORIES || options.maxEntries > MAX_WALK_ENTRIES) {
     throw RpcError.invalidRequest(
@@ -268,6 +282,7 @@ async function walk(rootUrl: URL, options: FsWalkOptions): Promise<FsWalkResult>
   const rootPath = localPath(rootUrl);
   const follow = options.followDirectorySymlinks;
   const outcome: FsWalkResult = { entries: [], errors: [], truncated: false };
+  if (sb) await io(async () => sb.checkRead(await resolveFor(sb, rootPath, true)));
   const root = await io(() => metadataFollowing(rootPath));
   if (!root.isDirectory || (root.isSymlink && !follow)) return outcome;
   const rootIdentity = follow ? await io(() => fsp.realpath(rootPath)) : rootPath;
@@ -297,7 +312,7 @@ async function walk(rootUrl: URL, options: FsWalkOptions): Promise<FsWalkResult>
   for (let next = queue.shift(); next; next = queue.shift()) {
     let listing: FsDirectoryEntry[];
     try {
-      listing = await listDirectory(next.path);
+      listing = sb ? await listDirectoryChecked(sb, await fsp.realpath(next.path)) : await listDirectory(next.path);
     } catch (e) {
       if (!pushError(next.path, e)) return outcome;
       continue;
@@ -350,19 +365,241 @@ async function walk(rootUrl: URL, options: FsWalkOptions): Promise<FsWalkResult>
   return outcome;
 }
 
+/**
+ * Reads a whole regular file from an open handle, counting the bytes actually read: procfs and
+ * sysfs files report size 0 but can be endless (/proc/self/pagemap), so `stat` alone bounds nothing.
+ */
+async function readWhole(file: fsp.FileHandle, size: number): Promise<Buffer> {
+  if (size > MAX_READ_FILE_BYTES) throw RpcError.invalidRequest(`file is too large to read: limit is ${MAX_READ_FILE_BYTES} bytes`);
+  if (size > MAX_READ_FILE_BYTES_HERE) throw tooLargeHere(`${size} bytes`);
+  const chunks: Buffer[] = [];
+  let total = 0;
+  let chunk = size > 0 ? Math.min(Math.max(size + 1, FIRST_READ_CHUNK), READ_CHUNK) : FIRST_READ_CHUNK;
+  const maxReads = Math.ceil(MAX_READ_FILE_BYTES_HERE / FIRST_READ_CHUNK) + 2;
+  for (let reads = 0; reads < maxReads; reads++) {
+    const buf = Buffer.allocUnsafe(chunk);
+    // Sequential reads (position null): some pseudo-files do not support positioned ones.
+    const { bytesRead } = await file.read(buf, 0, chunk, null);
+    if (bytesRead === 0) return Buffer.concat(chunks, total);
+    total += bytesRead;
+    if (total > MAX_READ_FILE_BYTES_HERE) throw tooLargeHere(`more than ${MAX_READ_FILE_BYTES_HERE} bytes`);
+    chunks.push(bytesRead === chunk ? buf : Buffer.from(buf.subarray(0, bytesRead)));
+    chunk = READ_CHUNK;
+  }
+  throw tooLargeHere(`more than ${MAX_READ_FILE_BYTES_HERE} bytes`);
+}
+
+function tooLargeHere(what: string): RpcError {
+  return RpcError.internal(
+    `file is too large to return in one message (${what}; this server's limit is ${MAX_READ_FILE_BYTES_HERE} bytes, and clients usually accept frames of 16 MiB): read it in blocks with fs/open and fs/readBlock`,
+  );
+}
+
+/**
+ * Opens a regular file for reading. Other kinds are refused before they are opened (opening a FIFO
+ * blocks, opening a device can do things) and again after (the path may have changed in between).
+ * With a sandbox, `path` must be the checked real path; the opened file is checked once more.
+ */
+async function openForReading(path: string, shownPath: string, sb: FsSandbox | undefined): Promise<{ file: fsp.FileHandle; size: number }> {
+  const notAFile = () => RpcError.invalidRequest(`path \`${shownPath}\` is not a file`);
+  if (!(await fsp.stat(path)).isFile()) throw notAFile();
+  const flags = fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (sb ? fsConstants.O_NOFOLLOW : 0);
+  const file = await fsp.open(path, flags);
+  try {
+    const st = await file.stat();
+    if (!st.isFile()) throw notAFile();
+    if (sb) sb.checkRead(await realPathOfHandle(file, path));
+    return { file, size: st.size };
+  } catch (e) {
+    await file.close();
+    throw e;
+  }
+}
+
+/** The real path of `path` for a sandboxed call; a path the sandbox cannot see fails as unseen. */
+async function resolveFor(sb: FsSandbox, path: string, followFinal: boolean): Promise<string> {
+  try {
+    return await resolveReal(path, followFinal);
+  } catch (e) {
+    sb.checkRead(path);
+    throw e;
+  }
+}
+
+/** `path` itself (a final link not followed), with its directory resolved. */
+async function resolveEntryFor(sb: FsSandbox, path: string): Promise<string> {
+  if (path === '/') return '/';
+  return join(await resolveFor(sb, dirname(path), true), basename(path));
+}
+
+function isMissing(e: unknown): boolean {
+  return isErrno(e, 'ENOENT');
+}
+
+async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
+  try {
+    return await fsp.lstat(path);
+  } catch (e) {
+    if (isMissing(e)) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * May the sandbox create `real`? The kernel looks up the parent before it looks at the mount, so
+ * a missing parent is ENOENT (ENOTDIR) even where nothing could be written.
+ */
+async function checkCreate(sb: FsSandbox, real: string): Promise<void> {
+  if (sb.accessAt(real) === 'write') return;
+  const parent = await fsp.stat(dirname(real));
+  if (!parent.isDirectory()) throw errnoError('ENOTDIR');
+  sb.checkWrite(real);
+}
+
+/** Opens `real` for writing (created if missing) inside its opened parent; truncated only once checked. */
+async function openForWriting(sb: FsSandbox, real: string, truncate: boolean): Promise<fsp.FileHandle> {
+  await checkCreate(sb, real);
+  return inParent(real, async (child, dir, name) => {
+    sb.checkWrite(join(dir.real, name));
+    const file = await fsp.open(child, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o666);
+    try {
+      sb.checkWrite(await realPathOfHandle(file, real));
+      if (truncate) await file.truncate(0);
+      return file;
+    } catch (e) {
+      await file.close();
+      throw e;
+    }
+  });
+}
+
+/** `mkdir` (`-p` when `recursive`) of the real path `real`, each new directory made inside its opened parent. */
+async function mkdirChecked(sb: FsSandbox, real: string, recursive: boolean): Promise<void> {
+  const st = await lstatOrUndefined(real);
+  if (st) {
+    sb.checkRead(real);
+    if (recursive && st.isDirectory()) return;
+    throw errnoError('EEXIST');
+  }
+  // The first missing component, and what follows it.
+  let first = real;
+  const rest: string[] = [];
+  for (let i = 0; i < 4096 && dirname(first) !== first && !(await lstatOrUndefined(dirname(first))); i++) {
+    rest.unshift(basename(first));
+    first = dirname(first);
+  }
+  if (rest.length > 0 && !recursive) throw errnoError('ENOENT');
+  await checkCreate(sb, first);
+  let dir = await openDirectory(dirname(first));
+  try {
+    for (const name of [basename(first), ...rest]) {
+      sb.checkWrite(join(dir.real, name));
+      try {
+        await fsp.mkdir(join(dir.path, name));
+      } catch (e) {
+        if (!recursive || !isErrno(e, 'EEXIST')) throw e;
+      }
+      const next = await openDirectory(join(dir.path, name));
+      await dir.close();
+      dir = next;
+    }
+  } finally {
+    await dir.close();
+  }
+}
+
+/** Copies one regular file between handles opened (and checked) by real paths. */
+async function copyFileChecked(sb: FsSandbox, source: string, target: string, targetReal: string): Promise<void> {
+  const from = await fsp.open(source, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  try {
+    const st = await from.stat();
+    if (!st.isFile()) throw errnoError('EINVAL');
+    sb.checkRead(await realPathOfHandle(from, source));
+    const to = await fsp.open(target, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, st.mode & 0o7777);
+    try {
+      sb.checkWrite(await realPathOfHandle(to, targetReal));
+      // Through the two descriptors: libuv sees the same file (and then leaves it alone), truncates, copies, sets the mode.
+      if (FD_PATHS) await fsp.copyFile(`/proc/self/fd/${from.fd}`, `/proc/self/fd/${to.fd}`);
+      else await fsp.copyFile(source, targetReal);
+    } finally {
+      await to.close();
+    }
+  } finally {
+    await from.close();
+  }
+}
+
+/** `copyDirectory` for a sandboxed call: both trees are walked through opened directories, never by path. */
+async function copyTreeChecked(sb: FsSandbox, source: string, target: string, depth = 0): Promise<void> {
+  if (depth > 4096) throw errnoError('ELOOP');
+  const src = await openDirectory(source);
+  try {
+    sb.checkRead(src.real);
+    try {
+      await fsp.mkdir(target);
+    } catch (e) {
+      if (!isErrno(e, 'EEXIST')) throw e;
+    }
+    const dst = await openDirectory(target);
+    try {
+      sb.checkWrite(dst.real);
+      for await (const entry of await fsp.opendir(src.path)) {
+        const from = join(src.path, entry.name);
+        const to = join(dst.path, entry.name);
+        const kind = await direntKind(entry, from);
+        if (kind === 'directory') await copyTreeChecked(sb, from, to, depth + 1);
+        else if (kind === 'file') await copyFileChecked(sb, from, to, join(dst.real, entry.name));
+        else if (kind === 'symlink') {
+          sb.checkWrite(join(dst.real, entry.name));
+          await copySymlink(from, to);
+        }
+      }
+    } finally {
+      await dst.close();
+    }
+  } finally {
+    await src.close();
+  }
+}
+
+/** `rm -r` for a sandboxed call: descends through opened directories, so a link swapped in is never followed. */
+async function removeTreeChecked(sb: FsSandbox, path: string, depth = 0): Promise<void> {
+  if (depth > 4096) throw errnoError('ELOOP');
+  const dir = await openDirectory(path);
+  try {
+    sb.checkWrite(dir.real);
+    // Names first: deleting while reading a directory may skip entries.
+    const names: string[] = [];
+    for await (const entry of await fsp.opendir(dir.path)) names.push(entry.name);
+    for (const name of names) {
+      const child = join(dir.path, name);
+      const st = await lstatOrUndefined(child);
+      if (!st) continue;
+      if (st.isDirectory()) await removeTreeChecked(sb, child, depth + 1);
+      else await fsp.unlink(child);
+    }
+  } finally {
+    await dir.close();
+  }
+  await fsp.rmdir(path);
+}
+
 export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
   router.on('fs/readFile', async (params) => {
     const path = toPath(params.path);
+    const sb = FsSandbox.fromRequest(params.sandbox);
     const data = await io(async () => {
-      const st = await fsp.stat(path);
-      if (!st.isFile()) throw RpcError.invalidRequest(`path \`${path}\` is not a file`);
-      if (st.size > MAX_READ_FILE_BYTES) throw RpcError.invalidRequest(`file is too large to read: limit is ${MAX_READ_FILE_BYTES} bytes`);
-      if (st.size > MAX_READ_FILE_BYTES_HERE) {
-        throw RpcError.internal(
-          `file is too large to return in one message (${st.size} bytes; this server's limit is ${MAX_READ_FILE_BYTES_HERE} bytes, and clients usually accept frames of 16 MiB): read it in blocks with fs/open and fs/readBlock`,
-        );
+      let target = path;
+      if (sb) {
+        target = await resolveFor(sb, path, true);
+        sb.checkRead(target);
       }
-      return fsp.readFile(path);
+      const { file, size } = await openForReading(target, path, sb);
+      try {
+        return await readWhole(file, size);
+      } finally {
+        await file.close();
+      }
     });
     return { dataBase64: data.toString('base64') };
   });
@@ -372,31 +609,54 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     const decoded = decodeBase64(params.dataBase64);
     if (!decoded.ok) throw RpcError.invalidRequest(`fs/writeFile requires valid base64 dataBase64: ${decoded.message}`);
     const path = localPath(url);
-    await io(() => fsp.writeFile(path, decoded.bytes));
+    const sb = FsSandbox.fromRequest(params.sandbox);
+    await io(async () => {
+      if (!sb) return fsp.writeFile(path, decoded.bytes);
+      const file = await openForWriting(sb, await resolveFor(sb, path, true), true);
+      try {
+        await writeFully(file, decoded.bytes, 0);
+      } finally {
+        await file.close();
+      }
+    });
     return {};
   });
 
   router.on('fs/createDirectory', async (params) => {
     const path = toPath(params.path);
+    const sb = FsSandbox.fromRequest(params.sandbox);
     // Omitted `recursive` means `mkdir -p`, as in the reference.
-    if (params.recursive ?? true) await io(() => fsp.mkdir(path, { recursive: true }));
+    const recursive = params.recursive ?? true;
+    if (sb) await io(async () => mkdirChecked(sb, await resolveFor(sb, path, true), recursive));
+    else if (recursive) await io(() => fsp.mkdir(path, { recursive: true }));
     else await io(() => fsp.mkdir(path));
     return {};
   });
 
   router.on('fs/getMetadata', async (params) => {
     const path = toPath(params.path);
-    return io(() => (params.followSymlinks === false ? metadataNotFollowing(path) : metadataFollowing(path)));
+    const sb = FsSandbox.fromRequest(params.sandbox);
+    const follow = params.followSymlinks !== false;
+    return io(async () => {
+      if (sb) sb.checkRead(follow ? await resolveFor(sb, path, true) : await resolveEntryFor(sb, path));
+      return follow ? metadataFollowing(path) : metadataNotFollowing(path);
+    });
   });
 
   router.on('fs/readDirectory', async (params) => {
     const path = toPath(params.path);
-    return { entries: await io(() => listDirectory(path)) };
+    const sb = FsSandbox.fromRequest(params.sandbox);
+    return { entries: await io(async () => (sb ? listDirectoryChecked(sb, await resolveFor(sb, path, true)) : listDirectory(path))) };
   });
 
   router.on('fs/canonicalize', async (params) => {
     const path = toPath(params.path);
-    return { path: uriFromPath(await io(() => fsp.realpath(path))) };
+    const sb = FsSandbox.fromRequest(params.sandbox);
+    const real = await io(async () => {
+      if (sb) sb.checkRead(await resolveFor(sb, path, true));
+      return fsp.realpath(path);
+    });
+    return { path: uriFromPath(real) };
   });
 
   router.on('fs/copy', async (params) => {
@@ -404,6 +664,7 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     const destinationUrl = parsePathUri(params.destinationPath);
     const source = localPath(sourceUrl);
     const destination = localPath(destinationUrl);
+    const sb = FsSandbox.fromRequest(params.sandbox);
     await io(async () => {
       const st = await fsp.lstat(source);
       if (st.isDirectory()) {
@@ -411,52 +672,96 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
         if (isWithin(await resolveExisting(destination), await fsp.realpath(source))) {
           throw RpcError.invalidRequest('fs/copy cannot copy a directory to itself or one of its descendants');
         }
-        await copyDirectory(source, destination);
-      } else if (st.isSymbolicLink()) {
-        await copySymlink(source, destination);
-      } else if (st.isFile()) {
-        await fsp.copyFile(source, destination);
-      } else {
-        throw RpcError.invalidRequest('fs/copy only supports regular files, directories, and symlinks');
+        if (!sb) return copyDirectory(source, destination);
+        const from = await resolveFor(sb, source, true);
+        sb.checkRead(from);
+        if (sb.blocksSubtree(from, 'read')) throw errnoError('EACCES');
+        const to = await resolveFor(sb, destination, true);
+        await mkdirChecked(sb, to, true);
+        if (sb.blocksSubtree(to, 'write')) throw errnoError('EROFS');
+        return copyTreeChecked(sb, from, to);
       }
+      if (st.isSymbolicLink()) {
+        if (!sb) return copySymlink(source, destination);
+        sb.checkRead(await resolveEntryFor(sb, source));
+        const to = await resolveEntryFor(sb, destination);
+        await checkCreate(sb, to);
+        return inParent(to, async (child, dir, name) => {
+          sb.checkWrite(join(dir.real, name));
+          await copySymlink(source, child);
+        });
+      }
+      if (!st.isFile()) throw RpcError.invalidRequest('fs/copy only supports regular files, directories, and symlinks');
+      if (!sb) return fsp.copyFile(source, destination);
+      const from = await resolveFor(sb, source, true);
+      sb.checkRead(from);
+      const to = await resolveFor(sb, destination, true);
+      await checkCreate(sb, to);
+      return inParent(to, (child) => copyFileChecked(sb, from, child, to));
     });
     return {};
   });
 
   router.on('fs/remove', async (params) => {
     const path = toPath(params.path);
+    const sb = FsSandbox.fromRequest(params.sandbox);
     // Omitted flags mean `rm -rf`, as in the reference.
     const recursive = params.recursive ?? true;
     const force = params.force ?? true;
     await io(async () => {
-      let st;
+      let target = path;
       try {
-        st = await fsp.lstat(path);
+        if (sb) {
+          target = await resolveEntryFor(sb, path);
+          // What the sandbox cannot see is missing there.
+          if (sb.accessAt(target) === 'none') throw errnoError('ENOENT');
+        }
+        const st = await fsp.lstat(target);
+        if (sb) {
+          sb.checkWrite(target);
+          sb.checkWrite(dirname(target));
+          if (st.isDirectory() && recursive && sb.blocksSubtree(target, 'write')) throw errnoError('EROFS');
+        }
       } catch (e) {
         if (force && isErrno(e, 'ENOENT')) return;
         throw e;
       }
-      if (!st.isDirectory()) await fsp.unlink(path);
-      else if (recursive) await fsp.rm(path, { recursive: true });
-      else await fsp.rmdir(path);
+      if (!sb) {
+        const st = await fsp.lstat(path);
+        if (!st.isDirectory()) await fsp.unlink(path);
+        else if (recursive) await fsp.rm(path, { recursive: true });
+        else await fsp.rmdir(path);
+        return;
+      }
+      await inParent(target, async (child, dir, name) => {
+        sb.checkWrite(join(dir.real, name));
+        const st = await fsp.lstat(child);
+        if (!st.isDirectory()) await fsp.unlink(child);
+        else if (recursive) await removeTreeChecked(sb, child);
+        else await fsp.rmdir(child);
+      });
     });
     return {};
   });
 
-  router.on('fs/walk', async (params) => walk(parsePathUri(params.path), params.options));
+  router.on('fs/walk', async (params) => walk(parsePathUri(params.path), params.options, FsSandbox.fromRequest(params.sandbox)));
 
   router.on('fs/open', async (params, ctx) => {
     const url = parsePathUri(params.path);
     FileHandleTable.checkId(params.handleId);
+    const sb = FsSandbox.fromRequest(params.sandbox);
     // A taken id is refused before the file is touched (a `replace` open must not truncate it).
     ctx.fileHandles.checkCanAdd(params.handleId);
     const path = localPath(url);
     const mode = params.mode ?? 'read';
     const file = await io(async () => {
-      if (mode === 'replace') return fsp.open(path, 'w');
-      // Checked before opening: opening a FIFO for reading would block.
-      if (!(await fsp.stat(path)).isFile()) throw RpcError.invalidRequest(`path \`${path}\` is not a file`);
-      return fsp.open(path, fsConstants.O_RDONLY);
+      if (mode === 'replace') return sb ? openForWriting(sb, await resolveFor(sb, path, true), true) : fsp.open(path, 'w');
+      let target = path;
+      if (sb) {
+        target = await resolveFor(sb, path, true);
+        sb.checkRead(target);
+      }
+      return (await openForReading(target, path, sb)).file;
     });
     await ctx.fileHandles.add(params.handleId, file, mode);
     return { handleId: params.handleId };

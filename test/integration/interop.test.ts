@@ -10,11 +10,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { isAlive } from '../helpers/procs';
 import { RawClient, startParams, startServer, type StartedServer, type WireMessage } from '../helpers/rawClient';
 
@@ -1038,4 +1040,138 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     },
     { aliveBefore: true, childDead: true, grandchildDead: true },
   );
+});
+
+/**
+ * fs/* with a `sandbox` field (security issue 9): codex runs such a call in a sandboxed helper,
+ * ours checks the paths against the same layout. Each server gets its own identical tree; the
+ * policy writes only to `ws` (explicit path entries, no /tmp), denies `ws/denied` and `out/s.txt`.
+ */
+describe('interop: fs/* with a sandbox field, same answers (code and message) as codex', () => {
+  const servers = {} as Record<Kind, { server: StartedServer; client: RawClient; root: string }>;
+  const scratch = mkdtempSync(join(tmpdir(), 'eb-fs-sandbox-'));
+
+  before(async () => {
+    await Promise.all(
+      KINDS.map(async (kind) => {
+        const root = mkdtempSync(join(scratch, `${kind}-`));
+        for (const d of ['ws/.git', 'ws/sub', 'ws/denied', 'out']) mkdirSync(join(root, d), { recursive: true });
+        writeFileSync(join(root, 'ws/a.txt'), 'in\n');
+        writeFileSync(join(root, 'ws/.git/config'), 'cfg\n');
+        writeFileSync(join(root, 'ws/denied/x'), 'denied\n');
+        writeFileSync(join(root, 'out/s.txt'), 'secret\n');
+        writeFileSync(join(root, 'out/o.txt'), 'outside\n');
+        symlinkSync(join(root, 'out'), join(root, 'ws/linkout'));
+        symlinkSync(join(root, 'out/o.txt'), join(root, 'ws/linkfile'));
+        symlinkSync('../out/new.txt', join(root, 'ws/dangling'));
+        const server = await startServer(kind, [], SERVER_ENV);
+        const { client } = await RawClient.session(server.url);
+        servers[kind] = { server, client, root };
+      }),
+    );
+  });
+
+  after(async () => {
+    for (const k of KINDS) {
+      servers[k]?.client.close();
+      await servers[k]?.server.stop();
+    }
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  const uri = (root: string, rel: string) => `file://${root}${rel ? `/${rel}` : ''}`;
+  /** Root readable, `ws` writable (its .git a carve-out), `ws/denied` and `out/s.txt` denied. */
+  const policy = (root: string) => ({
+    cwd: uri(root, 'ws'),
+    windowsSandboxLevel: 'disabled',
+    permissions: {
+      type: 'managed',
+      network: 'restricted',
+      file_system: {
+        type: 'restricted',
+        entries: [
+          { path: { type: 'special', value: { kind: 'root' } }, access: 'read' },
+          { path: { type: 'path', path: uri(root, 'ws') }, access: 'write' },
+          { path: { type: 'path', path: uri(root, 'ws/denied') }, access: 'deny' },
+          { path: { type: 'path', path: uri(root, 'out/s.txt') }, access: 'deny' },
+        ],
+      },
+    },
+  });
+  type FsStep = [method: string, params: (root: string) => Record<string, unknown>];
+  const d = b64('new\n');
+  const steps: FsStep[] = [
+    // The issue's case: /etc under read-only and workspace-write.
+    ['fs/writeFile', (r) => ({ path: 'file:///etc/eb-fs-sandbox-probe', dataBase64: d, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(r, 'ws') }) })],
+    ['fs/writeFile', (r) => ({ path: 'file:///etc/eb-fs-sandbox-probe', dataBase64: d, sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(r, 'ws') }) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/ro.txt'), dataBase64: d, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(r, 'ws') }) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/new.txt'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/readFile', (r) => ({ path: uri(r, 'ws/new.txt'), sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'out/new.txt'), dataBase64: d, sandbox: policy(r) })],
+    // Carve-out, symlinks out of the root (directory, file, dangling), `..` and %2e%2e.
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/.git/config'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/.git/hook'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/remove', (r) => ({ path: uri(r, 'ws/.git'), sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/linkout/new.txt'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/linkfile'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/dangling'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/../out/dots.txt'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/sub/%2e%2e/%2e%2e/out/dots.txt'), dataBase64: d, sandbox: policy(r) })],
+    // Missing parents: ENOENT first, inside and outside.
+    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/nodir/x'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/writeFile', (r) => ({ path: uri(r, 'out/nodir/x'), dataBase64: d, sandbox: policy(r) })],
+    ['fs/createDirectory', (r) => ({ path: uri(r, 'ws/c1/c2'), sandbox: policy(r) })],
+    ['fs/createDirectory', (r) => ({ path: uri(r, 'out/c1/c2'), sandbox: policy(r) })],
+    ['fs/createDirectory', (r) => ({ path: uri(r, 'out'), sandbox: policy(r) })],
+    ['fs/createDirectory', (r) => ({ path: uri(r, 'out'), recursive: false, sandbox: policy(r) })],
+    ['fs/remove', (r) => ({ path: uri(r, 'out/o.txt'), sandbox: policy(r) })],
+    ['fs/remove', (r) => ({ path: uri(r, 'out/s.txt'), sandbox: policy(r) })],
+    ['fs/remove', (r) => ({ path: uri(r, 'out/missing'), sandbox: policy(r) })],
+    ['fs/remove', (r) => ({ path: uri(r, 'out/missing'), force: false, sandbox: policy(r) })],
+    ['fs/copy', (r) => ({ sourcePath: uri(r, 'ws/a.txt'), destinationPath: uri(r, 'out/c.txt'), recursive: false, sandbox: policy(r) })],
+    ['fs/copy', (r) => ({ sourcePath: uri(r, 'out/s.txt'), destinationPath: uri(r, 'ws/c.txt'), recursive: false, sandbox: policy(r) })],
+    ['fs/copy', (r) => ({ sourcePath: uri(r, 'ws/a.txt'), destinationPath: uri(r, 'ws/.git/c.txt'), recursive: false, sandbox: policy(r) })],
+    ['fs/open', (r) => ({ handleId: 'w1', path: uri(r, 'out/w.txt'), mode: 'replace', sandbox: policy(r) })],
+    // Denied reads.
+    ['fs/readFile', (r) => ({ path: uri(r, 'out/s.txt'), sandbox: policy(r) })],
+    ['fs/readFile', (r) => ({ path: uri(r, 'ws/denied/x'), sandbox: policy(r) })],
+    ['fs/readDirectory', (r) => ({ path: uri(r, 'ws/denied'), sandbox: policy(r) })],
+    ['fs/canonicalize', (r) => ({ path: uri(r, 'ws/denied/x'), sandbox: policy(r) })],
+    ['fs/open', (r) => ({ handleId: 'r1', path: uri(r, 'ws/denied/x'), sandbox: policy(r) })],
+    ['fs/readFile', (r) => ({ path: uri(r, 'out/o.txt'), sandbox: policy(r) })],
+    // Invalid sandbox values.
+    ['fs/readFile', (r) => ({ path: uri(r, 'ws/a.txt'), sandbox: {} })],
+    ['fs/readFile', (r) => ({ path: uri(r, 'ws/a.txt'), sandbox: { ...policy(r), cwd: undefined, permissions: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(r, 'ws') }).permissions } })],
+  ];
+
+  test('writes outside writable roots, carve-outs, symlinks out, dot tricks, missing parents, denied reads', async () => {
+    const seen = {} as Record<Kind, unknown[]>;
+    await Promise.all(
+      KINDS.map(async (kind) => {
+        const { client, root } = servers[kind];
+        const out: unknown[] = [];
+        for (const [method, params] of steps) {
+          const m = await client.call(method, params(root));
+          out.push(JSON.parse(JSON.stringify(answer(m)).split(root).join('<root>')));
+        }
+        seen[kind] = out;
+      }),
+    );
+    const mismatches = steps.flatMap(([method], i) =>
+      isDeepStrictEqual(seen.ours[i], seen.codex[i]) ? [] : [`#${i} ${method}\n  ours:  ${JSON.stringify(seen.ours[i])}\n  codex: ${JSON.stringify(seen.codex[i])}`],
+    );
+    assert.deepEqual(mismatches, [], mismatches.join('\n'));
+    // Not a vacuous agreement: codex refused the writes it should refuse.
+    assert.deepEqual(seen.codex[0], { error: { code: -32603, message: 'Read-only file system (os error 30)' } });
+    assert.deepEqual(seen.codex[3], { result: {} });
+    assert.deepEqual(seen.codex[28], { error: { code: -32600, message: 'Permission denied (os error 13)' } });
+    // And nothing was written outside `ws` on either side.
+    for (const kind of KINDS) {
+      const { root } = servers[kind];
+      assert.equal(existsSync('/etc/eb-fs-sandbox-probe'), false);
+      assert.deepEqual(readdirSync(join(root, 'out')).sort(), ['o.txt', 's.txt'], kind);
+      assert.equal(readFileSync(join(root, 'out/o.txt'), 'utf8'), 'outside\n', kind);
+      assert.deepEqual(readdirSync(join(root, 'ws/.git')), ['config'], kind);
+    }
+  });
 });
