@@ -2,12 +2,27 @@ import { z } from 'zod';
 import { Base64, OutputStream, PathUri, ProcessId, U64 } from './common';
 import { SandboxContext } from './sandbox';
 
+/**
+ * Variable name → value. Not `z.record`: it drops a key named `__proto__`, and that is a valid
+ * variable name. The result has no prototype, so every name is an ordinary key.
+ */
+export const EnvMap = z
+  .custom<Record<string, string>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), { message: 'Invalid input: expected record' })
+  .transform((v, ctx) => {
+    const out = Object.create(null) as Record<string, string>;
+    for (const [k, s] of Object.entries(v)) {
+      if (typeof s === 'string') out[k] = s;
+      else ctx.issues.push({ code: 'invalid_type', expected: 'string', input: s, path: [k], message: `Invalid input: expected string, received ${s === null ? 'null' : typeof s}` });
+    }
+    return out;
+  });
+
 /** Build the child environment from the server's own, then overlay `env` (which wins over `set`). */
 export const EnvPolicy = z.object({
   inherit: z.enum(['all', 'core', 'none']),
   ignoreDefaultExcludes: z.boolean(),
   exclude: z.array(z.string()),
-  set: z.record(z.string(), z.string()),
+  set: EnvMap,
   includeOnly: z.array(z.string()),
 });
 export type EnvPolicy = z.infer<typeof EnvPolicy>;
@@ -25,7 +40,7 @@ export const ProcessStartParams = z.object({
   argv: z.array(z.string()),
   cwd: PathUri,
   /** The complete child environment when `envPolicy` is absent; an overlay otherwise. */
-  env: z.record(z.string(), z.string()),
+  env: EnvMap,
   tty: z.boolean(),
   /** Non-tty only: keep stdin as a writable pipe (else /dev/null). */
   pipeStdin: z.boolean().optional().default(false),

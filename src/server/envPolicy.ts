@@ -14,21 +14,28 @@ function globToRegExp(glob: string): RegExp {
 /**
  * The child's environment for `process/start`: without a policy, `env` is the whole environment;
  * with one, start from the server's environment as the policy says, then overlay `set`, then `env`
- * (`env` wins over `set`, as in the real server).
+ * (`env` wins over `set`, as in the real server). The result has no prototype, and keys are copied
+ * by definition, never by assignment: a variable named `__proto__` is a variable like any other.
  */
 export function buildChildEnv(env: Record<string, string>, policy: EnvPolicy | null | undefined, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  if (!policy) return { ...env };
+  const out = Object.create(null) as Record<string, string>;
+  const put = (entries: Iterable<[string, string]>) => {
+    for (const [k, v] of entries) out[k] = v; // on a prototype-less object `__proto__` is a plain key
+  };
+  if (!policy) {
+    put(Object.entries(env));
+    return out;
+  }
   let entries = Object.entries(base).filter((e): e is [string, string] => typeof e[1] === 'string');
   if (policy.inherit === 'none') entries = [];
   else if (policy.inherit === 'core') entries = entries.filter(([k]) => CORE_VARS.includes(k));
   const excludes = [...(policy.ignoreDefaultExcludes ? [] : DEFAULT_EXCLUDES), ...policy.exclude].map(globToRegExp);
-  entries = entries.filter(([k]) => !excludes.some((re) => re.test(k)));
-  const out: Record<string, string> = Object.fromEntries(entries);
-  Object.assign(out, policy.set);
+  put(entries.filter(([k]) => !excludes.some((re) => re.test(k))));
+  put(Object.entries(policy.set));
   if (policy.includeOnly.length > 0) {
     const keep = policy.includeOnly.map(globToRegExp);
     for (const k of Object.keys(out)) if (!keep.some((re) => re.test(k))) delete out[k];
   }
-  Object.assign(out, env);
+  put(Object.entries(env));
   return out;
 }
