@@ -970,11 +970,31 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     },
   );
 
+  // Codex 0.171 refuses every Origin (it has no --allow-origin); ours does too unless told otherwise.
+  const ORIGINS = ['http://evil.example', 'http://127.0.0.1:8080', 'http://localhost', 'vscode-file://vscode-app', 'null'];
   interop(
-    'an upgrade carrying a browser Origin is refused with 403, even with the right token',
-    async (t) => (await httpProbe(t, '/', { authorization: `Bearer ${t.token}`, origin: 'http://evil.example' }, true)).status,
-    403,
+    'an upgrade carrying any browser Origin is refused with 403, even with the right token',
+    async (t) => {
+      const out: Record<string, number> = {};
+      for (const origin of ORIGINS) out[origin] = (await httpProbe(t, '/', { authorization: `Bearer ${t.token}`, origin }, true)).status;
+      return out;
+    },
+    Object.fromEntries(ORIGINS.map((o) => [o, 403])),
   );
+
+  test('without auth too (codex without --ws-auth, ours without a token), every browser Origin gets 403', async () => {
+    const open = await Promise.all(KINDS.map((k) => startServer(k, [], SERVER_ENV)));
+    try {
+      for (const server of open) {
+        const t: Target = { kind: server.kind, server, token: '', dir: scratch };
+        const seen: Record<string, number> = { none: (await httpProbe(t, '/', {}, true)).status };
+        for (const origin of ORIGINS) seen[origin] = (await httpProbe(t, '/', { origin }, true)).status;
+        assert.deepEqual(seen, { none: 101, ...Object.fromEntries(ORIGINS.map((o) => [o, 403])) }, server.kind);
+      }
+    } finally {
+      await Promise.all(open.map((s) => s.stop()));
+    }
+  });
 
   // ---------- deliberate differences: each side's own behaviour ----------
 
