@@ -470,7 +470,14 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     mkdirSync(home, { recursive: true });
     chmodSync(base, 0o755);
     if (asRoot) chownSync(home, 65534, 65534);
-    const plan = await planSpawn({ argv: ['/bin/sh', '-c', 'id -u; echo ok > mine.txt; touch /etc/x'], cwd: home, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'workspace-write', network: true, cwd: uri(home) }) });
+    // The plan is made here (as root) but run as nobody: its filter must live where nobody can read it,
+    // as it would in a server run by that user (our private directory is root's).
+    const state = join(home, 'state');
+    mkdirSync(state, { mode: 0o700 });
+    if (asRoot) chownSync(state, 65534, 65534);
+    const planner = new SandboxPlanner({ stateDir: state });
+    const plan = await planner.plan({ argv: ['/bin/sh', '-c', 'id -u; echo ok > mine.txt; touch /etc/x'], cwd: home, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'workspace-write', network: true, cwd: uri(home) }) });
+    if (asRoot) for (const f of readdirSync(state)) chownSync(join(state, f), 65534, 65534);
     const [cmd, args] = asRoot ? ['setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', plan.file, ...plan.args]] : [plan.file, plan.args];
     const r = spawnSync(cmd, args, { cwd: home, env: plan.env, encoding: 'utf8', timeout: 15_000 });
     plan.dispose();

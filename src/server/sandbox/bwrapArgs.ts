@@ -73,11 +73,7 @@ export function bwrapArgs(o: BwrapOptions): string[] {
         break;
     }
   }
-  for (const p of o.hidden ?? []) {
-    // An empty root shows nothing of the host unless a mount brings it in.
-    const visible = layout.root !== 'empty' || layout.mounts.some((m) => (m.kind === 'bind' || m.kind === 'ro-bind') && isWithin(p, m.path));
-    if (visible) a.push('--perms', '000', '--tmpfs', p, '--remount-ro', p);
-  }
+  for (const p of o.hidden ?? []) if (hostVisible(layout, p)) a.push('--perms', '000', '--tmpfs', p, '--remount-ro', p);
   if (layout.root === 'empty') a.push('--remount-ro', '/');
 
   // No capabilities: as root, CAP_SYS_ADMIN alone would let it remount the read-only binds writable.
@@ -86,6 +82,14 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   a.push('--chdir', o.cwd);
   a.push('--', ...argvWithArg0(o.argv, o.arg0));
   return a;
+}
+
+/** Whether the host's `p` shows through: the deepest mount above it is a bind (or none, over a host root). */
+function hostVisible(layout: Layout, p: string): boolean {
+  let deepest: Layout['mounts'][number] | undefined;
+  for (const m of layout.mounts) if (isWithin(p, m.path) && (!deepest || m.path.length >= deepest.path.length)) deepest = m;
+  if (!deepest) return layout.root !== 'empty';
+  return deepest.kind === 'bind' || deepest.kind === 'ro-bind';
 }
 
 function mode(m: number): string {

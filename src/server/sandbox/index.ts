@@ -10,7 +10,7 @@ import { bwrapArgs } from './bwrapArgs';
 import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
 import { computeLayout, type Layout } from './layout';
 import { resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
-import { networkOffFilter } from './seccomp';
+import { keyringOffFilter, networkOffFilter } from './seccomp';
 import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
 
 export type { SpawnPlan, SpawnRequest } from '../spawnPlan';
@@ -57,7 +57,7 @@ function sharedPlanner(bwrapPath: string | undefined): SandboxPlanner {
 export class SandboxPlanner {
   private bwrapReady: Promise<string> | undefined;
   private bwrapWorks = false;
-  private seccompProgram: Buffer | undefined;
+  private readonly seccompPrograms = new Map<'net-off' | 'keyring-off', Buffer | null>();
   /** Placeholder stubs on the host for missing carve-outs that this planner claims, with their users. */
   private readonly stubs = new Map<string, number>();
   /** Stubs this planner made, or found claimed by another server: the last user removes them. */
@@ -106,8 +106,9 @@ export class SandboxPlanner {
     const layout = computeLayout(policy, isClaimedStub);
     // Every sandbox hides our private directory (FIFOs, the filter, tokens) and that of any other
     // server of this user: a pipe end or a secret reachable by path would be a way out.
-    const hidden = [...new Set([this.stateDir(), ...privateDirCandidates()])];
-    const seccomp = policy.network === 'restricted' ? this.seccompFile() : undefined;
+    const hidden = [...new Set([this.stateDir(), ...privateDirCandidates()])].filter(ensureDir);
+    // Network off: the full filter. Network on: still no kernel keyrings (they are not namespaced).
+    const seccomp = this.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
     const files = seccomp ? [seccomp] : [];
     const argv = [commandName(req), ...req.argv.slice(1)];
     const arg0 = req.arg0 && req.arg0 !== argv[0] ? req.arg0 : null;
@@ -232,17 +233,26 @@ export class SandboxPlanner {
     return (this.opts.stateDir = dir);
   }
 
-  /** The filter file, checked on every use (cheap: a few hundred bytes) and rewritten if it changed. */
-  private seccompFile(): string {
-    if (!this.seccompProgram) {
+  /**
+   * The filter file, checked on every use (cheap: a few hundred bytes) and rewritten if it changed.
+   * Undefined only for the keyring filter on an architecture we have no syscall table for (the
+   * network-off one then fails closed instead).
+   */
+  private seccompFile(kind: 'net-off' | 'keyring-off'): string | undefined {
+    let bpf = this.seccompPrograms.get(kind);
+    if (bpf === undefined) {
       try {
-        this.seccompProgram = networkOffFilter();
+        bpf = kind === 'net-off' ? networkOffFilter() : keyringOffFilter();
       } catch (e) {
-        throw new SandboxUnavailableError(`cannot turn the network off on this machine: ${(e as Error).message}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`);
+        if (kind === 'net-off') {
+          throw new SandboxUnavailableError(`cannot turn the network off on this machine: ${(e as Error).message}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`);
+        }
+        bpf = null;
       }
+      this.seccompPrograms.set(kind, bpf);
     }
-    const bpf = this.seccompProgram;
-    const file = join(this.stateDir(), `net-off-${process.arch}-${createHash('sha256').update(bpf).digest('hex').slice(0, 16)}.bpf`);
+    if (bpf === null) return undefined;
+    const file = join(this.stateDir(), `${kind}-${process.arch}-${createHash('sha256').update(bpf).digest('hex').slice(0, 16)}.bpf`);
     let current: Buffer | undefined;
     try {
       current = readFileSync(file);
@@ -377,6 +387,19 @@ function pidAlive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * Makes a private location exist (0700) before a sandbox binds its parent: one made later on the
+ * host (by a server with another environment) would show in a sandbox that is already running.
+ */
+function ensureDir(p: string): boolean {
+  try {
+    mkdirSync(p, { mode: 0o700 });
+  } catch {
+    // exists already, or cannot be made (then there is nothing there to hide)
+  }
+  return lstatSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
 }
 
 function unsandboxedPlan(req: SpawnRequest): SandboxedSpawnPlan {
