@@ -1,0 +1,233 @@
+/**
+ * `ExecutorConnection` against real servers on loopback: our `ExecServer` in process (WebSocket
+ * executors) and the real bundled server (`dist/cli.js`, started by a real `BundledServer`).
+ */
+import assert from 'node:assert/strict';
+import { homedir } from 'node:os';
+import { after, before, describe, test } from 'node:test';
+import type { ConnectionState } from '../../../src/client';
+import { BundledServer } from '../../../src/core/bundledServer';
+import type { ExecutorConfig } from '../../../src/core/executorConfig';
+import { ExecutorConnection, type ExecutorConnectionDeps, type ExecutorState } from '../../../src/core/executorConnection';
+import { ExecServer } from '../../../src/server/execServer';
+import type { Event } from '../../../src/util/emitter';
+import { CLI_JS } from '../../helpers/servers';
+
+const TOKEN = 'secret-token-0123456789';
+const WAIT_MS = 15_000;
+
+/** Resolves once `ready()` is true, checked after each event; fails after `WAIT_MS`. */
+function when<T>(event: Event<T>, ready: () => boolean, what: string): Promise<void> {
+  if (ready()) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`timed out waiting for ${what}`));
+    }, WAIT_MS);
+    const sub = event(() => {
+      if (!ready()) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolve();
+    });
+  });
+}
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  return p.then(
+    () => assert.fail('expected a rejection'),
+    (e: unknown) => {
+      assert.ok(e instanceof Error);
+      return e;
+    },
+  );
+}
+
+/** One connection under test, with everything it said. */
+function observe(config: ExecutorConfig, deps: Partial<ExecutorConnectionDeps> & { token?: () => string | undefined } = {}) {
+  const states: ExecutorState[] = [];
+  const clientStates: ConnectionState[] = [];
+  const logs: string[] = [];
+  const tokenAsks: string[] = [];
+  const conn = new ExecutorConnection(config, {
+    getToken: async (name) => {
+      tokenAsks.push(name);
+      return deps.token ? deps.token() : TOKEN;
+    },
+    clientOptions: { keepalive: false, backoff: { stepMs: 5, maxMs: 20 } },
+    log: (line) => logs.push(line),
+    ...deps,
+  });
+  conn.onDidChangeState((s) => states.push(s));
+  conn.onClientState((s) => clientStates.push(s));
+  const kinds = () => states.map((s) => s.kind);
+  return { conn, states, clientStates, logs, tokenAsks, kinds };
+}
+
+describe('a WebSocket executor', () => {
+  let server: ExecServer;
+  let url: string;
+  const ws = (extra: Partial<Extract<ExecutorConfig, { kind: 'websocket' }>> = {}): ExecutorConfig => ({ kind: 'websocket', name: 'box', url, tokenSecret: 'box-token', ...extra });
+
+  before(async () => {
+    server = new ExecServer({ token: TOKEN, sandboxPrewarmMs: 0 });
+    url = await server.listen('127.0.0.1', 0);
+  });
+  after(() => server.close());
+
+  test('connects once: concurrent calls share the attempt, a connected executor is returned as it is', async (t) => {
+    const { conn, kinds, tokenAsks, logs, states } = observe(ws());
+    t.after(() => conn.dispose());
+    assert.equal(conn.state.kind, 'idle');
+    const [a, b] = await Promise.all([conn.connect(), conn.connect()]);
+    assert.equal(a, b);
+    assert.equal(await conn.connect(), a);
+    assert.equal(conn.client, a);
+    assert.deepEqual(tokenAsks, ['box-token'], 'one attempt, with the named secret');
+    assert.deepEqual(kinds(), ['connecting', 'connected']);
+    assert.deepEqual(states.at(-1), { kind: 'connected', sessionId: a.sessionId });
+    assert.ok(logs.includes(`box: connecting (${url}, with token)`));
+    assert.ok(!logs.some((l) => l.includes(TOKEN)), 'the token is never logged');
+    // Where commands run: the executor user's home (from `initialize`), unless configured.
+    assert.equal(conn.defaultCwd(), homedir());
+    assert.equal(conn.shellPath(), a.environmentInfo?.shell.path || '/bin/sh');
+  });
+
+  test('a configured cwd wins over the executor home', async (t) => {
+    const { conn } = observe(ws({ cwd: '/srv/work' }));
+    t.after(() => conn.dispose());
+    await conn.connect();
+    assert.equal(conn.defaultCwd(), '/srv/work');
+  });
+
+  test('a refused connection fails with the reason; the next connect() tries anew and can succeed', async (t) => {
+    let token: string | undefined = 'wrong';
+    const { conn, kinds, states, logs } = observe(ws(), { token: () => token });
+    t.after(() => conn.dispose());
+    const err = await rejection(conn.connect());
+    assert.match(err.message, /cannot connect to the exec-server: .*401/);
+    assert.deepEqual(kinds(), ['connecting', 'failed']);
+    assert.deepEqual(states.at(-1), { kind: 'failed', message: err.message });
+    assert.equal(conn.client, undefined);
+    assert.ok(logs.some((l) => l === `box: connect failed: ${err.message}`));
+
+    token = undefined;
+    assert.match((await rejection(conn.connect())).message, /401/, 'no token: refused too');
+    assert.ok(logs.includes(`box: connecting (${url})`), 'without a token, the log says so');
+
+    token = TOKEN;
+    const client = await conn.connect();
+    assert.equal(conn.state.kind, 'connected');
+    assert.equal(conn.client, client);
+    assert.deepEqual(kinds(), ['connecting', 'failed', 'connecting', 'failed', 'connecting', 'connected']);
+  });
+
+  test('reconnect drops the client and opens a new session; the old client says nothing any more', async (t) => {
+    const { conn, kinds, clientStates } = observe(ws());
+    t.after(() => conn.dispose());
+    const first = await conn.connect();
+    const heard = clientStates.length;
+    const second = await conn.reconnect();
+    assert.notEqual(second, first);
+    assert.notEqual(second.sessionId, first.sessionId);
+    assert.equal(first.state.kind, 'failed', 'the old client is disposed');
+    assert.equal(conn.client, second);
+    assert.deepEqual(kinds(), ['connecting', 'connected', 'idle', 'connecting', 'connected']);
+    // Only the current client's states are passed on (the old one's `failed` is not).
+    assert.ok(clientStates.slice(heard).every((s) => s.kind !== 'failed'));
+    assert.equal(conn.state.kind, 'connected');
+  });
+
+  test('reconnect while a connect is in flight waits for it, then replaces it', async (t) => {
+    const { conn, kinds } = observe(ws());
+    t.after(() => conn.dispose());
+    const pending = conn.connect();
+    const replaced = await conn.reconnect();
+    const first = await pending;
+    assert.notEqual(replaced, first);
+    assert.equal(first.state.kind, 'failed');
+    assert.equal(conn.client, replaced);
+    assert.deepEqual(kinds(), ['connecting', 'connected', 'idle', 'connecting', 'connected']);
+  });
+
+  test('after dispose, connect() is refused and the client is gone', async () => {
+    const { conn } = observe(ws());
+    const client = await conn.connect();
+    conn.dispose();
+    assert.equal(client.state.kind, 'failed');
+    assert.equal(conn.client, undefined);
+    assert.equal((await rejection(conn.connect())).message, 'Exec Bridge is shutting down');
+  });
+
+  test('disposed while connecting: the new client is dropped and the caller told why', async () => {
+    const { conn } = observe(ws());
+    const pending = conn.connect();
+    conn.dispose();
+    assert.equal((await rejection(pending)).message, 'Exec Bridge is shutting down');
+    assert.equal(conn.client, undefined);
+  });
+});
+
+describe('an executor that goes away', () => {
+  test('recovering, then failed with the client reason; connect() then tries again', async (t) => {
+    const server = new ExecServer({ token: TOKEN, sandboxPrewarmMs: 0 });
+    const url = await server.listen('127.0.0.1', 0);
+    const { conn, kinds, states, clientStates } = observe(
+      { kind: 'websocket', name: 'box', url, tokenSecret: 'box' },
+      { clientOptions: { keepalive: false, deadlineMs: 300, backoff: { stepMs: 5, maxMs: 20 } } },
+    );
+    t.after(() => conn.dispose());
+    const client = await conn.connect();
+    // An ordinary start first: it waits for the server's FIFO pool, so none is being made at close.
+    assert.equal((await (await client.startProcess({ argv: ['/bin/true'], cwd: '/' })).completion).exitCode, 0);
+    await server.close();
+    await when(conn.onDidChangeState, () => conn.state.kind === 'failed', 'failed');
+    assert.deepEqual(kinds().slice(0, 3), ['connecting', 'connected', 'recovering']);
+    const failed = states.at(-1) as Extract<ExecutorState, { kind: 'failed' }>;
+    assert.equal(client.state.kind, 'failed');
+    assert.equal(failed.message, client.state.kind === 'failed' ? client.state.error.message : '');
+    assert.deepEqual(
+      clientStates.map((s) => s.kind).filter((k, i, all) => k !== all[i - 1]),
+      ['recovering', 'failed'],
+      'the client states are passed on',
+    );
+    // A failed client is not reused: connect() makes a new attempt (which fails: nothing listens).
+    const err = await rejection(conn.connect());
+    assert.match(err.message, /cannot connect to the exec-server/);
+    assert.deepEqual(kinds().slice(-2), ['connecting', 'failed']);
+  });
+});
+
+describe('the bundled executor', () => {
+  test('without a bundled server in this build it fails with that reason', async (t) => {
+    const { conn, states } = observe({ kind: 'bundled', name: 'bundled' });
+    t.after(() => conn.dispose());
+    const err = await rejection(conn.connect());
+    assert.equal(err.message, 'the bundled exec-server is not available in this build');
+    assert.deepEqual(states.at(-1), { kind: 'failed', message: err.message });
+  });
+
+  test('its server dying fails the connection at once; connect() starts it again', async (t) => {
+    const bundled = new BundledServer({ cliPath: CLI_JS });
+    t.after(() => bundled.stop());
+    // A long deadline: only the server's exit (not the recovery deadline) can fail it in time.
+    const { conn, states, logs } = observe({ kind: 'bundled', name: 'bundled' }, { bundled, clientOptions: { keepalive: false, deadlineMs: 60_000 } });
+    t.after(() => conn.dispose());
+    const first = await conn.connect();
+    const pid = bundled.pid!;
+    assert.equal(conn.state.kind, 'connected');
+    assert.ok(conn.defaultCwd().startsWith('/'));
+
+    process.kill(pid, 'SIGKILL');
+    await when(conn.onDidChangeState, () => conn.state.kind === 'failed', 'failed');
+    const message = 'the bundled exec-server exited (SIGKILL); Reconnect starts it again';
+    assert.deepEqual(states.at(-1), { kind: 'failed', message });
+    assert.equal(first.state.kind, 'failed');
+    assert.ok(logs.includes(`bundled: ${message}`));
+
+    const second = await conn.connect();
+    assert.notEqual(second, first);
+    assert.ok(bundled.pid !== undefined && bundled.pid !== pid, 'a new server');
+    assert.equal(conn.state.kind, 'connected');
+  });
+});
