@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
 import { SandboxPolicyName, sandboxForPolicy } from '../protocol/sandbox';
+import { errorMessage } from '../util/errorMessage';
 import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
 import { shellLine } from '../util/shellQuote';
 import { readTokenFile } from './tokenFile';
@@ -233,7 +234,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       const notFound = e.kind === 'rpc' && (e as { data?: { kind?: string } }).data?.kind === 'spawnNotFound';
       return notFound ? 127 : 255;
     }
-    say(e instanceof Error ? e.message : String(e));
+    say(errorMessage(e));
     return 255;
   } finally {
     client?.dispose();

@@ -1,6 +1,7 @@
 import { StdioTransport } from '../rpc/stdioTransport';
 import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
 import { sandboxPlanner } from '../server/planner';
+import { errorMessage } from '../util/errorMessage';
 import { readTokenFile } from './tokenFile';
 
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | stdio] [--token-file FILE]
@@ -95,7 +96,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   try {
     args = parseServeArgs(argv);
   } catch (e) {
-    process.stderr.write(`exec-bridge serve: ${(e as Error).message}\n${SERVE_USAGE}\n`);
+    process.stderr.write(`exec-bridge serve: ${errorMessage(e)}\n${SERVE_USAGE}\n`);
     return 2;
   }
   const log = (line: string) => {
@@ -106,7 +107,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     try {
       token = readTokenFile(args.tokenFile);
     } catch (e) {
-      process.stderr.write(`exec-bridge serve: ${(e as Error).message}\n`);
+      process.stderr.write(`exec-bridge serve: ${errorMessage(e)}\n`);
       return 2;
     }
   }
@@ -174,7 +175,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const url = await server.listen(host, Number(m[2]));
     process.stdout.write(url + '\n');
   } catch (e) {
-    process.stderr.write(`exec-bridge serve: cannot listen on ${args.listen}: ${(e as Error).message}\n`);
+    process.stderr.write(`exec-bridge serve: cannot listen on ${args.listen}: ${errorMessage(e)}\n`);
     return 1;
   }
   return new Promise<number>(() => undefined);

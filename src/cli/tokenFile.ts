@@ -1,4 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { errorMessage } from '../util/errorMessage';
 import { shellWord } from '../util/shellQuote';
 
 /** A token file we refuse to use; the message names the file and the fix. */
@@ -20,7 +21,7 @@ export function readTokenFile(path: string, flag = '--token-file'): string {
   try {
     fd = openSync(path, 'r');
   } catch (e) {
-    throw new TokenFileError(`cannot read ${flag} ${path}: ${(e as Error).message}`);
+    throw new TokenFileError(`cannot read ${flag} ${path}: ${errorMessage(e)}`);
   }
   try {
     const st = fstatSync(fd);

@@ -3,6 +3,7 @@ import type { ConnectionState, StartProcessOptions } from '../client/types';
 import { isExecClientError } from '../client/errors';
 import { DisposableStore } from '../util/disposable';
 import type { Event } from '../util/emitter';
+import { errorMessage } from '../util/errorMessage';
 import { reportedDenial, sandboxUnavailableReason, unsandboxedRetry, type ApprovalOutcome, type DeniedRun } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
 import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
@@ -100,8 +101,8 @@ export class TerminalRun {
     this.run().then(
       () => this.resolveDone(),
       (e: unknown) => {
-        this.deps.log?.(`run failed unexpectedly: ${(e as Error)?.message ?? e}`);
-        this.model.error(`internal error: ${(e as Error)?.message ?? e}`);
+        this.deps.log?.(`run failed unexpectedly: ${errorMessage(e)}`);
+        this.model.error(`internal error: ${errorMessage(e)}`);
         this.model.finish(undefined);
         this.resolveDone();
       },
@@ -147,7 +148,7 @@ export class TerminalRun {
       try {
         handle = await this.deps.start(options);
       } catch (e) {
-        const message = (e as Error)?.message ?? String(e);
+        const message = errorMessage(e);
         // The executor cannot sandbox at all: the same question as a denial (the command never ran).
         const unavailable = sandboxed && spec.kind === 'command' && attempt === 0 ? sandboxUnavailableReason(e) : undefined;
         if (unavailable !== undefined && !this.closed.signal.aborted) {
@@ -233,7 +234,7 @@ export class TerminalRun {
   private act(action: TerminalAction): void {
     const handle = this.handle;
     if (!handle) return;
-    const warn = (what: string) => (e: unknown) => this.deps.log?.(`${what} failed for ${handle.processId}: ${(e as Error)?.message ?? e}`);
+    const warn = (what: string) => (e: unknown) => this.deps.log?.(`${what} failed for ${handle.processId}: ${errorMessage(e)}`);
     switch (action.kind) {
       case 'write':
         handle.write(action.data).catch(warn('write'));

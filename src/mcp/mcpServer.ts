@@ -18,6 +18,7 @@ import type { Clock, TimerHandle } from '../util/clock';
 import { Deferred } from '../util/deferred';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import { errorMessage } from '../util/errorMessage';
 import { formatDiagnostic, isToolEnabled, resolveLaunch, type McpInputDefinition, type McpLaunch, type McpServerDefinition, type McpServerEntry } from './config';
 import { describeExitCode, ExecProcessTransport } from './execProcessTransport';
 import { pathFromUri, type McpExecutor, type McpExecutorHost } from './executorHost';
@@ -439,7 +440,7 @@ export class McpServer {
         await this.failRun(run, 'timedOut', reason);
         return;
       }
-      const message = e instanceof Error ? e.message : String(e);
+      const message = errorMessage(e);
       if (!run.transport) {
         // Nothing was spawned: the executor is unreachable or the launch could not be resolved.
         const unavailable = !run.executor;
@@ -583,7 +584,7 @@ export class McpServer {
   private onListChanged(run: Run, kind: 'tools' | 'resources' | 'prompts'): void {
     if (this.run !== run || this.stateValue.kind !== 'ready') return;
     this.log.lifecycle(`${kind} list changed; refreshing`);
-    this.refresh([kind]).catch((e: unknown) => this.log.lifecycle(`refreshing ${kind} failed: ${e instanceof Error ? e.message : String(e)}`));
+    this.refresh([kind]).catch((e: unknown) => this.log.lifecycle(`refreshing ${kind} failed: ${errorMessage(e)}`));
   }
 
   private async loadLists(run: Run, sdk: Client, kinds: readonly ('tools' | 'resources' | 'prompts')[], request: RequestOptions): Promise<void> {

@@ -1,6 +1,7 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { errorMessage } from '../util/errorMessage';
 
 let validator: AjvJsonSchemaValidator | undefined;
 
@@ -15,7 +16,7 @@ export function parseToolArguments(tool: Pick<Tool, 'name' | 'inputSchema'>, tex
   try {
     value = text.trim() === '' ? {} : JSON.parse(text);
   } catch (e) {
-    return { ok: false, message: `not valid JSON: ${e instanceof Error ? e.message : String(e)}` };
+    return { ok: false, message: `not valid JSON: ${errorMessage(e)}` };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, message: 'the arguments must be a JSON object, like {"name": "value"}' };
   validator ??= new AjvJsonSchemaValidator();

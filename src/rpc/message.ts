@@ -2,6 +2,8 @@
  * The wire envelope: JSON-RPC 2.0 without the `"jsonrpc"` member (docs/protocol.md §2).
  * One message per frame; batches are not accepted.
  */
+import { errorMessage } from '../util/errorMessage';
+
 export type RequestId = number | string;
 
 export interface WireError {
@@ -28,7 +30,7 @@ export function parseMessage(text: string): IncomingMessage {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    return { kind: 'malformed', reason: (e as Error).message };
+    return { kind: 'malformed', reason: errorMessage(e) };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { kind: 'malformed', reason: 'expected a JSON-RPC object' };

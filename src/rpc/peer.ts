@@ -2,6 +2,7 @@ import { ErrorCode } from '../protocol/common';
 import type { Disposable } from '../util/disposable';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import { errorMessage } from '../util/errorMessage';
 import { ConnectionClosedError, RpcError } from './errors';
 import { encodeError, encodeNotification, encodeRequest, encodeResult, parseMessage, type RequestId } from './message';
 import type { Transport } from './transport';
@@ -159,7 +160,7 @@ export class RpcPeer implements Disposable {
       const result = await handler(method, params, id);
       frame = encodeResult(id, result);
     } catch (e) {
-      const err = e instanceof RpcError ? e : RpcError.internal(e instanceof Error ? e.message : String(e));
+      const err = e instanceof RpcError ? e : RpcError.internal(errorMessage(e));
       frame = encodeError(id, err.toWire());
     }
     if (!this.closedFlag) this.transport.send(frame);

@@ -1,6 +1,7 @@
 import { constants } from 'node:os';
 import { ErrorCode } from '../protocol/common';
 import { RpcError } from '../rpc/errors';
+import { errorMessage } from '../util/errorMessage';
 
 /**
  * Two small pieces of the reference server's (Rust) behaviour that our fs and http methods must
@@ -121,7 +122,7 @@ export function describeIoError(e: unknown): string {
     const n = (constants.errno as Record<string, number>)[code]!;
     return `${MUSL_STRERROR[code] ?? code} (os error ${n})`;
   }
-  return e instanceof Error ? e.message : String(e);
+  return errorMessage(e);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { RpcError } from '../rpc/errors';
+import { errorMessage } from '../util/errorMessage';
 
 /**
  * Turns a wire `PathUri` into an absolute local path, with the real server's error messages
@@ -22,7 +23,7 @@ export function pathFromUri(uri: string, field = 'path'): string {
   try {
     return fileURLToPath(url.hostname === 'localhost' ? `file://${url.pathname}` : url);
   } catch (e) {
-    throw RpcError.invalidParams(`${field} URI \`${uri}\` is not valid on this exec-server host: ${(e as Error).message}`);
+    throw RpcError.invalidParams(`${field} URI \`${uri}\` is not valid on this exec-server host: ${errorMessage(e)}`);
   }
 }
 

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
+import { errorMessage } from '../util/errorMessage';
 import { commandId, type CommandName } from './commandIds';
 import type { FeatureContext } from './context';
 import { selectExecutor, setExecutorToken } from './executorCommands';
@@ -152,7 +153,7 @@ export function registerCommands(ext: CommandContext): void {
         try {
           return await invoke(ext, command, args);
         } catch (e) {
-          const message = (e as Error)?.message ?? String(e);
+          const message = errorMessage(e);
           ext.log.error(`${id}: ${message}`);
           void vscode.window.showErrorMessage(`Exec Bridge: ${message}`, 'Show Log').then((choice) => {
             if (choice === 'Show Log') ext.log.show(true);

@@ -4,6 +4,7 @@ import { BundledServer } from '../core/bundledServer';
 import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
 import { RunRegistry } from '../core/runRegistry';
 import { DisposableStore } from '../util/disposable';
+import { errorMessage } from '../util/errorMessage';
 import type { ExecBridgeApi } from './api';
 import { ApprovalService } from './approvals';
 import { registerCommands, type CommandContext } from './commands';
@@ -111,7 +112,7 @@ export class Extension implements CommandContext {
       await conn.connect();
       return true;
     } catch (e) {
-      this.explainNotConnected(conn, (e as Error)?.message ?? String(e));
+      this.explainNotConnected(conn, errorMessage(e));
       return false;
     }
   }
@@ -130,7 +131,7 @@ export class Extension implements CommandContext {
     try {
       await conn.reconnect();
     } catch (e) {
-      this.explainNotConnected(conn, (e as Error)?.message ?? String(e));
+      this.explainNotConnected(conn, errorMessage(e));
     }
   }
 

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { mergeMcpConfig, parseMcpJson, parseSettingsServers, type McpConfig, type McpConfigLayer, type McpDiagnostic } from '../mcp/config';
 import { DisposableStore, type Disposable } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import { errorMessage } from '../util/errorMessage';
 
 export const SETTINGS_LABEL = 'settings: execBridge.mcp.servers';
 
@@ -49,7 +50,7 @@ export class McpConfigSource implements Disposable {
       } catch (e) {
         if (e instanceof vscode.FileSystemError && e.code === 'FileNotFound') continue; // no mcp.json in this folder
         // Unreadable (permissions, a remote file system failing): say so instead of dropping its servers silently.
-        layers.push({ source, servers: [], inputs: [], diagnostics: [{ severity: 'error', file: uri.fsPath, message: `cannot read ${uri.fsPath}: ${(e as Error).message}` }] });
+        layers.push({ source, servers: [], inputs: [], diagnostics: [{ severity: 'error', file: uri.fsPath, message: `cannot read ${uri.fsPath}: ${errorMessage(e)}` }] });
         continue;
       }
       layers.push(parseMcpJson(text, source));
@@ -77,7 +78,7 @@ export class McpConfigSource implements Disposable {
         (c) => {
           if (!this.disposed) this.changed.fire(c);
         },
-        (e: unknown) => this.log.error(`MCP: reading the configuration failed: ${e instanceof Error ? e.message : String(e)}`),
+        (e: unknown) => this.log.error(`MCP: reading the configuration failed: ${errorMessage(e)}`),
       );
     }, 200);
   }

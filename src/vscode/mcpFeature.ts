@@ -6,6 +6,7 @@ import { McpServerManager } from '../mcp/serverManager';
 import type { LogEntry } from '../mcp/serverLog';
 import { McpTreeModel } from '../mcp/treeModel';
 import { Emitter } from '../util/emitter';
+import { errorMessage } from '../util/errorMessage';
 import type { FeatureContext } from './context';
 import { McpConfigSource } from './mcpConfigSource';
 import { McpTreeProvider } from './mcpView';
@@ -152,7 +153,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
     outputs.detachMissing(manager.servers);
   };
   source.onDidChange(apply);
-  void source.read().then(apply, (e: unknown) => ext.log.error(`MCP: reading the configuration failed: ${e instanceof Error ? e.message : String(e)}`));
+  void source.read().then(apply, (e: unknown) => ext.log.error(`MCP: reading the configuration failed: ${errorMessage(e)}`));
 
   const view = vscode.window.createTreeView('execBridge.mcpServers', { treeDataProvider: provider, showCollapseAll: true });
   ext.disposables.add(view);
