@@ -40,7 +40,6 @@ export class McpServerManager {
   private readonly serverSubscriptions = new Map<McpServer, { dispose(): void }>();
   private readonly timings: McpTimings;
   private shuttingDown = false;
-  private configured = false;
 
   private readonly serversChanged = new Emitter<void>();
   /** The set or order of servers changed (config reload). */
@@ -94,7 +93,6 @@ export class McpServerManager {
       if (!next.has(name)) this.retire(server, 'removed from the configuration');
     }
     this.serverMap = next;
-    this.configured = true;
     this.serversChanged.fire();
     for (const s of toStart) void s.start({ automatic: true }).catch(() => undefined);
   }
@@ -147,11 +145,6 @@ export class McpServerManager {
   terminateAllNow(): void {
     this.shuttingDown = true;
     for (const s of this.servers) s.terminateNow();
-  }
-
-  /** Whether a configuration was applied yet (the tree shows "loading" before). */
-  get isConfigured(): boolean {
-    return this.configured;
   }
 
   private require(name: string): McpServer {

@@ -15,7 +15,6 @@ export const ErrorCode = {
   /** `initialize` with `resumeSessionId` of a session that still has a live connection. */
   SessionAttached: -32010,
 } as const;
-export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** A non-negative integer as serde's u64/usize expects it. */
 export const U64 = z.number().int().nonnegative();

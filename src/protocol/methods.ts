@@ -4,7 +4,7 @@ import { EnvironmentInfo, EnvironmentInfoParams, EnvironmentStatusParams, Enviro
 import * as fs from './fs';
 import { HttpBodyDeltaNotification, HttpRequestParams, HttpRequestResult } from './http';
 import * as p from './process';
-import { InitializedParams, InitializeParams, InitializeResult } from './session';
+import { InitializeParams, InitializeResult } from './session';
 
 /**
  * The one method table (docs/style.md §1): it drives the client's typed `call()` and the server's
@@ -52,29 +52,3 @@ export const serverNotifications = {
   'http/request/bodyDelta': HttpBodyDeltaNotification,
 } as const;
 export type ServerNotificationMethod = keyof typeof serverNotifications;
-export type NotificationParamsOf<M extends ServerNotificationMethod> = z.output<(typeof serverNotifications)[M]>;
-
-/** Client → server notifications: only `initialized`; anything else makes the server drop the connection. */
-export const clientNotifications = { initialized: InitializedParams } as const;
-
-export const Method = {
-  initialize: 'initialize',
-  initialized: 'initialized',
-  processStart: 'process/start',
-  processRead: 'process/read',
-  processWrite: 'process/write',
-  processSignal: 'process/signal',
-  processTerminate: 'process/terminate',
-  processResize: 'process/resize',
-  processOutput: 'process/output',
-  processExited: 'process/exited',
-  processClosed: 'process/closed',
-  environmentInfo: 'environment/info',
-  environmentStatus: 'environment/status',
-  httpRequest: 'http/request',
-  httpBodyDelta: 'http/request/bodyDelta',
-} as const;
-
-export function isRequestMethod(m: string): m is RequestMethod {
-  return Object.prototype.hasOwnProperty.call(requests, m);
-}

@@ -101,11 +101,6 @@ export class RpcPeer implements Disposable {
     else this.transport.sendFrame(frame, sent);
   }
 
-  /** Ids of requests whose answer has not arrived, with their methods. */
-  pendingMethods(): Array<{ id: RequestId; method: string }> {
-    return [...this.pending].map(([id, p]) => ({ id, method: p.method }));
-  }
-
   close(reason?: string): void {
     this.transport.close(reason);
     this.handleClose(reason);

@@ -538,7 +538,8 @@ export class ManagedProcess {
   terminate(): boolean {
     const running = this.rawExit === undefined && this.pid > 0;
     if (running) {
-      killTree(this.pid);
+      // Batched and asynchronous; by the time it runs the leader may have been reaped.
+      killTree(this.pid, () => this.rawExit === undefined);
     } else if (this.pid > 0) {
       // The leader is gone and its pid may already belong to someone else: only the process
       // group id is safe to use (the kernel keeps it reserved while any member lives).

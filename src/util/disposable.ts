@@ -3,18 +3,6 @@ export interface Disposable {
   dispose(): void;
 }
 
-export function toDisposable(fn: () => void): Disposable {
-  let done = false;
-  return {
-    dispose() {
-      if (!done) {
-        done = true;
-        fn();
-      }
-    },
-  };
-}
-
 /** Owns a set of disposables; disposing the store disposes them all (last added first). */
 export class DisposableStore implements Disposable {
   private items: Disposable[] = [];

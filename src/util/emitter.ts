@@ -26,10 +26,6 @@ export class Emitter<T> implements Disposable {
     }
   }
 
-  get hasListeners(): boolean {
-    return this.listeners.size > 0;
-  }
-
   dispose(): void {
     this.listeners.clear();
   }

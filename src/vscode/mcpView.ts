@@ -18,24 +18,6 @@ export class McpTreeProvider implements vscode.TreeDataProvider<McpTreeNode> {
     return this.model.getChildren(node);
   }
 
-  getParent(node: McpTreeNode): McpTreeNode | undefined {
-    switch (node.kind) {
-      case 'server':
-      case 'empty':
-        return undefined;
-      case 'group':
-      case 'detail':
-        return { kind: 'server', id: `mcp:${node.server}`, server: node.server };
-      case 'tool':
-        return { kind: 'group', id: `mcp:${node.server}/tools`, server: node.server, group: 'tools' };
-      case 'prompt':
-        return { kind: 'group', id: `mcp:${node.server}/prompts`, server: node.server, group: 'prompts' };
-      case 'resource':
-      case 'resourceTemplate':
-        return { kind: 'group', id: `mcp:${node.server}/resources`, server: node.server, group: 'resources' };
-    }
-  }
-
   getTreeItem(node: McpTreeNode): vscode.TreeItem {
     const v = this.model.getItem(node);
     const collapsible =
