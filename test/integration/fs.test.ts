@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { RawClient, startServer, type StartedServer, type WireMessage } from '../helpers/rawClient';
 
 type Kind = 'ours' | 'codex';
@@ -509,5 +510,58 @@ describe('http/request interop with codex exec-server', () => {
       assert.equal(run.deltas.map((d) => Buffer.from(d.deltaBase64, 'base64').toString()).join(''), 'part0\npart1\npart2\n', run.kind);
       assert.deepEqual(run.deltas.at(-1), { requestId: 's1', seq: run.deltas.length, deltaBase64: '', done: true, error: null }, run.kind);
     }
+  });
+});
+
+describe('fs/readFile of files whose stat size lies (security issue 9)', () => {
+  /** Peak resident memory of our server so far, in MiB. */
+  const peakMiB = () => {
+    const pid = targets.get('ours')!.server.child.pid!;
+    return Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+  };
+
+  test('an endless size-0 procfs file, /dev/zero and a FIFO answer quickly with an error; memory stays bounded', async () => {
+    const { client, root } = targets.get('ours')!;
+    const before = peakMiB();
+    const t0 = Date.now();
+    const answers = await Promise.all(
+      ['file:///proc/self/pagemap', 'file:///dev/zero', pathToFileURL(join(root, 'fifo')).href].map((path) => client.call('fs/readFile', { path }, undefined, 15_000)),
+    );
+    const elapsed = Date.now() - t0;
+    assert.equal(answers[0]!.error?.code, -32603);
+    assert.match(answers[0]!.error!.message, /^file is too large to return in one message \(more than 268435456 bytes;/);
+    assert.deepEqual(answers[1]!.error, { code: -32600, message: 'path `/dev/zero` is not a file' });
+    assert.deepEqual(answers[2]!.error, { code: -32600, message: `path \`${join(root, 'fifo')}\` is not a file` });
+    assert.ok(elapsed < 10_000, `answered after ${elapsed} ms`);
+    // The read stops at the 256 MiB limit: the peak grows by about that (it grew past 4 GB before).
+    const grown = peakMiB() - before;
+    assert.ok(grown < 600, `peak RSS grew by ${grown.toFixed(0)} MiB`);
+    // The server is still fine.
+    assert.deepEqual((await client.call('fs/readFile', { path: pathToFileURL(join(root, 'f.txt')).href })).result, { dataBase64: 'aGVsbG8K' });
+  });
+});
+
+describe('fs/* with a sandbox field, over the wire (security issue 9)', () => {
+  test('read-only and workspace-write refuse writes outside the writable roots, as codex does', async (t) => {
+    const ro = sandboxForPolicy({ policy: 'read-only', cwd: '@/dir' });
+    const ww = sandboxForPolicy({ policy: 'workspace-write', cwd: '@/dir' });
+    const erofs = { error: { code: -32603, message: 'Read-only file system (os error 30)' } };
+    // Only there if a server failed to refuse them.
+    t.after(() => ['/etc/eb-fs-int-probe', '/usr/eb-fs-int-probe'].forEach((p) => fs.rmSync(p, { recursive: true, force: true })));
+    const codex = await agree([
+      ['fs/writeFile', { path: 'file:///etc/eb-fs-int-probe', dataBase64: 'aGk=', sandbox: ro }],
+      ['fs/writeFile', { path: 'file:///etc/eb-fs-int-probe', dataBase64: 'aGk=', sandbox: ww }],
+      ['fs/createDirectory', { path: 'file:///usr/eb-fs-int-probe', sandbox: ww }],
+      ['fs/writeFile', { path: '@/dir/ro-new', dataBase64: 'aGk=', sandbox: ro }],
+      ['fs/writeFile', { path: '@/dir/ww-new', dataBase64: 'aGk=', sandbox: ww }],
+      ['fs/readFile', { path: '@/dir/ww-new', sandbox: ro }],
+      ['fs/remove', { path: '@/dir/ww-new', sandbox: ro }],
+      ['fs/remove', { path: '@/dir/ww-new', sandbox: ww }],
+    ]);
+    assert.deepEqual(codex.slice(0, 4), [erofs, erofs, erofs, erofs]);
+    assert.deepEqual(codex[4], { result: {} });
+    assert.equal(fs.existsSync('/etc/eb-fs-int-probe'), false);
+    assert.equal(fs.existsSync('/usr/eb-fs-int-probe'), false);
+    for (const t of targets.values()) assert.equal(fs.existsSync(join(t.root, 'dir/ww-new')), false);
   });
 });

@@ -1097,6 +1097,7 @@ describe('interop: fs/* with a sandbox field, same answers (code and message) as
       await servers[k]?.server.stop();
     }
     rmSync(scratch, { recursive: true, force: true });
+    rmSync('/etc/eb-fs-sandbox-probe', { force: true }); // only there if a server failed to refuse it
   });
 
   const uri = (root: string, rel: string) => `file://${root}${rel ? `/${rel}` : ''}`;

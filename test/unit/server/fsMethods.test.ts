@@ -523,3 +523,165 @@ test('OS errors map to codes as the reference maps Rust error kinds', () => {
   assert.deepEqual(ioErrorToRpc(err('ELOOP')).toWire(), { code: -32603, message: 'Symbolic link loop (os error 40)' });
   assert.deepEqual(ioErrorToRpc(new Error('plain')).toWire(), { code: -32603, message: 'plain' });
 });
+
+describe('the sandbox field (codex answers; security issue 9)', () => {
+  const EROFS = { code: -32603, message: 'Read-only file system (os error 30)' };
+  const EACCES = { code: -32600, message: 'Permission denied (os error 13)' };
+  let sb = '';
+  const at = (rel = '') => pathToFileURL(join(sb, rel)).href;
+  const entry = (rel: string, access: string) => ({ path: { type: 'path', path: at(rel) }, access });
+  /** Root readable, `ws` writable (with its .git/.vscode/.codex carve-outs), `ws/denied` and `out/s.txt` denied. */
+  const sandbox = () => ({
+    cwd: at('ws'),
+    windowsSandboxLevel: 'disabled',
+    permissions: {
+      type: 'managed',
+      network: 'restricted',
+      file_system: {
+        type: 'restricted',
+        entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }, entry('ws', 'write'), entry('ws/denied', 'deny'), entry('out/s.txt', 'deny')],
+      },
+    },
+  });
+  const s = (params: Record<string, unknown>) => ({ ...params, sandbox: sandbox() });
+  const read = (rel: string) => fs.readFileSync(join(sb, rel), 'utf8');
+
+  before(() => {
+    sb = mkdtempSync(join(root, 'sb-'));
+    for (const d of ['ws/.git', 'ws/sub/deep', 'ws/denied', 'ws/tree/inner', 'out']) fs.mkdirSync(join(sb, d), { recursive: true });
+    fs.writeFileSync(join(sb, 'ws/a.txt'), 'a');
+    fs.writeFileSync(join(sb, 'ws/.git/config'), 'cfg');
+    fs.writeFileSync(join(sb, 'ws/denied/x'), 'denied');
+    fs.writeFileSync(join(sb, 'ws/tree/inner/f'), 'f');
+    fs.writeFileSync(join(sb, 'out/s.txt'), 'secret');
+    fs.writeFileSync(join(sb, 'out/o.txt'), 'outside');
+    fs.symlinkSync(join(sb, 'out'), join(sb, 'ws/linkout'));
+    fs.symlinkSync('../out/o.txt', join(sb, 'ws/linkfile'));
+    fs.symlinkSync('../out/new.txt', join(sb, 'ws/dangling'));
+    fs.symlinkSync('a.txt', join(sb, 'ws/linkin'));
+  });
+  // Only there if a write was not refused.
+  after(() => fs.rmSync('/etc/eb-fs-sandbox-unit', { force: true }));
+
+  test('writes inside the writable root work, through links that stay inside', async () => {
+    assert.deepEqual(await call('fs/writeFile', s({ path: at('ws/new.txt'), dataBase64: b64('n') })), {});
+    assert.deepEqual(await call('fs/writeFile', s({ path: at('ws/linkin'), dataBase64: b64('via link') })), {});
+    assert.equal(read('ws/a.txt'), 'via link');
+    assert.deepEqual(await call('fs/createDirectory', s({ path: at('ws/c1/c2') })), {});
+    assert.ok(fs.statSync(join(sb, 'ws/c1/c2')).isDirectory());
+    assert.deepEqual(await call('fs/copy', s({ sourcePath: at('ws/tree'), destinationPath: at('ws/tree2'), recursive: true })), {});
+    assert.equal(read('ws/tree2/inner/f'), 'f');
+    assert.deepEqual(await call('fs/remove', s({ path: at('ws/tree2') })), {});
+    assert.equal(fs.existsSync(join(sb, 'ws/tree2')), false);
+    assert.deepEqual(await call('fs/readFile', s({ path: at('out/o.txt') })), { dataBase64: b64('outside') });
+  });
+
+  test('writes outside it are EROFS (and change nothing), whatever the path looks like', async () => {
+    const d = b64('x');
+    for (const path of [at('out/new.txt'), at('ws/linkout/new.txt'), at('ws/linkfile'), at('ws/dangling'), `${at('ws')}/../out/dots.txt`, `${at('ws/sub')}/%2e%2e/%2e%2e/out/dots.txt`, 'file:///etc/eb-fs-sandbox-unit']) {
+      assert.deepEqual(await fail('fs/writeFile', s({ path, dataBase64: d })), EROFS, path);
+    }
+    assert.deepEqual(await fail('fs/createDirectory', s({ path: at('out/c1/c2') })), EROFS);
+    assert.deepEqual(await fail('fs/remove', s({ path: at('out/o.txt') })), EROFS);
+    assert.deepEqual(await fail('fs/remove', s({ path: at('ws') })), EROFS); // the root itself sits in a read-only directory
+    assert.deepEqual(await fail('fs/copy', s({ sourcePath: at('ws/a.txt'), destinationPath: at('out/c.txt'), recursive: false })), EROFS);
+    assert.deepEqual(await fail('fs/copy', s({ sourcePath: at('ws/tree'), destinationPath: at('ws/linkout/t'), recursive: true })), EROFS);
+    assert.deepEqual(await fail('fs/copy', s({ sourcePath: at('ws/linkin'), destinationPath: at('out/l'), recursive: false })), EROFS);
+    const ctx = { fileHandles: new FileHandleTable() };
+    assert.deepEqual(await fail('fs/open', s({ handleId: 'w', path: at('out/o.txt'), mode: 'replace' }), ctx), EROFS);
+    assert.deepEqual(fs.readdirSync(join(sb, 'out')).sort(), ['o.txt', 's.txt']);
+    assert.equal(read('out/o.txt'), 'outside'); // not truncated by the refused open
+    assert.equal(fs.existsSync('/etc/eb-fs-sandbox-unit'), false);
+  });
+
+  test('carve-outs inside the root stay read-only, missing ones cannot be created', async () => {
+    assert.deepEqual(await fail('fs/writeFile', s({ path: at('ws/.git/config'), dataBase64: b64('x') })), EROFS);
+    assert.deepEqual(await fail('fs/writeFile', s({ path: at('ws/.git/hooks-pre-commit'), dataBase64: b64('x') })), EROFS);
+    assert.deepEqual(await fail('fs/remove', s({ path: at('ws/.git') })), EROFS);
+    assert.deepEqual(await fail('fs/createDirectory', s({ path: at('ws/.vscode') })), EROFS);
+    assert.deepEqual(await fail('fs/copy', s({ sourcePath: at('ws/a.txt'), destinationPath: at('ws/.codex'), recursive: false })), EROFS);
+    assert.equal(read('ws/.git/config'), 'cfg');
+    assert.equal(fs.existsSync(join(sb, 'ws/.vscode')), false);
+    assert.equal(fs.existsSync(join(sb, 'ws/.codex')), false);
+  });
+
+  test('a recursive remove or copy that would cross a protected or denied path is refused before it starts', async () => {
+    // `ws` itself contains .git: removing ws/sub is fine, removing a tree holding a carve-out is not.
+    const strict = { ...sandbox() };
+    strict.permissions.file_system.entries.push(entry('ws/tree/inner', 'read'));
+    assert.deepEqual(await fail('fs/remove', { path: at('ws/tree'), sandbox: strict }), EROFS);
+    assert.equal(read('ws/tree/inner/f'), 'f');
+    assert.deepEqual(await fail('fs/copy', s({ sourcePath: at('ws'), destinationPath: at('ws2'), recursive: true })), EACCES); // ws/denied inside
+  });
+
+  test('missing parents are ENOENT first, inside and outside', async () => {
+    assert.deepEqual(await fail('fs/writeFile', s({ path: at('ws/nodir/x'), dataBase64: b64('x') })), ENOENT);
+    assert.deepEqual(await fail('fs/writeFile', s({ path: at('out/nodir/x'), dataBase64: b64('x') })), ENOENT);
+    assert.deepEqual(await fail('fs/createDirectory', s({ path: at('ws/n1/n2'), recursive: false })), ENOENT);
+    assert.deepEqual(await fail('fs/createDirectory', s({ path: at('out'), recursive: false })), EEXIST);
+    assert.deepEqual(await call('fs/createDirectory', s({ path: at('out') })), {});
+    assert.deepEqual(await call('fs/remove', s({ path: at('out/missing') })), {});
+    assert.deepEqual(await fail('fs/remove', s({ path: at('out/missing'), force: false })), ENOENT);
+  });
+
+  test('denied paths are EACCES for every read, also through a link', async () => {
+    fs.symlinkSync('denied/x', join(sb, 'ws/todenied'));
+    for (const path of [at('ws/denied/x'), at('out/s.txt'), at('ws/todenied')]) {
+      assert.deepEqual(await fail('fs/readFile', s({ path })), EACCES, path);
+      assert.deepEqual(await fail('fs/getMetadata', s({ path })), EACCES, path);
+      assert.deepEqual(await fail('fs/canonicalize', s({ path })), EACCES, path);
+      assert.deepEqual(await fail('fs/open', s({ handleId: 'r', path })), EACCES, path);
+      if (!path.endsWith('todenied')) assert.deepEqual(await fail('fs/copy', s({ sourcePath: path, destinationPath: at('ws/stolen'), recursive: false })), EACCES, path);
+    }
+    assert.deepEqual(await fail('fs/readDirectory', s({ path: at('ws/denied') })), EACCES);
+    assert.equal(fs.existsSync(join(sb, 'ws/stolen')), false);
+    // Copying a link copies the link, not what it points to: nothing denied is read.
+    assert.deepEqual(await call('fs/copy', s({ sourcePath: at('ws/todenied'), destinationPath: at('ws/stolen'), recursive: false })), {});
+    assert.equal(fs.readlinkSync(join(sb, 'ws/stolen')), 'denied/x');
+    fs.rmSync(join(sb, 'ws/stolen'));
+    const walked = await call('fs/walk', s({ path: at('ws'), options: { maxDepth: 2, maxDirectories: 100, maxEntries: 100, followDirectorySymlinks: false } }));
+    assert.deepEqual(walked.errors, [{ path: at('ws/denied'), message: 'Permission denied (os error 13)' }]);
+    assert.ok(!walked.entries.some((e: { path: string }) => e.path.startsWith(at('ws/denied/'))));
+  });
+
+  test('paths an empty-root sandbox cannot see are missing (ENOENT); the system directories stay readable', async () => {
+    const cwdOnly = { ...sandbox(), permissions: { type: 'managed', network: 'restricted', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'current_working_directory' } }, access: 'write' }] } } };
+    assert.deepEqual(await fail('fs/readFile', { path: at('out/o.txt'), sandbox: cwdOnly }), ENOENT);
+    assert.deepEqual(await fail('fs/writeFile', { path: at('out/x'), dataBase64: b64('x'), sandbox: cwdOnly }), ENOENT);
+    assert.ok((await call('fs/readFile', { path: 'file:///etc/hostname', sandbox: cwdOnly })).dataBase64);
+    assert.deepEqual(await call('fs/readFile', { path: at('ws/new.txt'), sandbox: cwdOnly }), { dataBase64: b64('n') });
+  });
+
+  test('invalid, unsupported and unrestricted sandbox values', async () => {
+    assert.deepEqual(await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: {} }), { code: -32602, message: 'missing field `permissions`' });
+    assert.equal((await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: 5 })).code, -32602);
+    const noCwd = { ...sandbox(), cwd: undefined, permissions: { ...sandbox().permissions, file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'project_roots' } }, access: 'write' }] } } };
+    assert.deepEqual(await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: noCwd }), { code: -32602, message: 'file system sandbox context with dynamic permissions requires cwd' });
+    const glob = { ...sandbox(), permissions: { ...sandbox().permissions, file_system: { type: 'restricted', entries: [{ path: { type: 'glob_pattern', pattern: '**/*.env' }, access: 'deny' }] } } };
+    const g = await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: glob });
+    assert.equal(g.code, -32603);
+    assert.match(g.message, /^sandbox unavailable: glob_pattern/);
+    for (const open of [{ type: 'disabled' }, { type: 'managed', network: 'restricted', file_system: { type: 'unrestricted' } }, { type: 'external', network: 'restricted' }]) {
+      assert.deepEqual(await call('fs/writeFile', { path: at('out/open.txt'), dataBase64: b64('o'), sandbox: { windowsSandboxLevel: 'disabled', permissions: open } }), {});
+    }
+    assert.deepEqual(await call('fs/writeFile', { path: at('out/open.txt'), dataBase64: b64('o'), sandbox: null }), {});
+    fs.rmSync(join(sb, 'out/open.txt'));
+  });
+});
+
+describe('fs/readFile bounds the bytes it reads, not what stat says (security issue 9)', () => {
+  test('an endless size-0 procfs file fails fast with the too-large error', async () => {
+    const t0 = Date.now();
+    const e = await fail('fs/readFile', { path: 'file:///proc/self/pagemap' });
+    assert.equal(e.code, -32603);
+    assert.match(e.message, /^file is too large to return in one message \(more than 268435456 bytes;/);
+    assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms`);
+  });
+
+  test('small size-0 procfs files are read whole; devices are refused without reading', async () => {
+    const status = Buffer.from((await call('fs/readFile', { path: 'file:///proc/self/status' })).dataBase64, 'base64').toString();
+    assert.match(status, /^Name:/);
+    assert.match(status, /\nVmRSS:/); // past the first line: more than one read's worth is fine
+    assert.deepEqual(await fail('fs/readFile', { path: 'file:///dev/zero' }), { code: -32600, message: 'path `/dev/zero` is not a file' });
+  });
+});
