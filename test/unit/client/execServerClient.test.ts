@@ -9,7 +9,7 @@ import {
   type ProcessEvent,
   type ProcessHandle,
 } from '../../../src/client';
-import { FakeClock } from '../../../src/util/clock';
+import { FakeClock } from '../../helpers/fakeClock';
 import { FakeExecServer, flush, type HeldRequest } from './fakeExecServer';
 
 async function setup(options: Partial<ClientOptions> = {}) {

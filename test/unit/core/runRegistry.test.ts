@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isActive, RunRegistry, type RunRecord } from '../../../src/core/runRegistry';
-import { FakeClock } from '../../../src/util/clock';
+import { FakeClock } from '../../helpers/fakeClock';
 
 test('tracks a run from start to exit and fires a change each time', () => {
   const clock = new FakeClock(1000);

@@ -4,8 +4,8 @@ import { mergeMcpConfig, parseMcpJson, parseSettingsServers } from '../../../src
 import type { McpExecutor, McpExecutorHost } from '../../../src/mcp/executorHost';
 import { McpServerManager } from '../../../src/mcp/serverManager';
 import { McpTreeModel } from '../../../src/mcp/treeModel';
-import { FakeClock } from '../../../src/util/clock';
 import { Emitter } from '../../../src/util/emitter';
+import { FakeClock } from '../../helpers/fakeClock';
 
 /** An executor seam with no executor at all: every acquire fails, as when nothing is connected. */
 class NoExecutors implements McpExecutorHost {

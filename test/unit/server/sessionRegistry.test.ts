@@ -4,7 +4,7 @@ import { RpcError } from '../../../src/rpc/errors';
 import type { SessionConnection } from '../../../src/server/session';
 import { SessionRegistry } from '../../../src/server/sessionRegistry';
 import { planUnsandboxed } from '../../../src/server/spawnPlan';
-import { FakeClock } from '../../../src/util/clock';
+import { FakeClock } from '../../helpers/fakeClock';
 
 const conn = (): SessionConnection & { notes: unknown[] } => {
   const notes: unknown[] = [];
