@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Base64, PathUri, U64 } from './common';
 
-// Every fs request also accepts an optional `sandbox` context (ignored by us for now) and results
+// Every fs request also accepts an optional `sandbox` context (enforced: server/fsSandbox.ts) and results
 // are `{}` unless stated. Errors: missing path → -32004, other OS errors → -32603.
 const sandbox = { sandbox: z.unknown().optional() };
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { describeZodError } from '../protocol/describeError';
 import { SandboxContext } from '../protocol/sandbox';
 import { RpcError } from '../rpc/errors';
+import { privateDirCandidates } from '../util/privateDir';
 import { computeLayout, MINIMAL_PATHS, type Layout, type Mount } from './sandbox/layout';
 import { isWithin, resolvePolicy, SandboxUnsupportedError } from './sandbox/policy';
 
@@ -93,6 +94,8 @@ export class FsSandbox {
     if (root === 'empty' && MINIMAL_PATHS.some((m) => isWithin(real, m))) access = 'read';
     if (SYSTEM_PATHS.some((m) => isWithin(real, m))) access = 'read';
     for (const m of mounts) if (isWithin(real, m.path)) access = mountAccess(m, root);
+    // Hidden from every sandboxed command (bwrapArgs `hidden`), so from its fs calls too.
+    if (access !== 'none' && privateDirCandidates().some((d) => isWithin(real, d))) access = 'deny';
     return access;
   }
 

@@ -1,5 +1,5 @@
-import { lstatSync, readFileSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, type Dirent, type Stats } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { depthOf, isWithin, type Access, type ResolvedPolicy } from './policy';
 
 /*
@@ -18,8 +18,8 @@ export const MINIMAL_PATHS = ['/bin', '/sbin', '/usr', '/lib', '/lib32', '/lib64
 export type Mount =
   /** `path` writable (host path bound read-write). */
   | { kind: 'bind'; path: string }
-  /** `path` read-only. */
-  | { kind: 'ro-bind'; path: string }
+  /** `path` read-only. `optional`: a nested carve-out found by the scan; if it vanished before the mount, skip it (`--ro-bind-try`). */
+  | { kind: 'ro-bind'; path: string; optional?: true }
   /** Missing protected path: an empty read-only directory is mounted there (its stub is ours to remove). */
   | { kind: 'placeholder'; path: string; mode: number }
   /** Existing directory hidden behind an empty, inaccessible tmpfs. */
@@ -47,6 +47,8 @@ interface Candidate {
   /** Explicit entries beat built-in carve-outs at the same path. */
   explicit: boolean;
   scratch?: boolean;
+  /** Found by the nested scan (exists; never a placeholder). */
+  nested?: boolean;
 }
 
 function lstatOrNull(p: string): Stats | null {
@@ -132,6 +134,36 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
       }
     }
   }
+  // 2b. The same names deeper down (nested repositories, sub-projects), as far as the bounded
+  //     scan sees: only existing ones (see docs/sandbox.md, "Nested repositories").
+  const explicitPaths = [...byPath.values()].filter((c) => c.explicit).map((c) => c.path);
+  for (const w of writable()) {
+    if (scratch.has(w) || w === '/') continue;
+    // Inside another explicit entry below this root: covered by that entry (or its own scan).
+    const inner = explicitPaths.filter((e) => e !== w && isWithin(e, w));
+    for (const p of findNested(w)) {
+      if (inner.some((e) => isWithin(p, e))) continue;
+      const st = lstatOrNull(p);
+      if (st === null) continue;
+      if (st.isSymbolicLink()) {
+        const target = realpathOrNull(p);
+        if (target !== null) putNested(target);
+        continue;
+      }
+      putNested(p);
+      if (st.isFile() && p.endsWith('/.git')) {
+        const m = /^gitdir:\s*(.+?)\s*$/m.exec(safeRead(p));
+        const target = m?.[1] ? realpathOrNull(resolve(dirname(p), m[1])) : null;
+        if (target !== null) putNested(target);
+      }
+    }
+  }
+  function putNested(p: string): void {
+    // Inside a carve-out that is already a read-only directory (a submodule's gitdir in .git/modules): nothing to add.
+    for (const c of byPath.values()) if (c.access === 'protect' && c.path !== p && isWithin(p, c.path) && lstatOrNull(c.path)?.isDirectory()) return;
+    put({ path: p, access: 'protect', explicit: false, nested: true });
+  }
+
   const writableRoots = writable();
   const underWritable = (p: string) => writableRoots.some((w) => isWithin(p, w));
   // A carve-out outside every writable area is read-only anyway: no mount needed.
@@ -166,6 +198,13 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
         if (underWritable(c.path)) protectedPaths.push(c.path);
         break;
       case 'protect':
+        if (c.nested) {
+          // Existing only, and never a stub of ours: plain read-only, skipped if gone by mount time.
+          if (!st) break;
+          protectedPaths.push(c.path);
+          mounts.push({ kind: 'ro-bind', path: c.path, optional: true });
+          break;
+        }
         protectedPaths.push(c.path);
         mounts.push(st && !isStub(c.path) ? { kind: 'ro-bind', path: c.path } : { kind: 'placeholder', path: c.path, mode: 0o555 });
         break;
@@ -179,6 +218,101 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
     }
   }
   return { root, mounts, writableRoots, protectedPaths, tmp };
+}
+
+/*
+ * The nested scan. Breadth-first from a writable root, without following symlinks, it lists every
+ * existing `.git`/`.vscode`/`.codex` below the root itself, within NESTED_SCAN's bounds. It runs
+ * for every sandboxed start, so it is cached per directory: a directory whose identity and ctime
+ * are what they were when it was read has the same entries (adding, removing or renaming an entry
+ * changes its directory's ctime, and ctime cannot be set back), so only changed directories are
+ * read again and the rest costs one lstat each. A directory changed so shortly before it was read
+ * that a later change could keep the same ctime (timestamp granularity) is read again next time.
+ */
+
+/** Bounds of the nested scan, per writable root. */
+export const NESTED_SCAN = {
+  /** Directory levels read below the root (the root's children are level 1). */
+  maxDepth: 6,
+  /** Directory entries read in all; the scan stops at the first directory that reaches it. */
+  maxEntries: 5000,
+  /** Nested carve-outs kept (the shallowest first). */
+  maxFound: 256,
+  /** A directory changed less than this before it was read is read again next time. */
+  racyMs: 2000,
+};
+
+/** Never descended into: dependency trees and caches (huge, and not where repositories live). */
+export const NESTED_SKIP = new Set(['node_modules', 'bower_components', 'jspm_packages', '.venv', 'venv', '__pycache__', '.tox', '.nox', '.mypy_cache', '.pytest_cache', '.ruff_cache', '.gradle', '.cache', '.next', '.nuxt', '.terraform']);
+
+/** Roots whose scan is cached. */
+const CACHED_ROOTS = 16;
+
+interface ScannedDir {
+  dev: number;
+  ino: number;
+  ctimeMs: number;
+  /** Its ctime was old enough when read that an unchanged ctime proves unchanged entries. */
+  settled: boolean;
+  entries: number;
+  subdirs: string[];
+  /** Protected names present in it (any file type). */
+  hits: string[];
+}
+
+const scanCache = new Map<string, Map<string, ScannedDir>>();
+
+/** What the last scan did: directories read, and directories taken from the cache (tests, bench). */
+export const lastNestedScan = { read: 0, reused: 0 };
+
+/** Existing protected names below `root` (not in the root itself), shallowest first, within `limits`. */
+export function findNested(root: string, limits: typeof NESTED_SCAN = NESTED_SCAN): string[] {
+  const before = scanCache.get(root);
+  const seen = new Map<string, ScannedDir>();
+  const found: string[] = [];
+  const queue: Array<[string, number]> = [[root, 0]];
+  let entries = 0;
+  lastNestedScan.read = lastNestedScan.reused = 0;
+  for (let i = 0; i < queue.length && entries < limits.maxEntries && found.length < limits.maxFound; i++) {
+    const [dir, depth] = queue[i]!;
+    const st = lstatOrNull(dir);
+    if (!st?.isDirectory()) continue;
+    let node = before?.get(dir);
+    if (!node || !node.settled || node.dev !== st.dev || node.ino !== st.ino || node.ctimeMs !== st.ctimeMs) {
+      node = readScannedDir(dir, st, limits.racyMs);
+      lastNestedScan.read++;
+    } else lastNestedScan.reused++;
+    seen.set(dir, node);
+    entries += node.entries;
+    if (depth > 0) for (const name of node.hits) found.push(join(dir, name));
+    if (depth < limits.maxDepth) for (const name of node.subdirs) queue.push([join(dir, name), depth + 1]);
+  }
+  scanCache.delete(root);
+  scanCache.set(root, seen);
+  if (scanCache.size > CACHED_ROOTS) scanCache.delete(scanCache.keys().next().value!);
+  return found.slice(0, limits.maxFound);
+}
+
+function readScannedDir(dir: string, st: Stats, racyMs: number): ScannedDir {
+  const readAt = Date.now();
+  const node: ScannedDir = { dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs, settled: readAt - st.ctimeMs > racyMs, entries: 0, subdirs: [], hits: [] };
+  let list: Dirent[];
+  try {
+    list = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return { ...node, settled: false }; // unreadable now: try again next time
+  }
+  node.entries = list.length;
+  for (const e of list) {
+    if ((PROTECTED_NAMES as readonly string[]).includes(e.name)) node.hits.push(e.name);
+    else if (e.isDirectory() && !NESTED_SKIP.has(e.name)) node.subdirs.push(e.name);
+  }
+  return node;
+}
+
+/** Forgets every cached scan (tests). */
+export function clearNestedScanCache(): void {
+  scanCache.clear();
 }
 
 function safeRead(p: string): string {
