@@ -14,9 +14,10 @@ import { buildChildEnv } from './envPolicy';
 import { isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';
 import { FramePool, frameBytes } from './framePool';
+import { orphanGuard } from './orphanGuard';
 import { OutputWindow } from './outputWindow';
 import type { SandboxPrewarmer } from './prewarm';
-import { killTree } from './processTree';
+import { killTree, treesKilled } from './processTree';
 import { argvWithArg0, type SpawnPlan, type SpawnPlanner } from './spawnPlan';
 import { pathFromUri } from './uri';
 
@@ -291,6 +292,7 @@ export class ManagedProcess {
   private adopt(child: ChildProcess, streams: Array<Readable | Writable>): void {
     this.child = child;
     this.pid = child.pid!;
+    orphanGuard.add(this.pid); // dies with the server, even a SIGKILLed one
     const mine = [...streams];
     if (this.pipeStdin) this.stdin = mine.shift() as Writable;
     [this.stdout, this.stderr] = mine as Readable[];
@@ -316,6 +318,7 @@ export class ManagedProcess {
     });
     this.pty = pty;
     this.pid = pty.pid;
+    orphanGuard.add(this.pid);
     this.openStreams = 1;
     pty.onData((d) => this.onData('pty', typeof d === 'string' ? Buffer.from(d) : d));
     // node-pty reports exit only after the pty's output is drained and its fd closed.
@@ -562,6 +565,10 @@ export class ManagedProcess {
     if (this.destroyed) return;
     this.terminate();
     this.destroyed = true;
+    // Forgotten by the watchdog only once the kill has run: a server that exits before that
+    // still takes this tree along.
+    const pid = this.pid;
+    void treesKilled().then(() => orphanGuard.remove(pid));
     this.wake();
     if (this.closedSeq === undefined) this.releasePlan();
   }

@@ -1,0 +1,184 @@
+/**
+ * The attacks of issue 9 that got a sandboxed command out, replayed against our real exec-server
+ * (dist/cli.js serve) with real bubblewrap. Each worked once; each must keep failing. See
+ * docs/security.md for why they are impossible by construction now.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { sandboxForPolicy } from '../../src/protocol/sandbox';
+import { makePrivateSubdir, privateDir, privateDirCandidates, TOKEN_DIR_PREFIX } from '../../src/util/privateDir';
+import { isAlive, until } from '../helpers/procs';
+import { RawClient, startServer, type StartedServer } from '../helpers/rawClient';
+import { CLI_JS } from '../helpers/servers';
+
+// Outside /tmp: workspace-write shares /tmp, so "outside the sandbox's reach" must be elsewhere.
+const base = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : '/tmp', 'exec-bridge-escape-')));
+const ws = join(base, 'ws');
+const outside = join(base, 'outside');
+const uri = (p: string) => pathToFileURL(p).href;
+const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root' };
+
+function start(processId: string, argv: string[], sandbox?: unknown, extra: Record<string, unknown> = {}) {
+  return { processId, argv, cwd: uri(ws), env: ENV, tty: false, arg0: null, ...(sandbox === undefined ? {} : { sandbox }), ...extra };
+}
+
+/**
+ * Bash run inside the sandbox: opens every FIFO it can find under the places our servers ever kept
+ * them (read-write, so the open never blocks), pre-fills each with `line`, and holds them open.
+ */
+const FIFO_ATTACK = `
+shopt -s nullglob
+n=0
+for f in /tmp/exec-bridge* /tmp/exec-bridge*/* /tmp/exec-bridge*/*/* "\${TMPDIR:-/tmp}"/exec-bridge*/* "\${TMPDIR:-/tmp}"/exec-bridge*/*/* "$XDG_RUNTIME_DIR"/exec-bridge/*/*; do
+  if [ -p "$f" ] && exec {fd}<>"$f" 2>/dev/null; then printf '%s\\n' "$LINE" >&$fd; n=$((n+1)); fi
+done
+echo "opened=$n"
+exec sleep 60
+`;
+
+describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 'the bubblewrap sandbox is Linux-only' }, () => {
+  let server: StartedServer;
+  let client: RawClient;
+
+  before(async () => {
+    mkdirSync(ws, { recursive: true });
+    mkdirSync(outside, { recursive: true });
+    server = await startServer('ours');
+    client = (await RawClient.session(server.url)).client;
+  });
+
+  after(async () => {
+    client?.close();
+    await server?.stop();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  for (const policy of ['workspace-write', 'read-only'] as const) {
+    test(`${policy}: a sandboxed command cannot reach the stdio FIFO of the next unsandboxed process`, async () => {
+      const marker = join(outside, `fifo-${policy}`);
+      // Let the pool fill first: the attack worked on FIFOs that were waiting to be used.
+      const warm = await client.call('process/start', start(`warm-${policy}`, ['true']));
+      assert.equal(warm.error, undefined);
+      await client.processEvents(`warm-${policy}`);
+      const attacker = `attacker-${policy}`;
+      const res = await client.call('process/start', start(attacker, ['bash', '-c', FIFO_ATTACK], sandboxForPolicy({ policy, cwd: uri(ws) }), { env: { ...ENV, LINE: `touch ${marker}` } }));
+      assert.equal(res.error, undefined, JSON.stringify(res.error));
+      await client.waitFor((m) => m.method === 'process/output' && client.output(attacker).includes('opened='), 20_000, 'the attacker to report');
+      // The victim: an unsandboxed shell reading commands from its piped stdin.
+      const victim = `victim-${policy}`;
+      const v = await client.call('process/start', start(victim, ['bash', '-s'], undefined, { pipeStdin: true }));
+      assert.equal(v.error, undefined, JSON.stringify(v.error));
+      try {
+        await client.call('process/write', { processId: victim, writeId: 'w1', chunk: Buffer.from('echo victim-done\nexit 0\n').toString('base64') });
+        await client.processEvents(victim, 15_000);
+      } finally {
+        await client.call('process/terminate', { processId: attacker });
+        await client.call('process/terminate', { processId: victim });
+      }
+      assert.match(client.output(victim), /victim-done/);
+      // (FIFOs of other, older servers may lie in /tmp; none of a current server's may be reachable.)
+      const reached = [...client.output(attacker).matchAll(/^fifo=(.*)$/gm)].map((m) => m[1]!);
+      assert.match(client.output(attacker), /opened=\d+\n/);
+      assert.deepEqual(reached.filter((f) => privateDirCandidates().some((d) => f.startsWith(`${d}/`))), [], 'the sandbox opened FIFOs of ours');
+      assert.equal(existsSync(marker), false, 'the unsandboxed shell ran the line the sandbox planted');
+    });
+  }
+
+  test('a sandboxed command sees nothing of our private directory (tokens, FIFOs, the seccomp filter)', async () => {
+    const dir = makePrivateSubdir(TOKEN_DIR_PREFIX);
+    const token = join(dir, 'token');
+    writeFileSync(token, 'secret-token-value\n', { mode: 0o600 });
+    try {
+      for (const network of [false, true]) {
+        const id = `peek-${network}`;
+        const script = `ls -a ${privateDir()} 2>&1; echo ls=$?; cat ${token} 2>&1; echo cat=$?; find /tmp -maxdepth 3 -name token 2>/dev/null | wc -l`;
+        const res = await client.call('process/start', start(id, ['sh', '-c', script], sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) })));
+        assert.equal(res.error, undefined, JSON.stringify(res.error));
+        await client.processEvents(id);
+        const out = client.output(id);
+        assert.doesNotMatch(out, /secret-token-value/, out);
+        assert.match(out, /ls=[12]\n/, out);
+        assert.match(out, /cat=1\n/, out);
+        assert.match(out, /\n0\n$/, out);
+        // An fs call made with the same sandbox sees what the command sees.
+        const read = await client.call('fs/readFile', { path: uri(token), sandbox: sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) }) });
+        assert.equal(read.result, undefined, 'the token was readable through a sandboxed fs/readFile');
+        assert.deepEqual(read.error, { code: -32600, message: 'Permission denied (os error 13)' });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('run --bundled --sandbox-network: the command cannot read the bundled server token', async () => {
+    const script = 'cat /tmp/exec-bridge-run-*/token /tmp/exec-bridge-*/token-*/token 2>/dev/null | wc -c';
+    const r = spawnSync(process.execPath, [CLI_JS, 'run', '--bundled', '--sandbox', 'workspace-write', '--sandbox-network', '--cwd', ws, '--', 'sh', '-c', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), '0', `token bytes readable from the sandbox: ${r.stdout}`);
+  });
+});
+
+describe('children die with the server', { skip: process.platform !== 'linux' && 'Linux /proc' }, () => {
+  before(() => mkdirSync(ws, { recursive: true }));
+  after(() => rmSync(base, { recursive: true, force: true }));
+
+  test('SIGKILL of the server takes its unsandboxed children (pipes and PTYs, with their background jobs)', async () => {
+    const server = await startServer('ours');
+    try {
+      const { client } = await RawClient.session(server.url);
+      const pids: number[] = [];
+      for (const tty of [false, true]) {
+        const id = `kids-${tty}`;
+        const res = await client.call('process/start', start(id, ['sh', '-c', 'sleep 300 & echo "bg=$!"; echo "fg=$$"; exec sleep 301'], undefined, { tty }));
+        assert.equal(res.error, undefined, JSON.stringify(res.error));
+        await client.waitFor(() => /fg=\d+/.test(client.output(id)), 10_000, `${id} to print its pids`);
+        for (const m of client.output(id).matchAll(/(?:bg|fg)=(\d+)/g)) pids.push(Number(m[1]));
+      }
+      assert.equal(pids.length, 4);
+      assert.ok(pids.every(isAlive));
+      const fifoDirs = () => readdirSync(privateDir()).filter((n) => n.startsWith(`fifo-${server.child.pid}-`));
+      assert.equal(fifoDirs().length, 1, 'the server keeps its FIFOs in the private directory');
+      client.close();
+      process.kill(server.child.pid!, 'SIGKILL'); // the server alone, not its process group
+      await until(() => pids.every((p) => !isAlive(p)), 10_000, 'every child of the killed server to die');
+      // The next server sweeps what the dead one left.
+      const next = await startServer('ours');
+      try {
+        assert.deepEqual(fifoDirs(), []);
+      } finally {
+        await next.stop();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('a server that exits normally leaves no child either', async () => {
+    const child = spawn(process.execPath, [CLI_JS, 'serve', '--listen', 'ws://127.0.0.1:0', '--exit-with-stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /ws:\/\/\S+/.exec(out);
+        if (m) resolve(m[0]);
+      });
+      child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+    });
+    const { client } = await RawClient.session(url);
+    await client.call('process/start', start('nohup', ['sh', '-c', 'nohup sleep 300 >/dev/null 2>&1 & echo "bg=$!"; exec sleep 301']));
+    await client.waitFor(() => /bg=\d+/.test(client.output('nohup')), 10_000, 'the pid');
+    const pid = Number(/bg=(\d+)/.exec(client.output('nohup'))![1]);
+    client.close();
+    const exited = new Promise((r) => child.once('exit', r));
+    child.stdin.end(); // --exit-with-stdin: the server exits
+    await exited;
+    await until(() => !isAlive(pid), 10_000, 'the nohup child to die');
+  });
+});
