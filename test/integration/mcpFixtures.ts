@@ -196,6 +196,15 @@ function readProcs(): ProcInfo[] {
  */
 const EXECUTOR_HELPERS = new Set(['mkfifo']);
 
+/** The server's watchdog (src/server/orphanGuard.ts): one per server, started with its first child. */
+function isOrphanGuard(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('\0exec-bridge-orphan-guard');
+  } catch {
+    return false;
+  }
+}
+
 /** Live (non-zombie) descendants of `pid`, the executor's process tree, without its own transient helpers. */
 export function descendants(pid: number): number[] {
   const procs = readProcs();
@@ -206,7 +215,7 @@ export function descendants(pid: number): number[] {
   for (let guard = 0; stack.length > 0 && guard < 100_000; guard++) {
     const cur = stack.pop() as number;
     for (const c of children.get(cur) ?? []) {
-      if (c.state !== 'Z' && !EXECUTOR_HELPERS.has(c.comm)) out.push(c.pid);
+      if (c.state !== 'Z' && !EXECUTOR_HELPERS.has(c.comm) && !isOrphanGuard(c.pid)) out.push(c.pid);
       stack.push(c.pid);
     }
   }
