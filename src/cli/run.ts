@@ -2,8 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
+import { executorPath } from '../client/executorPaths';
 import { SandboxPolicyName, sandboxForPolicy } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
 import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
@@ -166,7 +167,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     debug(`connected to ${redact(url)} (session ${client.sessionId})`);
     watchConnection(client, say);
 
-    const cwd = args.cwd ? (args.bundled ? resolve(args.cwd) : args.cwd) : args.bundled ? process.cwd() : executorCwd(client);
+    const cwd = args.cwd ? (args.bundled ? resolve(args.cwd) : args.cwd) : args.bundled ? process.cwd() : (executorPath(client.environmentInfo?.cwd) ?? process.cwd());
     const stdinIsTty = Boolean(process.stdin.isTTY);
     const handle = await client.startProcess({
       argv: args.argv,
@@ -261,18 +262,6 @@ function watchConnection(client: ExecServerClient, say: (line: string) => void):
       lostAt = 0;
     }
   });
-}
-
-function executorCwd(client: ExecServerClient): string {
-  const uri = client.environmentInfo?.cwd;
-  if (uri) {
-    try {
-      return fileURLToPath(uri);
-    } catch {
-      // fall through
-    }
-  }
-  return process.cwd();
 }
 
 /** Our stdin → the process's, one write at a time (stdin is paused while a write is on the wire). */

@@ -3,7 +3,7 @@ import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo, EnvironmentStatusResult } from '../protocol/environment';
 import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
 import { requests, type ParamsOf, type RequestMethod, type ResultOf } from '../protocol/methods';
-import { ProcessClosedNotification, ProcessExitedNotification, ProcessReadResult, type EnvPolicy } from '../protocol/process';
+import { ProcessClosedNotification, ProcessExitedNotification, ProcessReadResult } from '../protocol/process';
 import { InitializeResult } from '../protocol/session';
 import { ConnectionClosedError, RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
@@ -14,6 +14,7 @@ import { DisposableStore, type Disposable } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { Admission, type Permit } from './admission';
 import { connectorFor } from './connectors';
+import { inheritAllEnv } from './envPolicy';
 import {
   AbortedError,
   ConnectFailedError,
@@ -43,9 +44,6 @@ const RETRYABLE = new Set<string>([
 ]);
 /** Teardown calls: they may take the reserved permit. */
 const CLEANUP = new Set<string>(['process/terminate', 'fs/close']);
-
-/** Without `env` and `envPolicy` a child inherits the executor's environment (minus its default excludes). */
-const INHERIT_ALL: EnvPolicy = { inherit: 'all', ignoreDefaultExcludes: false, exclude: [], set: {}, includeOnly: [] };
 
 /** Bytes per `process/write`: keeps frames far below the 16 MiB limit after base64. */
 const WRITE_PIECE = 1024 * 1024;
@@ -213,7 +211,7 @@ export class ExecServerClient implements Disposable {
     const pipeStdin = !tty && (options.pipeStdin ?? false);
     const handle = new ProcessHandleImpl(this.host, processId, tty, tty || pipeStdin);
     this.processes.set(processId, handle);
-    const envPolicy = options.envPolicy !== undefined ? options.envPolicy : options.env === undefined ? INHERIT_ALL : null;
+    const envPolicy = options.envPolicy !== undefined ? options.envPolicy : options.env === undefined ? inheritAllEnv() : null;
     const params: ParamsOf<'process/start'> = {
       processId,
       argv: options.argv,

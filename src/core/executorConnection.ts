@@ -1,8 +1,9 @@
-import { fileURLToPath } from 'node:url';
 import { ExecServerClient } from '../client/execServerClient';
+import { defaultExecutorDir } from '../client/executorPaths';
 import type { ClientOptions, ConnectionState, Endpoint } from '../client/types';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import { errorMessage } from '../util/errorMessage';
 import type { BundledServer } from './bundledServer';
 import { redactUrl, type ExecutorConfig } from './executorConfig';
 
@@ -82,17 +83,7 @@ export class ExecutorConnection {
    */
   defaultCwd(): string {
     if (this.config.cwd) return this.config.cwd;
-    const info = this.clientValue?.environmentInfo;
-    for (const uri of [info?.userHomeDir, info?.cwd]) {
-      if (uri?.startsWith('file:')) {
-        try {
-          return fileURLToPath(uri);
-        } catch {
-          // Not a local-form URI: try the next one.
-        }
-      }
-    }
-    return '/';
+    return defaultExecutorDir(this.clientValue?.environmentInfo) ?? '/';
   }
 
   /** The executor's login shell (from `initialize`), else /bin/sh. */
@@ -125,7 +116,7 @@ export class ExecutorConnection {
       this.adopt(client);
       return client;
     } catch (e) {
-      const message = (e as Error)?.message ?? String(e);
+      const message = errorMessage(e);
       log?.(`${this.name}: connect failed: ${message}`);
       this.setState({ kind: 'failed', message });
       throw new Error(message, { cause: e });

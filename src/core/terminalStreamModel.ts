@@ -1,6 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ConnectionState, ProcessEvent } from '../client/types';
 import { Emitter, type Event } from '../util/emitter';
+import { describeExitCode } from '../util/exitCode';
 
 /**
  * What the model asks of the process behind the terminal. The adapter (src/vscode) maps these to
@@ -32,22 +33,6 @@ const DIM = '\x1b[2m';
 const YELLOW = '\x1b[33m';
 const RED = '\x1b[31m';
 const RESET = '\x1b[0m';
-
-/** A short reading of well-known exit codes (the executor reports death by signal N as 128+N). */
-export function describeExitCode(code: number): string {
-  switch (code) {
-    case 130:
-      return `exit code ${code} (interrupted)`;
-    case 137:
-      return `exit code ${code} (killed)`;
-    case 143:
-      return `exit code ${code} (terminated)`;
-    case -1:
-      return 'exit code unknown';
-    default:
-      return `exit code ${code}`;
-  }
-}
 
 /**
  * The terminal side of one Exec Bridge terminal, as plain TS (no `vscode`): turns process events

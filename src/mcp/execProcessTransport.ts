@@ -5,6 +5,7 @@ import type { ProcessHandle } from '../client/processHandle';
 import type { ProcessEvent, StartProcessOptions } from '../client/types';
 import { systemClock, type Clock } from '../util/clock';
 import { Deferred } from '../util/deferred';
+import { describeExitCode } from '../util/exitCode';
 import { shellLine } from '../util/shellQuote';
 import { parseExitMarker, wrapWithReaper } from './orphanReaper';
 import type { ServerLog } from './serverLog';
@@ -325,13 +326,4 @@ export class ExecProcessTransport implements Transport {
     this.closedDeferred.resolve();
     this.onclose?.();
   }
-}
-
-/** `exit code 1`, or for 128+N the likely signal (`exit code 137 (SIGKILL)`). */
-export function describeExitCode(code: number | undefined): string {
-  if (code === undefined) return 'unknown exit code';
-  if (code === -1) return 'exit status unknown';
-  const signals: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
-  const sig = code > 128 ? signals[code - 128] : undefined;
-  return sig ? `exit code ${code} (${sig})` : `exit code ${code}`;
 }

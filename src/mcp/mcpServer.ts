@@ -13,14 +13,17 @@ import {
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { inheritAllEnv } from '../client/envPolicy';
+import { defaultExecutorDir } from '../client/executorPaths';
 import type { ConnectionState } from '../client/types';
 import type { Clock, TimerHandle } from '../util/clock';
 import { Deferred } from '../util/deferred';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
+import { describeExitCode } from '../util/exitCode';
 import { formatDiagnostic, isToolEnabled, resolveLaunch, type McpInputDefinition, type McpLaunch, type McpServerDefinition, type McpServerEntry } from './config';
-import { describeExitCode, ExecProcessTransport } from './execProcessTransport';
+import { ExecProcessTransport } from './execProcessTransport';
 import { pathFromUri, type McpExecutor, type McpExecutorHost } from './executorHost';
 import { ServerLog } from './serverLog';
 import { canTransition, describeState, formatMs, isFinal, type McpServerState } from './serverState';
@@ -385,10 +388,10 @@ export class McpServer {
         launch: {
           processId,
           argv: launch.argv,
-          cwd: launch.cwd ?? this.defaultCwd(executor),
+          cwd: launch.cwd ?? defaultExecutorDir(executor.client.environmentInfo) ?? '/',
           // The server inherits the executor's environment, as a locally spawned one would inherit ours.
           env: launch.env,
-          envPolicy: { inherit: 'all', ignoreDefaultExcludes: false, exclude: launch.unsetEnv, set: {}, includeOnly: [] },
+          envPolicy: inheritAllEnv(launch.unsetEnv),
         },
         log: this.log,
         trace: (dir, msg) => {
@@ -566,13 +569,6 @@ export class McpServer {
       resolveInput: (i) => this.ctx.resolveInput(i),
       readFile: async (p) => (await executor.client.readFile(p)).toString('utf8'),
     });
-  }
-
-  private defaultCwd(executor: McpExecutor): string {
-    const info = executor.client.environmentInfo;
-    if (info?.userHomeDir) return pathFromUri(info.userHomeDir);
-    if (info?.cwd) return pathFromUri(info.cwd);
-    return '/';
   }
 
   private readyClient(): Client {

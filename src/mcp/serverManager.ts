@@ -78,14 +78,14 @@ export class McpServerManager {
     if (this.shuttingDown) return;
     this.configValue = config;
     const next = new Map<string, McpServer>();
-    const toStart: McpServer[] = [];
+    const added: McpServer[] = [];
     for (const entry of config.entries) {
       let server = this.serverMap.get(entry.name);
       if (server) {
         server.updateEntry(entry);
       } else {
         server = this.createServer(entry);
-        if (entry.definition?.autoStart && options.autoStart !== false) toStart.push(server);
+        added.push(server);
       }
       next.set(entry.name, server);
     }
@@ -94,7 +94,15 @@ export class McpServerManager {
     }
     this.serverMap = next;
     this.serversChanged.fire();
-    for (const s of toStart) void s.start({ automatic: true }).catch(() => undefined);
+    if (options.autoStart !== false) this.autoStart(added);
+  }
+
+  /**
+   * The auto-start rule, for new servers and when starting becomes allowed (workspace trusted):
+   * every server whose configuration says `autoStart` and that is not running starts.
+   */
+  autoStart(servers: readonly McpServer[] = this.servers): void {
+    for (const s of servers) if (s.entry.definition?.autoStart && !s.isActive) void s.start({ automatic: true }).catch(() => undefined);
   }
 
   async start(name: string): Promise<void> {

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { describeExecutor } from '../core/executorConfig';
-import { describeExitCode } from '../core/terminalStreamModel';
 import { isActive, type RunRecord, type RunRegistry } from '../core/runRegistry';
+import { describeExitCode } from '../util/exitCode';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';
 import { stateText } from './statusBar';

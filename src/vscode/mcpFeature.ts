@@ -147,8 +147,10 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   const source = new McpConfigSource(ext.log);
   const provider = new McpTreeProvider(tree);
 
+  // Servers start by themselves only in a trusted workspace, and only with the setting on.
+  const autoStartAllowed = () => vscode.workspace.isTrusted && settings().get<boolean>('autoStart', true);
   const apply = (config: Awaited<ReturnType<McpConfigSource['read']>>) => {
-    manager.applyConfig(config, { autoStart: vscode.workspace.isTrusted && settings().get<boolean>('autoStart', true) });
+    manager.applyConfig(config, { autoStart: autoStartAllowed() });
     for (const s of manager.servers) outputs.attach(s);
     outputs.detachMissing(manager.servers);
   };
@@ -166,8 +168,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   );
   ext.disposables.add(
     vscode.workspace.onDidGrantWorkspaceTrust(() => {
-      if (!settings().get<boolean>('autoStart', true)) return;
-      for (const s of manager.servers) if (s.entry.definition?.autoStart && !s.isActive) void s.start({ automatic: true }).catch(() => undefined);
+      if (autoStartAllowed()) manager.autoStart();
     }),
   );
 

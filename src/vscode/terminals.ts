@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { inheritAllEnv } from '../client/envPolicy';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
 import { TerminalRun, type RunSpec } from '../core/terminalRun';
@@ -204,7 +205,7 @@ export class TerminalFeature {
       argv: [shell, '-i'],
       cwd,
       // The executor's environment, plus what a terminal emulator announces about itself.
-      envPolicy: { inherit: 'all', ignoreDefaultExcludes: false, exclude: [], set: {}, includeOnly: [] },
+      envPolicy: inheritAllEnv(),
       env: { TERM: 'xterm-256color', COLORTERM: 'truecolor' },
       tty: true,
       pipeStdin: false,

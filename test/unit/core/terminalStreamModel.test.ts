@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DisconnectedError, OutputLostError } from '../../../src/client/errors';
-import { describeExitCode, TerminalStreamModel, type TerminalAction } from '../../../src/core/terminalStreamModel';
+import { TerminalStreamModel, type TerminalAction } from '../../../src/core/terminalStreamModel';
+import { describeExitCode } from '../../../src/util/exitCode';
 
 /** A model with its outputs recorded. */
 function harness() {

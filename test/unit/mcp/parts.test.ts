@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { describeExitCode } from '../../../src/mcp/execProcessTransport';
 import { parseExitMarker, wrapWithReaper } from '../../../src/mcp/orphanReaper';
 import { ServerLog } from '../../../src/mcp/serverLog';
 import { canTransition, describeState, FINAL_STATES, formatMs } from '../../../src/mcp/serverState';
 import { exampleArguments, parseToolArguments } from '../../../src/mcp/toolArguments';
+import { describeExitCode } from '../../../src/util/exitCode';
 
 test('ServerLog splits stderr into lines across chunks and characters, bounds the ring and the lines', () => {
   const log = new ServerLog({ maxEntries: 5, maxLineChars: 10, now: () => 42 });
@@ -55,7 +55,9 @@ test('state transitions: every non-final state can reach a final one; finals onl
   assert.equal(describeState({ kind: 'crashed', since: 0, reason: 'x', stderrTail: [], waitingForExecutor: true }, 0), 'Crashed — restarts when the executor is back');
   assert.equal(formatMs(1500), '1.5 s');
   assert.equal(formatMs(61_000), '1 min 1 s');
-  assert.equal(describeExitCode(137), 'exit code 137 (SIGKILL)');
+  assert.equal(describeExitCode(137), 'exit code 137 (killed)');
+  assert.equal(describeExitCode(134), 'exit code 134 (aborted)');
+  assert.equal(describeExitCode(undefined), 'exit code unknown');
   assert.equal(describeExitCode(3), 'exit code 3');
 });
 
