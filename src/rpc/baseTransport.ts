@@ -11,10 +11,20 @@ export abstract class BaseTransport implements Transport {
   protected pending = 0;
   /** `onDrain` fires when `bufferedBytes` falls to this level (0 = fully flushed). */
   lowWaterMark = 0;
+  /**
+   * Above this many buffered bytes the transport stops reading input (a peer that does not read
+   * may not keep sending requests whose answers pile up) until `bufferedBytes` is back at
+   * `lowWaterMark`. Default: never.
+   */
+  highWaterMark = Infinity;
+  private inputHeld = false;
 
   abstract send(text: string): void;
   abstract sendFrame(frame: Buffer, sent?: () => void): void;
   protected abstract doClose(): void;
+  /** Stops and restarts reading input (backpressure); transports that cannot do it ignore it. */
+  protected holdInput(): void {}
+  protected releaseInput(): void {}
 
   get isClosed(): boolean {
     return this.closed;
@@ -55,9 +65,29 @@ export abstract class BaseTransport implements Transport {
     this.drains.dispose();
   }
 
+  /** Counts bytes handed to the OS layer; every outgoing frame goes through here. */
+  protected queued(bytes: number): void {
+    this.pending += bytes;
+    if (!this.inputHeld && this.pending > this.highWaterMark && !this.closed) {
+      this.inputHeld = true;
+      this.holdInput();
+    }
+  }
+
+  /** True while input is held back because too much output is queued. */
+  get inputHeldBack(): boolean {
+    return this.inputHeld;
+  }
+
   protected written(bytes: number): void {
     const before = this.pending;
     this.pending = Math.max(0, this.pending - bytes);
-    if (before > this.lowWaterMark && this.pending <= this.lowWaterMark) this.drains.fire();
+    if (before > this.lowWaterMark && this.pending <= this.lowWaterMark) {
+      if (this.inputHeld) {
+        this.inputHeld = false;
+        if (!this.closed) this.releaseInput();
+      }
+      this.drains.fire();
+    }
   }
 }

@@ -46,14 +46,14 @@ export class StdioTransport extends BaseTransport {
   send(text: string): void {
     if (this.isClosed) return;
     const n = text.length + 1;
-    this.pending += n;
+    this.queued(n);
     this.output.write(text + '\n', () => this.written(n));
   }
 
   sendFrame(frame: Buffer, sent?: () => void): void {
     if (this.isClosed) return sent?.();
     const n = frame.length + 1;
-    this.pending += n;
+    this.queued(n);
     this.output.write(frame);
     this.output.write('\n', () => {
       this.written(n);
@@ -67,6 +67,14 @@ export class StdioTransport extends BaseTransport {
   }
 
   resume(): void {
+    this.input.resume();
+  }
+
+  protected override holdInput(): void {
+    this.input.pause();
+  }
+
+  protected override releaseInput(): void {
     this.input.resume();
   }
 

@@ -21,6 +21,8 @@ export interface Transport {
   /** Fires when `bufferedBytes` falls to `lowWaterMark` after having been above it. */
   onDrain(listener: () => void): Disposable;
   lowWaterMark: number;
+  /** Above this many buffered bytes, stop reading input until back at `lowWaterMark` (optional). */
+  highWaterMark?: number;
 }
 
 /** Frames above this are refused: the connection is closed (docs/protocol.md §12). */

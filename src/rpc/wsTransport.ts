@@ -22,7 +22,7 @@ export class WebSocketTransport extends BaseTransport {
     // Our messages are JSON of base64 and ASCII mostly: length is a close enough byte count for
     // the backpressure high-water mark.
     const n = text.length;
-    this.pending += n;
+    this.queued(n);
     this.ws.send(text, (err) => {
       this.written(n);
       if (err) this.close(`send failed: ${err.message}`);
@@ -32,13 +32,21 @@ export class WebSocketTransport extends BaseTransport {
   sendFrame(frame: Buffer, sent?: () => void): void {
     if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return sent?.();
     const n = frame.length;
-    this.pending += n;
+    this.queued(n);
     // A text frame from bytes: no string → UTF-8 re-encoding on the way to the socket.
     this.ws.send(frame, { binary: false }, (err) => {
       this.written(n);
       sent?.(); // the socket has the bytes (or failed for good): the frame's memory is free
       if (err) this.close(`send failed: ${err.message}`);
     });
+  }
+
+  protected override holdInput(): void {
+    this.ws.pause();
+  }
+
+  protected override releaseInput(): void {
+    this.ws.resume();
   }
 
   protected doClose(): void {

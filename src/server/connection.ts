@@ -6,6 +6,7 @@ import { RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
 import type { Router } from '../rpc/router';
 import type { Transport } from '../rpc/transport';
+import { Admission } from './admission';
 import type { FileHandleTable } from './fileHandles';
 import type { Session, SessionConnection } from './session';
 import type { SessionRegistry } from './sessionRegistry';
@@ -19,6 +20,10 @@ export interface RequestContext {
   activeHttpStreams: Set<string>;
   /** Aborted when this connection ends (streamed HTTP bodies stop). */
   signal: AbortSignal;
+  /** True while this connection's outgoing buffer is over its high-water mark. */
+  congested(): boolean;
+  /** Calls `cb` once the congestion clears, or the connection ends. */
+  whenUncongested(cb: () => void): void;
 }
 
 export interface ConnectionOptions {
@@ -30,6 +35,12 @@ export interface ConnectionOptions {
   lowWaterMark?: number;
   /** Requests a connection may have in flight; more are refused (a flood must not exhaust memory). */
   maxInFlight?: number;
+  /** The connection is closed unless `initialize` and `initialized` arrive within this (default: no bound). */
+  handshakeTimeoutMs?: number;
+  /** Sends a keepalive probe (a WebSocket ping); its answer must reach `heard()`. */
+  ping?: () => void;
+  /** How long a probed connection has to show a sign of life (default 5 s). */
+  probeTimeoutMs?: number;
   log?: (line: string) => void;
 }
 
@@ -58,6 +69,11 @@ export class ServerConnection implements SessionConnection {
   private readonly activeHttpStreams = new Set<string>();
   private readonly abort = new AbortController();
   private readonly highWater: number;
+  private readonly admission: Admission;
+  private handshakeTimer: NodeJS.Timeout | undefined;
+  /** When a frame, a pong or a drain last proved the peer is there. */
+  private lastHeard = Date.now();
+  private probing = false;
 
   constructor(
     private readonly transport: Transport,
@@ -65,15 +81,53 @@ export class ServerConnection implements SessionConnection {
   ) {
     this.highWater = options.highWaterMark ?? HIGH_WATER;
     transport.lowWaterMark = options.lowWaterMark ?? LOW_WATER;
+    // Every outgoing frame counts: over the mark, no more requests are read from this client.
+    transport.highWaterMark = this.highWater;
+    this.admission = new Admission(() => this.congested());
     this.peer = new RpcPeer(transport, {
       onRequest: (method, params) => this.handle(method, params),
       onNotification: (method) => this.onNotification(method),
       onUnexpectedResponse: () => this.drop('client sent a response nobody asked for'),
     });
+    transport.onMessage(() => this.heard());
+    transport.onDrain(() => {
+      this.heard();
+      this.admission.pump();
+    });
+    if (options.handshakeTimeoutMs !== undefined) {
+      const ms = options.handshakeTimeoutMs;
+      this.handshakeTimer = setTimeout(() => this.drop(`no initialize and initialized within ${ms} ms`), ms);
+      this.handshakeTimer.unref();
+    }
     this.peer.onClose(() => {
+      clearTimeout(this.handshakeTimer);
       this.abort.abort();
+      this.admission.close();
       if (this.session) options.registry.detach(this.session, this);
     });
+  }
+
+  /** A sign of life from the peer (any frame, a pong, a drained buffer). */
+  heard(): void {
+    this.lastHeard = Date.now();
+  }
+
+  /**
+   * Another connection wants this one's session: ping, and close this connection unless the
+   * peer shows a sign of life in time. A frozen peer (a stopped proxy, a half-open socket) thus
+   * gives its session up within the probe time instead of holding it until TCP gives up.
+   */
+  probe(): void {
+    const ping = this.options.ping;
+    if (!ping || this.probing || this.peer.isClosed) return;
+    this.probing = true;
+    const since = Date.now();
+    const ms = this.options.probeTimeoutMs ?? 5000;
+    ping();
+    setTimeout(() => {
+      this.probing = false;
+      if (this.lastHeard < since && !this.peer.isClosed) this.drop(`no sign of life within ${ms} ms while another connection resumes its session`);
+    }, ms).unref();
   }
 
   get isClosed(): boolean {
@@ -120,6 +174,7 @@ export class ServerConnection implements SessionConnection {
   private onNotification(method: string): void {
     if (method === 'initialized' && this.initializeDone) {
       this.initializedReceived = true;
+      clearTimeout(this.handshakeTimer);
       return;
     }
     // As the real server does: `initialized` before `initialize`, or any other notification, ends the connection.
@@ -132,21 +187,29 @@ export class ServerConnection implements SessionConnection {
       throw RpcError.internal(`too many requests in flight on this connection (limit ${max}); wait for answers before sending more`);
     }
     this.inFlight++;
+    let release: (() => void) | undefined;
     try {
       if (method === 'initialize') return this.initialize(params);
       if (!this.options.router.has(method)) return this.options.router.dispatch(method, params, undefined as never);
       if (!this.initializeDone || !this.session) throw RpcError.invalidRequest(`client must call initialize before using ${family(method)} methods`);
       if (!this.initializedReceived) throw RpcError.invalidRequest(`client must send initialized before using ${family(method)} methods`);
+      const admitted = this.admission.enter(method);
+      if (admitted) release = await admitted;
+      if (this.peer.isClosed) throw RpcError.internal('connection closed');
       const ctx: RequestContext = {
         session: this.session,
         fileHandles: this.session.fileHandles,
         notify: (m, p) => this.notify(m, p),
         activeHttpStreams: this.activeHttpStreams,
         signal: this.abort.signal,
+        congested: () => this.congested(),
+        whenUncongested: (cb) => this.whenUncongested(cb),
       };
       return await this.options.router.dispatch(method, params, ctx);
     } finally {
       this.inFlight--;
+      // The answer is sent right after this (before the admission looks again).
+      release?.();
     }
   }
 

@@ -7,13 +7,14 @@ import type { Transport } from '../rpc/transport';
 import { MAX_FRAME_BYTES } from '../rpc/transport';
 import { WebSocketTransport } from '../rpc/wsTransport';
 import { systemClock, type Clock } from '../util/clock';
-import { ServerConnection, type RequestContext } from './connection';
+import { ServerConnection, type ConnectionOptions, type RequestContext } from './connection';
 import { environmentInfo } from './environment';
 import { FifoPool } from './fifoPool';
 import { SandboxPrewarmer } from './prewarm';
 import { registerProcessMethods } from './processMethods';
 import { registerFsMethods } from './fsMethods';
 import { registerHttpMethods } from './httpRequest';
+import { treesKilled } from './processTree';
 import { SessionRegistry } from './sessionRegistry';
 import { planUnsandboxed, type SpawnPlanner } from './spawnPlan';
 
@@ -31,7 +32,19 @@ export interface ExecServerOptions {
   sandboxPrewarmMs?: number;
   clock?: Clock;
   log?: (line: string) => void;
+  /** A WebSocket client must upgrade, `initialize` and send `initialized` within this (default 20 s). */
+  handshakeTimeoutMs?: number;
+  /** WebSocket connections served at once; more are refused with 503 (default 256). */
+  maxConnections?: number;
+  /** WebSocket pings this often (default 30 s, as codex). */
+  keepaliveIntervalMs?: number;
+  /** A connection whose session another one resumes must answer a ping within this (default 5 s). */
+  probeTimeoutMs?: number;
 }
+
+const HANDSHAKE_MS = 20_000;
+const MAX_CONNECTIONS = 256;
+const KEEPALIVE_MS = 30_000;
 
 /** `localhost`, an IPv4 literal in 127.0.0.0/8, or `::1` in any spelling; a name like `127.x.example` is not. */
 export function isLoopbackHost(host: string): boolean {
@@ -59,6 +72,8 @@ export class ExecServer {
   private readonly envInfo: () => ReturnType<typeof environmentInfo>;
   private readonly fifos = new FifoPool();
   private readonly prewarm: SandboxPrewarmer;
+  private readonly websockets = new Map<ServerConnection, WebSocketTransport>();
+  private keepalive: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ExecServerOptions = {}) {
     this.fifos.warm();
@@ -82,12 +97,13 @@ export class ExecServer {
   }
 
   /** Serves one connection over a transport (stdio, or a WebSocket accepted elsewhere). */
-  serve(transport: Transport): ServerConnection {
+  serve(transport: Transport, extra: Partial<ConnectionOptions> = {}): ServerConnection {
     const conn = new ServerConnection(transport, {
       registry: this.registry,
       router: this.router,
       environmentInfo: this.envInfo,
       log: this.options.log,
+      ...extra,
     });
     this.connections.add(conn);
     transport.onClose(() => this.connections.delete(conn));
@@ -108,20 +124,51 @@ export class ExecServer {
       }
     });
     this.http = http;
-    http.on('connection', (socket: Socket) => socket.setNoDelay(true));
+    const handshakeMs = this.options.handshakeTimeoutMs ?? HANDSHAKE_MS;
+    const maxConnections = this.options.maxConnections ?? MAX_CONNECTIONS;
+    // Sockets not yet upgraded are bounded too (by count here, by time below).
+    http.maxConnections = maxConnections * 2;
+    const upgrading = new WeakMap<Socket, NodeJS.Timeout>();
+    http.on('connection', (socket: Socket) => {
+      socket.setNoDelay(true);
+      // Node keeps a socket that sends nothing (or half a request) open indefinitely: an absolute
+      // deadline, cleared once the socket becomes a WebSocket (then initialize has its own).
+      const timer = setTimeout(() => socket.destroy(), handshakeMs);
+      timer.unref();
+      upgrading.set(socket, timer);
+      socket.once('close', () => clearTimeout(timer));
+    });
     http.on('upgrade', (req, socket: Socket, head) => {
-      const refusal = this.checkUpgrade(req);
+      const refusal = this.websockets.size >= maxConnections ? ([503, `too many connections (limit ${maxConnections})`] as [number, string]) : this.checkUpgrade(req);
       if (refusal) {
         const [status, text] = refusal;
-        socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Not Found'}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+        socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
         this.options.log?.(`refused upgrade from ${socket.remoteAddress}: ${status} ${text}`);
         return;
       }
       socket.setNoDelay(true);
+      clearTimeout(upgrading.get(socket));
       wss.handleUpgrade(req, socket, head, (ws) => {
-        this.serve(new WebSocketTransport(ws));
+        const transport = new WebSocketTransport(ws);
+        const conn = this.serve(transport, {
+          handshakeTimeoutMs: handshakeMs,
+          probeTimeoutMs: this.options.probeTimeoutMs,
+          ping: () => {
+            if (ws.readyState === ws.OPEN) ws.ping();
+          },
+        });
+        // Pings are WebSocket control frames: the JSON-RPC layer never sees them.
+        ws.on('pong', () => conn.heard());
+        this.websockets.set(conn, transport);
+        transport.onClose(() => this.websockets.delete(conn));
       });
     });
+    this.keepalive = setInterval(() => {
+      for (const t of this.websockets.values()) {
+        if (!t.isClosed && t.socket.readyState === t.socket.OPEN) t.socket.ping();
+      }
+    }, this.options.keepaliveIntervalMs ?? KEEPALIVE_MS);
+    this.keepalive.unref();
     await new Promise<void>((resolve, reject) => {
       http.once('error', reject);
       http.listen(port, host, () => {
@@ -154,8 +201,10 @@ export class ExecServer {
 
   /** Kills every session's processes, closes every connection and the listener. */
   async close(): Promise<void> {
+    clearInterval(this.keepalive);
     this.registry.dispose();
     this.prewarm.dispose();
+    await treesKilled();
     this.fifos.dispose();
     for (const c of this.connections) c.close('server shutting down');
     this.connections.clear();
@@ -167,6 +216,8 @@ export class ExecServer {
     }
   }
 }
+
+const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
 
 function tokensEqual(a: string, b: string): boolean {
   // Compare digests so that the comparison time says nothing about the token's length or prefix.

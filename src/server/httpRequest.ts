@@ -19,6 +19,16 @@ export interface HttpContext {
   activeHttpStreams: Set<string>;
   /** Aborted when the connection ends, so that streamed bodies stop downloading. Optional. */
   signal?: AbortSignal;
+  /** True while the connection's outgoing buffer is over its high-water mark: streamed bodies wait. */
+  congested?(): boolean;
+  /** Calls `cb` once the congestion clears (or the connection ends). */
+  whenUncongested?(cb: () => void): void;
+}
+
+/** Backpressure for a streamed body: stop reading the response while the client is behind. */
+interface Flow {
+  congested(): boolean;
+  whenUncongested(cb: () => void): void;
 }
 
 export interface HttpMethodOptions {
@@ -178,9 +188,10 @@ function isGzip(res: http.IncomingMessage, method: string): boolean {
  * Calls `onChunk` for each body chunk (gunzipped when needed) and settles when the body ends;
  * rejects if it breaks off (reset, truncated, bad gzip, timeout).
  */
-function pumpBody(res: http.IncomingMessage, gzip: boolean, onChunk: (b: Buffer) => void): Promise<void> {
+function pumpBody(res: http.IncomingMessage, gzip: boolean, onChunk: (b: Buffer) => void, flow?: Flow): Promise<void> {
   return new Promise((resolve, reject) => {
     let settled = false;
+    let held = false;
     const fail = (): void => {
       if (settled) return;
       settled = true;
@@ -189,7 +200,17 @@ function pumpBody(res: http.IncomingMessage, gzip: boolean, onChunk: (b: Buffer)
     };
     const source = gzip ? res.pipe(createGunzip()) : res;
     source.on('data', (b: Buffer) => {
-      if (!settled) onChunk(b);
+      if (settled) return;
+      onChunk(b);
+      if (flow && !held && flow.congested()) {
+        // The deltas wait in the socket, not in our memory: the server's TCP window closes.
+        held = true;
+        source.pause();
+        flow.whenUncongested(() => {
+          held = false;
+          if (!settled) source.resume();
+        });
+      }
     });
     source.once('end', () => {
       if (settled) return;
@@ -311,7 +332,9 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
     };
     response.pause();
     setImmediate(() => {
-      pumpBody(response, gzip, (b) => delta(b, false, null)).then(
+      const { congested, whenUncongested } = ctx;
+      const flow = congested && whenUncongested ? { congested: () => congested.call(ctx), whenUncongested: (cb: () => void) => whenUncongested.call(ctx, cb) } : undefined;
+      pumpBody(response, gzip, (b) => delta(b, false, null), flow).then(
         () => {
           finish();
           delta(Buffer.alloc(0), true, null);

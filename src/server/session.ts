@@ -14,6 +14,8 @@ export interface SessionConnection {
   notifyFrame(frame: Buffer, sent?: () => void): void;
   congested(): boolean;
   whenUncongested(cb: () => void): void;
+  /** Another connection claims the session: check this one is still there (and give up if not). */
+  probe?(): void;
 }
 
 export interface SessionOptions {
@@ -70,6 +72,11 @@ export class Session {
   attach(conn: SessionConnection): void {
     this.connection = conn;
     this.sinkChanged();
+  }
+
+  /** A resume found the session attached: the holder must prove it is alive, or let go. */
+  probeConnection(): void {
+    this.connection?.probe?.();
   }
 
   detach(conn: SessionConnection): boolean {

@@ -36,7 +36,11 @@ export class SessionRegistry {
   resume(id: string, conn: SessionConnection): Session {
     const s = this.sessions.get(id);
     if (!s) throw RpcError.invalidRequest(`unknown session id ${id}`);
-    if (s.isAttached) throw new RpcError(ErrorCode.SessionAttached, `session ${id} is already attached to another connection`);
+    if (s.isAttached) {
+      // A frozen holder lets go within the probe time; the client's retry of -32010 then succeeds.
+      s.probeConnection();
+      throw new RpcError(ErrorCode.SessionAttached, `session ${id} is already attached to another connection`);
+    }
     const timer = this.expiry.get(id);
     if (timer) {
       this.options.clock.clearTimeout(timer);
