@@ -6,6 +6,7 @@ import type { ProcessEvent, StartProcessOptions } from '../client/types';
 import { systemClock, type Clock } from '../util/clock';
 import { Deferred } from '../util/deferred';
 import { describeExitCode } from '../util/exitCode';
+import { LineSplitter } from '../util/lineSplitter';
 import { shellLine } from '../util/shellQuote';
 import { parseExitMarker, wrapWithReaper } from './orphanReaper';
 import type { ServerLog } from './serverLog';
@@ -67,10 +68,6 @@ export class ExecProcessTransport implements Transport {
 
   private handle: ProcessHandle | undefined;
   private starting: Promise<ProcessHandle | undefined> | undefined;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  /** Skipping the rest of an oversized line. */
-  private discarding = false;
   private exitCode: number | undefined;
   /** The server's own exit code, reported by the reaper wrapper. */
   private markerExitCode: number | undefined;
@@ -89,13 +86,20 @@ export class ExecProcessTransport implements Transport {
   private readonly clock: Clock;
   private readonly graceMs: number;
   private readonly closeConfirmMs: number;
-  private readonly maxLineBytes: number;
+  /** Stdout as JSON-RPC lines; an oversized one is dropped and reported, the next ones still count. */
+  private readonly stdout: LineSplitter;
 
   constructor(private readonly options: ExecProcessTransportOptions) {
     this.clock = options.clock ?? systemClock;
     this.graceMs = options.graceMs ?? 1000;
     this.closeConfirmMs = options.closeConfirmMs ?? 5000;
-    this.maxLineBytes = options.maxLineBytes ?? 10 * 1024 * 1024;
+    const maxLineBytes = options.maxLineBytes ?? 10 * 1024 * 1024;
+    this.stdout = new LineSplitter({
+      maxLineBytes,
+      overflow: 'discard',
+      onLine: (line) => this.dispatchLine(line),
+      onOverflow: () => this.onerror?.(new Error(`a message from the MCP server exceeded ${maxLineBytes} bytes and was dropped`)),
+    });
   }
 
   /** Negotiated MCP protocol version (the SDK tells us after initialize). */
@@ -218,7 +222,7 @@ export class ExecProcessTransport implements Transport {
     switch (e.type) {
       case 'output':
         if (e.stream === 'stderr') this.options.log?.stderr(e.data, this.interceptStderr);
-        else this.onStdout(e.data);
+        else this.stdout.push(e.data);
         break;
       case 'exited':
         this.exitCode = e.exitCode;
@@ -256,39 +260,9 @@ export class ExecProcessTransport implements Transport {
     }
   }
 
-  private onStdout(data: Buffer): void {
-    let start = 0;
-    for (;;) {
-      const nl = data.indexOf(10, start);
-      if (nl < 0) break;
-      const piece = data.subarray(start, nl);
-      start = nl + 1;
-      if (this.discarding) {
-        this.discarding = false;
-        continue;
-      }
-      const line = this.pendingBytes > 0 ? Buffer.concat([...this.pending, piece]) : piece;
-      this.pending = [];
-      this.pendingBytes = 0;
-      this.dispatchLine(line);
-    }
-    if (start < data.length && !this.discarding) {
-      const rest = data.subarray(start);
-      this.pending.push(rest);
-      this.pendingBytes += rest.length;
-      if (this.pendingBytes > this.maxLineBytes) {
-        this.pending = [];
-        this.pendingBytes = 0;
-        this.discarding = true;
-        this.onerror?.(new Error(`a message from the MCP server exceeded ${this.maxLineBytes} bytes and was dropped`));
-      }
-    }
-  }
-
   private flushStdout(): void {
-    if (this.pendingBytes > 0 && !this.discarding) this.dispatchLine(Buffer.concat(this.pending));
-    this.pending = [];
-    this.pendingBytes = 0;
+    const rest = this.stdout.takeRest();
+    if (rest) this.dispatchLine(rest);
   }
 
   private dispatchLine(bytes: Buffer): void {
