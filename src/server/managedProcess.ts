@@ -117,6 +117,8 @@ export function encodeOutputNotification(idJson: string, seq: number, stream: Ou
  * the name it was asked for (argv[0] as given, or `arg0`), pass the name when PATH lookup in the
  * child finds the same program, and use `exec -a` in bash for an explicit `arg0`.
  */
+const ENV_TOOL = ['/usr/bin/env', '/bin/env'].find((p) => isExecutableFile(p));
+
 function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, arg0: string | null | undefined): { file: string; args: string[] } {
   if (plan.file !== resolved) return { file: plan.file, args: plan.args }; // a sandbox launcher handles argv[0]
   if (arg0 && arg0 !== requested && existsSync('/bin/bash')) {
@@ -308,6 +310,8 @@ export class ManagedProcess {
   }
 
   private spawnPty(launch: { file: string; args: string[] }, plan: SpawnPlan, size: { cols: number; rows: number }): void {
+    // node-pty copies the env by assignment, which drops a variable named `__proto__`: `env` sets it.
+    if (Object.hasOwn(plan.env, '__proto__') && ENV_TOOL) launch = { file: ENV_TOOL, args: [`__proto__=${plan.env['__proto__']}`, launch.file, ...launch.args] };
     const pty = loadPty().spawn(launch.file, launch.args, {
       name: plan.env.TERM ?? 'xterm-256color',
       cols: size.cols,

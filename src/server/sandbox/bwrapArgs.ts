@@ -57,7 +57,7 @@ export function bwrapArgs(o: BwrapOptions): string[] {
         a.push('--bind', m.path, m.path);
         break;
       case 'ro-bind':
-        a.push('--ro-bind', m.path, m.path);
+        a.push(m.optional ? '--ro-bind-try' : '--ro-bind', m.path, m.path);
         break;
       case 'tmpfs':
         a.push('--tmpfs', m.path);
