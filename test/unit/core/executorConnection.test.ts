@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { homedir } from 'node:os';
 import { after, before, describe, test } from 'node:test';
-import type { ConnectionState } from '../../../src/client';
+import { ExecServerClient, type ConnectionState } from '../../../src/client';
 import { BundledServer } from '../../../src/core/bundledServer';
 import type { ExecutorConfig } from '../../../src/core/executorConfig';
 import { ExecutorConnection, type ExecutorConnectionDeps, type ExecutorState } from '../../../src/core/executorConnection';
@@ -72,6 +72,11 @@ describe('a WebSocket executor', () => {
   before(async () => {
     server = new ExecServer({ token: TOKEN, sandboxPrewarmMs: 0 });
     url = await server.listen('127.0.0.1', 0);
+    // One start waits for the server's FIFO pool to be made, so no mkfifo is running at close
+    // (FifoPool.dispose can fail with ENOTEMPTY while one is).
+    const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url, token: TOKEN }, keepalive: false });
+    assert.equal((await (await client.startProcess({ argv: ['/bin/true'], cwd: '/' })).completion).exitCode, 0);
+    client.dispose();
   });
   after(() => server.close());
 
@@ -178,7 +183,7 @@ describe('an executor that goes away', () => {
     );
     t.after(() => conn.dispose());
     const client = await conn.connect();
-    // An ordinary start first: it waits for the server's FIFO pool, so none is being made at close.
+    // As above: no mkfifo running at close.
     assert.equal((await (await client.startProcess({ argv: ['/bin/true'], cwd: '/' })).completion).exitCode, 0);
     await server.close();
     await when(conn.onDidChangeState, () => conn.state.kind === 'failed', 'failed');

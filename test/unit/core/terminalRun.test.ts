@@ -23,7 +23,8 @@ const SCRIPT = 'if [ -n "$IN_FAKE_SANDBOX" ]; then echo "blocked here" >&2; exit
 const LABEL = sandboxLabel(DEFAULT_SANDBOX);
 const WAIT_MS = 10_000;
 
-// Two servers for the whole file, each test with its own client (and so its own session).
+// Two servers for the whole file, each test with its own client (and so its own session). Both run
+// ordinary starts before they close (FifoPool.dispose can fail with ENOTEMPTY while mkfifo runs).
 const seen: SpawnRequest[] = [];
 let withSandbox: ExecServer;
 let withoutSandbox: ExecServer;
