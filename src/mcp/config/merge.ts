@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import {
+  DEFAULT_STARTUP_TIMEOUT_MS,
+  keyIn,
+  VARIABLE,
+  type McpConfig,
+  type McpConfigLayer,
+  type McpConfigSource,
+  type McpDiagnostic,
+  type McpInputDefinition,
+  type McpServerDefinition,
+  type McpServerEntry,
+  type ServerFields,
+} from './types';
+
+/**
+ * Merges sources in order into one configuration. `mcp.json` servers come first; a later
+ * `mcp.json` with a name already taken is reported and skipped; settings entries replace (with a
+ * `command`) or adjust (without) the server of the same name.
+ */
+export function mergeMcpConfig(layers: McpConfigLayer[]): McpConfig {
+  const diagnostics: McpDiagnostic[] = layers.flatMap((l) => l.diagnostics);
+  const inputs = mergeInputs(layers, diagnostics);
+  const slots = mergeServers(layers, diagnostics);
+  const entries = [...slots.values()].map((slot) => toEntry(slot, inputs, diagnostics));
+  return { entries, inputs, diagnostics };
+}
+
+/** The first declaration of an input id wins; later ones are reported. */
+function mergeInputs(layers: readonly McpConfigLayer[], diagnostics: McpDiagnostic[]): McpInputDefinition[] {
+  const inputs: McpInputDefinition[] = [];
+  for (const l of layers) {
+    for (const input of l.inputs) {
+      if (inputs.some((x) => x.id === input.id)) {
+        diagnostics.push({ severity: 'warning', file: l.source.file, key: 'inputs', message: `input "${input.id}" is also declared in ${inputs.find((x) => x.id === input.id)?.source.file}; that one is used` });
+      } else inputs.push(input);
+    }
+  }
+  return inputs;
+}
+
+/** One server name's merged fields, before validation. */
+interface Slot {
+  name: string;
+  source: McpConfigSource;
+  adjustedBy?: McpConfigSource;
+  fields: Partial<ServerFields>;
+  errors: McpDiagnostic[];
+}
+
+/** Server names in source order, each with its fields after every layer's say. */
+function mergeServers(layers: readonly McpConfigLayer[], diagnostics: McpDiagnostic[]): Map<string, Slot> {
+  const slots = new Map<string, Slot>();
+  for (const l of layers) {
+    for (const s of l.servers) {
+      const existing = slots.get(s.name);
+      if (l.source.kind === 'mcpJson') {
+        if (existing) {
+          diagnostics.push({ severity: 'warning', file: l.source.file, server: s.name, message: `server "${s.name}" is already defined in ${existing.source.file}; this definition is ignored` });
+          continue;
+        }
+        slots.set(s.name, { name: s.name, source: l.source, fields: { ...s.fields }, errors: [...s.errors] });
+      } else if (s.present.has('command') || !existing) {
+        if (!s.present.has('command') && s.errors.length === 0) {
+          const d: McpDiagnostic = {
+            severity: 'error',
+            file: l.source.file,
+            server: s.name,
+            key: 'command',
+            message: `no "command", and no server named "${s.name}" in .vscode/mcp.json to adjust; add a "command" or fix the name`,
+          };
+          s.errors.push(d);
+          diagnostics.push(d);
+        }
+        slots.set(s.name, { name: s.name, source: l.source, fields: { ...s.fields }, errors: [...s.errors] });
+      } else {
+        existing.adjustedBy = l.source;
+        Object.assign(existing.fields, s.fields);
+        existing.errors.push(...s.errors);
+      }
+    }
+  }
+  return slots;
+}
+
+/** Validates a merged server (a command, declared inputs) and builds its definition when valid. */
+function toEntry(slot: Slot, inputs: readonly McpInputDefinition[], diagnostics: McpDiagnostic[]): McpServerEntry {
+  const f = slot.fields;
+  if (f.command === undefined && slot.errors.length === 0) {
+    const d: McpDiagnostic = { severity: 'error', file: slot.source.file, server: slot.name, key: keyIn(slot.source, slot.name, 'command'), message: '"command" is required for a stdio server' };
+    slot.errors.push(d);
+    diagnostics.push(d);
+  }
+  for (const [key, value] of allVariableStrings(f)) {
+    for (const m of value.matchAll(VARIABLE)) {
+      if (m[1] === 'input' && m[2] && !inputs.some((x) => x.id === m[2])) {
+        const d: McpDiagnostic = {
+          severity: 'error',
+          file: slot.source.file,
+          server: slot.name,
+          key: keyIn(slot.source, slot.name, key),
+          message: `\${input:${m[2]}} refers to an input that no "inputs" entry declares`,
+        };
+        slot.errors.push(d);
+        diagnostics.push(d);
+      }
+    }
+  }
+  const entry: McpServerEntry = { name: slot.name, source: slot.source, errors: slot.errors };
+  if (slot.errors.length === 0 && f.command !== undefined) {
+    const def: Omit<McpServerDefinition, 'fingerprint'> = {
+      name: slot.name,
+      source: slot.source,
+      ...(slot.adjustedBy ? { adjustedBy: slot.adjustedBy } : {}),
+      command: f.command,
+      args: f.args ?? [],
+      env: f.env ?? {},
+      ...(f.envFile !== undefined ? { envFile: f.envFile } : {}),
+      ...(f.cwd !== undefined ? { cwd: f.cwd } : {}),
+      ...(f.executor !== undefined ? { executor: f.executor } : {}),
+      startupTimeoutMs: f.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
+      autoStart: f.autoStart ?? false,
+      restart: f.restart ?? 'never',
+      ...(f.enabledTools !== undefined ? { enabledTools: f.enabledTools } : {}),
+      disabledTools: f.disabledTools ?? [],
+    };
+    entry.definition = { ...def, fingerprint: fingerprintOf(def) };
+  }
+  return entry;
+}
+
+function* allVariableStrings(f: Partial<ServerFields>): Generator<[string, string]> {
+  if (f.command !== undefined) yield ['command', f.command];
+  for (const [i, a] of (f.args ?? []).entries()) yield [`args[${i}]`, a];
+  for (const [k, v] of Object.entries(f.env ?? {})) if (v !== null) yield [`env.${k}`, v];
+  if (f.envFile !== undefined) yield ['envFile', f.envFile];
+  if (f.cwd !== undefined) yield ['cwd', f.cwd];
+}
+
+/**
+ * Hash of what the running process depends on. Tool filters and restart/autoStart policy are left
+ * out: they apply without a restart.
+ */
+function fingerprintOf(def: Omit<McpServerDefinition, 'fingerprint'>): string {
+  const material = {
+    command: def.command,
+    args: def.args,
+    env: Object.entries(def.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    envFile: def.envFile ?? null,
+    cwd: def.cwd ?? null,
+    executor: def.executor ?? null,
+    workspaceFolder: def.source.workspaceFolder ?? null,
+  };
+  return createHash('sha256').update(JSON.stringify(material)).digest('hex').slice(0, 16);
+}
+
+/** Applies `enabledTools` then `disabledTools` (deny after allow, as Codex does). */
+export function isToolEnabled(def: Pick<McpServerDefinition, 'enabledTools' | 'disabledTools'>, tool: string): boolean {
+  if (def.enabledTools && !def.enabledTools.includes(tool)) return false;
+  return !def.disabledTools.includes(tool);
+}
