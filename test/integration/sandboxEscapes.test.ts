@@ -95,7 +95,7 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
     try {
       for (const network of [false, true]) {
         const id = `peek-${network}`;
-        const script = `ls -a ${privateDir()} 2>&1; echo ls=$?; cat ${token} 2>&1; echo cat=$?; find /tmp -maxdepth 3 -name token 2>/dev/null | wc -l`;
+        const script = `ls -a ${privateDir()} 2>&1; echo ls=$?; cat ${token} 2>&1; echo cat=$?; grep -rls --include=token secret-token-value /tmp 2>/dev/null | wc -l`;
         const res = await client.call('process/start', start(id, ['sh', '-c', script], sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) })));
         assert.equal(res.error, undefined, JSON.stringify(res.error));
         await client.processEvents(id);
