@@ -223,7 +223,9 @@ describe('the bundled executor', () => {
     assert.equal(conn.state.kind, 'connected');
     assert.ok(conn.defaultCwd().startsWith('/'));
 
-    process.kill(pid, 'SIGKILL');
+    // The whole group, as an OOM kill of a container would: a `mkfifo` of the server left running
+    // could still be filling its FIFO folder when the next server sweeps it.
+    process.kill(-pid, 'SIGKILL');
     await when(conn.onDidChangeState, () => conn.state.kind === 'failed', 'failed');
     const message = 'the bundled exec-server exited (SIGKILL); Reconnect starts it again';
     assert.deepEqual(states.at(-1), { kind: 'failed', message });
