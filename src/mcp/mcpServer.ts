@@ -1,96 +1,30 @@
-import { randomBytes } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import {
-  LoggingMessageNotificationSchema,
-  type CallToolResult,
-  type GetPromptResult,
-  type Implementation,
-  type Prompt,
-  type ReadResourceResult,
-  type Resource,
-  type ResourceTemplate,
-  type ServerCapabilities,
-  type Tool,
+import type {
+  CallToolResult,
+  GetPromptResult,
+  Implementation,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+  ServerCapabilities,
+  Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { inheritAllEnv } from '../client/envPolicy';
-import { defaultExecutorDir } from '../client/executorPaths';
 import type { ConnectionState } from '../client/types';
-import type { Clock, TimerHandle } from '../util/clock';
-import { Deferred } from '../util/deferred';
-import { DisposableStore } from '../util/disposable';
+import type { TimerHandle } from '../util/clock';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import { describeExitCode } from '../util/exitCode';
-import { formatDiagnostic, isToolEnabled, resolveLaunch, type McpInputDefinition, type McpLaunch, type McpServerDefinition, type McpServerEntry } from './config';
-import { ExecProcessTransport } from './execProcessTransport';
-import { pathFromUri, type McpExecutor, type McpExecutorHost } from './executorHost';
+import { formatDiagnostic, type McpLaunch, type McpServerDefinition, type McpServerEntry } from './config';
+import type { McpExecutor } from './executorHost';
+import { createMcpSession, resolveLaunchOn } from './mcpSession';
+import { RestartSchedule } from './restartSchedule';
+import type { McpServerChange, McpServerContext } from './serverContext';
+import { ALL_LISTS, McpServerLists, type ListKind } from './serverLists';
 import { ServerLog } from './serverLog';
+import { closeRun, newRun, StopRequested, throwIfStopped, type Run } from './serverRun';
 import { canTransition, describeState, formatMs, isFinal, type McpServerState } from './serverState';
-
-/** Knobs with defaults that tests shorten. */
-export interface McpTimings {
-  /** Interrupt → terminate grace on stop. Default 1000 ms. */
-  graceMs: number;
-  /** After terminate, how long to wait for the executor to confirm the end. Default 5000 ms. */
-  closeConfirmMs: number;
-  /** `restart: onCrash` delays; the length is the number of tries. Default [1000, 2000, 4000]. */
-  restartDelaysMs: readonly number[];
-  /** Ready for this long ⇒ the restart counter resets. Default 60 000 ms. */
-  stableMs: number;
-  /** list_changed debounce. Default 300 ms. */
-  listChangedDebounceMs: number;
-}
-
-export const DEFAULT_TIMINGS: McpTimings = {
-  graceMs: 1000,
-  closeConfirmMs: 5000,
-  restartDelaysMs: [1000, 2000, 4000],
-  stableMs: 60_000,
-  listChangedDebounceMs: 300,
-};
-
-/** What a server needs from its manager. */
-export interface McpServerContext {
-  host: McpExecutorHost;
-  clock: Clock;
-  timings: McpTimings;
-  clientInfo: Implementation;
-  /** Declared inputs of the whole configuration (a server may use any). */
-  inputs(): readonly McpInputDefinition[];
-  /** Asks the user (or secret storage) for an input; undefined = cancelled. */
-  resolveInput(input: McpInputDefinition): Promise<string | undefined>;
-  /** `${env:X}`: the extension host's environment. */
-  env: Record<string, string | undefined>;
-  /** Whether the JSON-RPC trace is on (read per message, so toggling applies at once). */
-  trace(): boolean;
-  /** Run servers under the orphan reaper on POSIX executors (orphanReaper.ts). */
-  reapOrphans: boolean;
-}
-
-export type McpServerChange = 'state' | 'lists' | 'meta';
-
-interface Run {
-  readonly id: number;
-  readonly abort: AbortController;
-  executor?: McpExecutor;
-  transport?: ExecProcessTransport;
-  sdk?: Client;
-  /** Set once a stop was asked for: the stop owns the final state from then on. */
-  stopping?: { reason: string; final: 'stopped' | 'crashed' };
-  timedOut?: boolean;
-  finalized: boolean;
-  /** Resolved when the run is ready or final: what `start()` callers wait for. */
-  readonly settled: Deferred<void>;
-  /** Resolved when the run reached its final state. */
-  readonly done: Deferred<void>;
-  readonly subscriptions: DisposableStore;
-}
-
-/** Aborts with this reason when a stop interrupts a start (so the start knows not to report it). */
-class StopRequested extends Error {}
-
-let runCounter = 0;
 
 /**
  * One configured MCP server: its state machine, its process (through the exec client), its SDK
@@ -100,19 +34,13 @@ export class McpServer {
   readonly log = new ServerLog();
   private stateValue: McpServerState;
   private run: Run | undefined;
-  private restartTimer: TimerHandle | undefined;
-  private restartAttempts = 0;
-  private readySince: number | undefined;
+  private readonly restarts: RestartSchedule;
   private disposed = false;
   private entryValue: McpServerEntry;
   /** The definition the current/last run was started with (the entry may have changed since). */
   private runningDefinition: McpServerDefinition | undefined;
 
-  private allToolsValue: Tool[] = [];
-  private toolsValue: Tool[] = [];
-  private resourcesValue: Resource[] = [];
-  private resourceTemplatesValue: ResourceTemplate[] = [];
-  private promptsValue: Prompt[] = [];
+  private readonly lists = new McpServerLists();
   private serverInfoValue: Implementation | undefined;
   private capabilitiesValue: ServerCapabilities | undefined;
   private instructionsValue: string | undefined;
@@ -127,6 +55,7 @@ export class McpServer {
     private readonly ctx: McpServerContext,
   ) {
     this.entryValue = entry;
+    this.restarts = new RestartSchedule(ctx.clock, ctx.timings, this.log);
     this.stateValue = { kind: 'stopped', since: ctx.clock.now(), stderrTail: [] };
     for (const e of entry.errors) this.log.lifecycle(`configuration error: ${formatDiagnostic(e)}`);
   }
@@ -142,20 +71,20 @@ export class McpServer {
   }
   /** Enabled tools (after `enabledTools`/`disabledTools`). */
   get tools(): readonly Tool[] {
-    return this.toolsValue;
+    return this.lists.tools;
   }
   /** Every tool the server offers, including the filtered-out ones. */
   get allTools(): readonly Tool[] {
-    return this.allToolsValue;
+    return this.lists.allTools;
   }
   get resources(): readonly Resource[] {
-    return this.resourcesValue;
+    return this.lists.resources;
   }
   get resourceTemplates(): readonly ResourceTemplate[] {
-    return this.resourceTemplatesValue;
+    return this.lists.resourceTemplates;
   }
   get prompts(): readonly Prompt[] {
-    return this.promptsValue;
+    return this.lists.prompts;
   }
   get serverInfo(): Implementation | undefined {
     return this.serverInfoValue;
@@ -211,10 +140,10 @@ export class McpServer {
     if (this.stale && before.definition?.fingerprint !== entry.definition?.fingerprint) {
       this.log.lifecycle('configuration changed: restart to apply');
     }
-    if (entry.definition && this.allToolsValue.length > 0) this.applyToolFilter();
+    if (entry.definition && this.lists.allTools.length > 0) this.applyToolFilter();
     // A policy change must not leave a restart scheduled that the new policy forbids.
     if (entry.definition?.restart !== 'onCrash' && this.stateValue.kind === 'crashed' && (this.stateValue.restartAt !== undefined || this.stateValue.waitingForExecutor)) {
-      this.cancelRestart();
+      this.restarts.cancel();
       this.setState({ ...this.stateValue, restartAt: undefined, waitingForExecutor: undefined, since: this.ctx.clock.now() });
     }
     this.changed.fire('meta');
@@ -238,19 +167,11 @@ export class McpServer {
       await this.run.done.promise;
       if (this.run) return this.run.settled.promise;
     }
-    if (!options.automatic) this.restartAttempts = 0;
-    this.cancelRestart();
-    const run: Run = {
-      id: ++runCounter,
-      abort: new AbortController(),
-      finalized: false,
-      settled: new Deferred<void>(),
-      done: new Deferred<void>(),
-      subscriptions: new DisposableStore(),
-    };
+    const attempt = this.restarts.beginStart(options.automatic === true);
+    const run = newRun();
     this.run = run;
     this.runningDefinition = def;
-    this.setState({ kind: 'starting', since: this.ctx.clock.now(), attempt: this.restartAttempts + 1 });
+    this.setState({ kind: 'starting', since: this.ctx.clock.now(), attempt });
     await this.runStart(run, def);
     return run.settled.promise;
   }
@@ -261,7 +182,7 @@ export class McpServer {
     if (!run) {
       // A scheduled restart is a pending start: cancel it.
       if (this.stateValue.kind === 'crashed' && (this.stateValue.restartAt !== undefined || this.stateValue.waitingForExecutor)) {
-        this.cancelRestart();
+        this.restarts.cancel();
         this.setState({ ...this.stateValue, restartAt: undefined, waitingForExecutor: undefined, since: this.ctx.clock.now() });
       }
       return;
@@ -278,7 +199,7 @@ export class McpServer {
     }
     this.setState({ kind: 'stopping', since: this.ctx.clock.now(), reason });
     this.log.lifecycle(`stopping: ${reason}`);
-    await this.closeRun(run);
+    await closeRun(run);
     const exit = run.transport.exit;
     const unconfirmed = exit?.error && exit.exitCode === undefined ? ` (the executor did not confirm the end: ${exit.error.message}; it ends the process when the session expires)` : '';
     const clientFailed = run.executor?.client.state.kind === 'failed';
@@ -311,22 +232,22 @@ export class McpServer {
   }
 
   /** Re-reads tools/resources/prompts (also what list_changed does). */
-  async refresh(kinds: readonly ('tools' | 'resources' | 'prompts')[] = ['tools', 'resources', 'prompts']): Promise<void> {
+  async refresh(kinds: readonly ListKind[] = ALL_LISTS): Promise<void> {
     const run = this.run;
     if (!run?.sdk || this.stateValue.kind !== 'ready') return;
     await this.loadLists(run, run.sdk, kinds, {});
-    if (this.stateValue.kind === 'ready' && this.stateValue.tools !== this.toolsValue.length) {
-      this.setState({ ...this.stateValue, tools: this.toolsValue.length });
+    if (this.stateValue.kind === 'ready' && this.stateValue.tools !== this.lists.tools.length) {
+      this.setState({ ...this.stateValue, tools: this.lists.tools.length });
     }
     this.changed.fire('lists');
   }
 
   /** Stops (if running) and releases everything; the server cannot be started again. */
   async dispose(reason = 'removed'): Promise<void> {
-    this.cancelRestart();
+    this.restarts.cancel();
     await this.stop(reason);
     this.disposed = true;
-    this.cancelRestart();
+    this.restarts.cancel();
     this.changed.dispose();
     this.log.dispose();
   }
@@ -336,7 +257,7 @@ export class McpServer {
    * sends `process/terminate` now, without waiting for anything.
    */
   terminateNow(): void {
-    this.cancelRestart();
+    this.restarts.cancel();
     const handle = this.run?.transport?.process;
     if (handle) void handle.terminate().catch(() => undefined);
   }
@@ -358,22 +279,10 @@ export class McpServer {
       const executor = await this.ctx.host.acquire(def.executor);
       run.executor = executor;
       this.executorValue = { id: executor.id, label: executor.label };
-      this.throwIfStopped(run);
-      const launch = await this.resolve(def, executor);
-      this.throwIfStopped(run);
-
-      this.connectionValue = executor.client.state.kind;
-      run.subscriptions.add(
-        executor.client.onDidChangeState((s) => {
-          if (this.run !== run) return;
-          this.connectionValue = s.kind;
-          if (s.kind === 'recovering') this.log.lifecycle(`exec connection lost (${s.cause}); the process keeps running, reconnecting…`);
-          else if (s.kind === 'connected') this.log.lifecycle('exec connection recovered; the MCP session continues');
-          this.changed.fire('meta');
-          // The client failed for good: its processes are out of reach. Drain through the one stop path.
-          if (s.kind === 'failed') void this.stop(`the connection to executor "${executor.label}" failed: ${s.error.message}`, { final: 'crashed' });
-        }),
-      );
+      throwIfStopped(run);
+      const launch = await resolveLaunchOn(def, executor, this.ctx);
+      throwIfStopped(run);
+      this.watchConnection(run, executor);
 
       const timeoutMs = def.startupTimeoutMs;
       const t0 = clock.now();
@@ -381,81 +290,73 @@ export class McpServer {
         run.timedOut = true;
         run.abort.abort(new Error(`did not become ready within ${formatMs(timeoutMs)}`));
       }, timeoutMs);
-
-      const processId = `mcp-${def.name.replace(/[^\w.-]+/g, '_').slice(0, 40)}-${run.id}-${randomBytes(3).toString('hex')}`;
-      const transport = new ExecProcessTransport({
-        client: executor.client,
-        launch: {
-          processId,
-          argv: launch.argv,
-          cwd: launch.cwd ?? defaultExecutorDir(executor.client.environmentInfo) ?? '/',
-          // The server inherits the executor's environment, as a locally spawned one would inherit ours.
-          env: launch.env,
-          envPolicy: inheritAllEnv(launch.unsetEnv),
-        },
-        log: this.log,
-        trace: (dir, msg) => {
-          if (this.ctx.trace()) this.log.append('trace', `${dir === 'send' ? '→' : '←'} ${truncate(JSON.stringify(msg), 4000)}`);
-        },
-        reapOrphans: this.ctx.reapOrphans && executor.client.environmentInfo?.platformOs !== 'windows',
-        graceMs: this.ctx.timings.graceMs,
-        closeConfirmMs: this.ctx.timings.closeConfirmMs,
-        clock,
-      });
-      run.transport = transport;
-      void transport.closed.then(() => this.onTransportClosed(run));
-
-      const sdk = new Client(this.ctx.clientInfo, {
-        capabilities: {},
-        listChanged: {
-          tools: { autoRefresh: false, debounceMs: this.ctx.timings.listChangedDebounceMs, onChanged: () => this.onListChanged(run, 'tools') },
-          resources: { autoRefresh: false, debounceMs: this.ctx.timings.listChangedDebounceMs, onChanged: () => this.onListChanged(run, 'resources') },
-          prompts: { autoRefresh: false, debounceMs: this.ctx.timings.listChangedDebounceMs, onChanged: () => this.onListChanged(run, 'prompts') },
-        },
-      });
-      run.sdk = sdk;
-      sdk.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-        const data = typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data);
-        this.log.append('message', `[${n.params.level}${n.params.logger ? ` ${n.params.logger}` : ''}] ${data}`);
-      });
-      sdk.onerror = (e) => this.log.lifecycle(`protocol error: ${e.message}`);
-
       const request: RequestOptions = { signal: run.abort.signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs };
-      await sdk.connect(transport, request);
-      this.capabilitiesValue = sdk.getServerCapabilities();
-      this.serverInfoValue = sdk.getServerVersion();
-      this.instructionsValue = sdk.getInstructions();
-      const version = this.serverInfoValue ? `${this.serverInfoValue.name} ${this.serverInfoValue.version}` : 'unknown server';
-      this.log.lifecycle(`initialized: ${version}, protocol ${transport.protocolVersion ?? '?'}, in ${clock.now() - t0} ms`);
-      await this.loadLists(run, sdk, ['tools', 'resources', 'prompts'], request);
+      const sdk = await this.connectSession(run, def, executor, launch, request, t0);
+      await this.loadLists(run, sdk, ALL_LISTS, request);
       clock.clearTimeout(timer);
       timer = undefined;
-      this.throwIfStopped(run);
-      this.readySince = clock.now();
-      this.log.lifecycle(`ready in ${clock.now() - t0} ms: ${this.toolsValue.length} tools, ${this.resourcesValue.length} resources, ${this.promptsValue.length} prompts`);
-      this.setState({ kind: 'ready', since: clock.now(), tools: this.toolsValue.length });
+      throwIfStopped(run);
+      this.restarts.markReady(clock.now());
+      this.log.lifecycle(`ready in ${clock.now() - t0} ms: ${this.lists.tools.length} tools, ${this.lists.resources.length} resources, ${this.lists.prompts.length} prompts`);
+      this.setState({ kind: 'ready', since: clock.now(), tools: this.lists.tools.length });
       run.settled.resolve();
     } catch (e) {
       if (timer !== undefined) clock.clearTimeout(timer);
-      if (run.stopping || run.finalized) return; // the stop (or the process end) owns the final state
-      if (run.timedOut) {
-        const reason = `did not answer initialize and the list requests within ${formatMs(def.startupTimeoutMs)}`;
-        await this.failRun(run, 'timedOut', reason);
-        return;
-      }
-      const message = errorMessage(e);
-      if (!run.transport) {
-        // Nothing was spawned: the executor is unreachable or the launch could not be resolved.
-        const unavailable = !run.executor;
-        const waiting = unavailable && def.restart === 'onCrash';
-        this.log.lifecycle(`could not start: ${message}`);
-        this.finalize(run, { kind: unavailable ? 'crashed' : 'stopped', reason: unavailable ? `executor not available: ${message}` : message, waitingForExecutor: waiting });
-        return;
-      }
-      const exit = run.transport.exit;
-      if (exit && !exit.requested) return; // onTransportClosed reports it as a crash
-      await this.failRun(run, 'crashed', `failed to start: ${message}`);
+      await this.onStartFailed(run, def, e);
     }
+  }
+
+  /** Follows the exec connection for the tree and the log; a failed one ends the run through the one stop path. */
+  private watchConnection(run: Run, executor: McpExecutor): void {
+    this.connectionValue = executor.client.state.kind;
+    run.subscriptions.add(
+      executor.client.onDidChangeState((s) => {
+        if (this.run !== run) return;
+        this.connectionValue = s.kind;
+        if (s.kind === 'recovering') this.log.lifecycle(`exec connection lost (${s.cause}); the process keeps running, reconnecting…`);
+        else if (s.kind === 'connected') this.log.lifecycle('exec connection recovered; the MCP session continues');
+        this.changed.fire('meta');
+        // The client failed for good: its processes are out of reach. Drain through the one stop path.
+        if (s.kind === 'failed') void this.stop(`the connection to executor "${executor.label}" failed: ${s.error.message}`, { final: 'crashed' });
+      }),
+    );
+  }
+
+  /** Spawns the server on the executor and runs the MCP handshake over it. */
+  private async connectSession(run: Run, def: McpServerDefinition, executor: McpExecutor, launch: McpLaunch, request: RequestOptions, t0: number): Promise<Client> {
+    const { transport, sdk } = createMcpSession({ def, runId: run.id, executor, launch, ctx: this.ctx, log: this.log, onListChanged: (kind) => this.onListChanged(run, kind) });
+    run.transport = transport;
+    void transport.closed.then(() => this.onTransportClosed(run));
+    run.sdk = sdk;
+    await sdk.connect(transport, request);
+    this.capabilitiesValue = sdk.getServerCapabilities();
+    this.serverInfoValue = sdk.getServerVersion();
+    this.instructionsValue = sdk.getInstructions();
+    const version = this.serverInfoValue ? `${this.serverInfoValue.name} ${this.serverInfoValue.version}` : 'unknown server';
+    this.log.lifecycle(`initialized: ${version}, protocol ${transport.protocolVersion ?? '?'}, in ${this.ctx.clock.now() - t0} ms`);
+    return sdk;
+  }
+
+  /** A start that did not reach ready: says why, in the final state that fits. */
+  private async onStartFailed(run: Run, def: McpServerDefinition, e: unknown): Promise<void> {
+    if (run.stopping || run.finalized) return; // the stop (or the process end) owns the final state
+    if (run.timedOut) {
+      const reason = `did not answer initialize and the list requests within ${formatMs(def.startupTimeoutMs)}`;
+      await this.failRun(run, 'timedOut', reason);
+      return;
+    }
+    const message = errorMessage(e);
+    if (!run.transport) {
+      // Nothing was spawned: the executor is unreachable or the launch could not be resolved.
+      const unavailable = !run.executor;
+      const waiting = unavailable && def.restart === 'onCrash';
+      this.log.lifecycle(`could not start: ${message}`);
+      this.finalize(run, { kind: unavailable ? 'crashed' : 'stopped', reason: unavailable ? `executor not available: ${message}` : message, waitingForExecutor: waiting });
+      return;
+    }
+    const exit = run.transport.exit;
+    if (exit && !exit.requested) return; // onTransportClosed reports it as a crash
+    await this.failRun(run, 'crashed', `failed to start: ${message}`);
   }
 
   private async failRun(run: Run, kind: 'timedOut' | 'crashed', reason: string): Promise<void> {
@@ -463,7 +364,7 @@ export class McpServer {
     run.stopping = { reason, final: 'stopped' };
     this.setState({ kind: 'stopping', since: this.ctx.clock.now(), reason });
     this.log.lifecycle(`${kind === 'timedOut' ? 'timed out' : 'start failed'}: ${reason}; stopping the process`);
-    await this.closeRun(run);
+    await closeRun(run);
     this.finalize(run, { kind, reason, exitCode: run.transport?.exit?.exitCode });
     return undefined;
   }
@@ -492,12 +393,7 @@ export class McpServer {
     this.connectionValue = undefined;
     const now = this.ctx.clock.now();
     const stderrTail = this.log.stderrTail(20);
-    const hadLists = this.allToolsValue.length + this.resourcesValue.length + this.resourceTemplatesValue.length + this.promptsValue.length > 0;
-    this.allToolsValue = [];
-    this.toolsValue = [];
-    this.resourcesValue = [];
-    this.resourceTemplatesValue = [];
-    this.promptsValue = [];
+    const hadLists = this.lists.clear();
     if (end.kind === 'stopped') {
       this.setState({ kind: 'stopped', since: now, reason: end.reason, stderrTail });
     } else if (end.kind === 'timedOut') {
@@ -518,56 +414,8 @@ export class McpServer {
   private planRestart(state: Extract<McpServerState, { kind: 'crashed' }>, waitForExecutor: boolean): void {
     const def = this.entryValue.definition;
     if (this.disposed || !def || def.restart !== 'onCrash') return;
-    const now = this.ctx.clock.now();
-    if (this.readySince !== undefined && now - this.readySince >= this.ctx.timings.stableMs) this.restartAttempts = 0;
-    this.readySince = undefined;
-    if (waitForExecutor) {
-      // Not counted as a try: the server did nothing wrong.
-      state.waitingForExecutor = true;
-      this.log.lifecycle('will restart when the executor is available again');
-      return;
-    }
-    const delays = this.ctx.timings.restartDelaysMs;
-    if (this.restartAttempts >= delays.length) {
-      state.reason += ` — gave up after ${delays.length} automatic restarts`;
-      return;
-    }
-    const delay = delays[this.restartAttempts] ?? 1000;
-    this.restartAttempts++;
-    state.restartAt = now + delay;
-    this.log.lifecycle(`restarting in ${formatMs(delay)} (automatic restart ${this.restartAttempts} of ${delays.length})`);
-    this.restartTimer = this.ctx.clock.setTimeout(() => {
-      this.restartTimer = undefined;
+    this.restarts.plan(state, waitForExecutor, () => {
       if (!this.disposed && this.stateValue.kind === 'crashed') void this.start({ automatic: true }).catch(() => undefined);
-    }, delay);
-  }
-
-  private cancelRestart(): void {
-    if (this.restartTimer !== undefined) this.ctx.clock.clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
-  }
-
-  private async closeRun(run: Run): Promise<void> {
-    if (run.sdk) await run.sdk.close().catch(() => undefined);
-    if (run.transport) {
-      await run.transport.close();
-      await run.transport.closed;
-    }
-  }
-
-  private throwIfStopped(run: Run): void {
-    if (run.stopping || run.abort.signal.aborted) throw run.abort.signal.reason ?? new StopRequested('stopped');
-  }
-
-  private async resolve(def: McpServerDefinition, executor: McpExecutor): Promise<McpLaunch> {
-    const info = executor.client.environmentInfo;
-    const home = info?.userHomeDir ? pathFromUri(info.userHomeDir) : (this.ctx.env['HOME'] ?? '/');
-    return resolveLaunch(def, this.ctx.inputs(), {
-      userHome: home,
-      pathSeparator: info?.platformOs === 'windows' ? '\\' : '/',
-      env: this.ctx.env,
-      resolveInput: (i) => this.ctx.resolveInput(i),
-      readFile: async (p) => (await executor.client.readFile(p)).toString('utf8'),
     });
   }
 
@@ -577,51 +425,20 @@ export class McpServer {
     return run.sdk;
   }
 
-  private onListChanged(run: Run, kind: 'tools' | 'resources' | 'prompts'): void {
+  private onListChanged(run: Run, kind: ListKind): void {
     if (this.run !== run || this.stateValue.kind !== 'ready') return;
     this.log.lifecycle(`${kind} list changed; refreshing`);
     this.refresh([kind]).catch((e: unknown) => this.log.lifecycle(`refreshing ${kind} failed: ${errorMessage(e)}`));
   }
 
-  private async loadLists(run: Run, sdk: Client, kinds: readonly ('tools' | 'resources' | 'prompts')[], request: RequestOptions): Promise<void> {
-    const caps = sdk.getServerCapabilities() ?? {};
-    const jobs: Promise<void>[] = [];
-    if (kinds.includes('tools') && caps.tools) {
-      jobs.push(
-        paginate((cursor) => sdk.listTools(cursor ? { cursor } : {}, request), (r) => r.tools).then((tools) => {
-          if (this.run !== run) return;
-          this.allToolsValue = tools;
-          this.applyToolFilter();
-        }),
-      );
-    }
-    if (kinds.includes('resources') && caps.resources) {
-      jobs.push(
-        paginate((cursor) => sdk.listResources(cursor ? { cursor } : {}, request), (r) => r.resources).then((v) => {
-          if (this.run === run) this.resourcesValue = v;
-        }),
-      );
-      jobs.push(
-        paginate((cursor) => sdk.listResourceTemplates(cursor ? { cursor } : {}, request), (r) => r.resourceTemplates).then((v) => {
-          if (this.run === run) this.resourceTemplatesValue = v;
-        }),
-      );
-    }
-    if (kinds.includes('prompts') && caps.prompts) {
-      jobs.push(
-        paginate((cursor) => sdk.listPrompts(cursor ? { cursor } : {}, request), (r) => r.prompts).then((v) => {
-          if (this.run === run) this.promptsValue = v;
-        }),
-      );
-    }
-    await Promise.all(jobs);
+  private async loadLists(run: Run, sdk: Client, kinds: readonly ListKind[], request: RequestOptions): Promise<void> {
+    await this.lists.load(sdk, kinds, request, () => this.run === run, () => this.applyToolFilter());
   }
 
   private applyToolFilter(): void {
-    const def = this.entryValue.definition;
-    this.toolsValue = def ? this.allToolsValue.filter((t) => isToolEnabled(def, t.name)) : [...this.allToolsValue];
-    if (this.stateValue.kind === 'ready' && this.stateValue.tools !== this.toolsValue.length) {
-      this.setState({ ...this.stateValue, tools: this.toolsValue.length });
+    this.lists.applyToolFilter(this.entryValue.definition);
+    if (this.stateValue.kind === 'ready' && this.stateValue.tools !== this.lists.tools.length) {
+      this.setState({ ...this.stateValue, tools: this.lists.tools.length });
     }
   }
 
@@ -636,19 +453,3 @@ export class McpServer {
   }
 }
 
-/** Loops `nextCursor` (bounded: a server that returns cursors forever must not hang us). */
-async function paginate<R extends { nextCursor?: string | undefined }, T>(fetch: (cursor: string | undefined) => Promise<R>, items: (r: R) => T[]): Promise<T[]> {
-  const out: T[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < 1000; page++) {
-    const r = await fetch(cursor);
-    out.push(...items(r));
-    cursor = r.nextCursor;
-    if (!cursor) break;
-  }
-  return out;
-}
-
-function truncate(s: string, n: number): string {
-  return s.length > n ? `${s.slice(0, n)}… (${s.length - n} more characters)` : s;
-}

@@ -4,7 +4,8 @@ import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import type { McpConfig, McpDiagnostic, McpInputDefinition } from './config';
 import type { McpExecutorHost } from './executorHost';
-import { DEFAULT_TIMINGS, McpServer, type McpServerChange, type McpTimings } from './mcpServer';
+import { McpServer } from './mcpServer';
+import { DEFAULT_TIMINGS, type McpServerChange, type McpTimings } from './serverContext';
 
 export interface McpManagerOptions {
   host: McpExecutorHost;

@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { inheritAllEnv } from '../client/envPolicy';
+import { defaultExecutorDir } from '../client/executorPaths';
+import { resolveLaunch, type McpLaunch, type McpServerDefinition } from './config';
+import { ExecProcessTransport } from './execProcessTransport';
+import { pathFromUri, type McpExecutor } from './executorHost';
+import type { McpServerContext } from './serverContext';
+import type { ListKind } from './serverLists';
+import type { ServerLog } from './serverLog';
+
+export interface McpSessionOptions {
+  def: McpServerDefinition;
+  /** Makes the process id unique per run. */
+  runId: number;
+  executor: McpExecutor;
+  launch: McpLaunch;
+  ctx: McpServerContext;
+  log: ServerLog;
+  onListChanged(kind: ListKind): void;
+}
+
+/**
+ * One run's MCP session, not yet connected: the server's process on the executor as an MCP
+ * transport (spawned on `connect`), and the SDK client that speaks over it.
+ */
+export function createMcpSession(o: McpSessionOptions): { transport: ExecProcessTransport; sdk: Client } {
+  const { executor, launch, ctx, log } = o;
+  const processId = `mcp-${o.def.name.replace(/[^\w.-]+/g, '_').slice(0, 40)}-${o.runId}-${randomBytes(3).toString('hex')}`;
+  const transport = new ExecProcessTransport({
+    client: executor.client,
+    launch: {
+      processId,
+      argv: launch.argv,
+      cwd: launch.cwd ?? defaultExecutorDir(executor.client.environmentInfo) ?? '/',
+      // The server inherits the executor's environment, as a locally spawned one would inherit ours.
+      env: launch.env,
+      envPolicy: inheritAllEnv(launch.unsetEnv),
+    },
+    log,
+    trace: (dir, msg) => {
+      if (ctx.trace()) log.append('trace', `${dir === 'send' ? '→' : '←'} ${truncate(JSON.stringify(msg), 4000)}`);
+    },
+    reapOrphans: ctx.reapOrphans && executor.client.environmentInfo?.platformOs !== 'windows',
+    graceMs: ctx.timings.graceMs,
+    closeConfirmMs: ctx.timings.closeConfirmMs,
+    clock: ctx.clock,
+  });
+
+  const debounceMs = ctx.timings.listChangedDebounceMs;
+  const sdk = new Client(ctx.clientInfo, {
+    capabilities: {},
+    listChanged: {
+      tools: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('tools') },
+      resources: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('resources') },
+      prompts: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('prompts') },
+    },
+  });
+  sdk.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    const data = typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data);
+    log.append('message', `[${n.params.level}${n.params.logger ? ` ${n.params.logger}` : ''}] ${data}`);
+  });
+  sdk.onerror = (e) => log.lifecycle(`protocol error: ${e.message}`);
+  return { transport, sdk };
+}
+
+/** The definition's launch with its variables filled in for `executor` (its home, its path separator, files read there). */
+export function resolveLaunchOn(def: McpServerDefinition, executor: McpExecutor, ctx: McpServerContext): Promise<McpLaunch> {
+  const info = executor.client.environmentInfo;
+  const home = info?.userHomeDir ? pathFromUri(info.userHomeDir) : (ctx.env['HOME'] ?? '/');
+  return resolveLaunch(def, ctx.inputs(), {
+    userHome: home,
+    pathSeparator: info?.platformOs === 'windows' ? '\\' : '/',
+    env: ctx.env,
+    resolveInput: (i) => ctx.resolveInput(i),
+    readFile: async (p) => (await executor.client.readFile(p)).toString('utf8'),
+  });
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n)}… (${s.length - n} more characters)` : s;
+}
