@@ -125,9 +125,20 @@ export class FifoPool {
   }
 
   dispose(): void {
-    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+    const dir = this.dir;
     this.dir = undefined;
     this.ready = [];
+    this.broken = true; // no new batch after this
+    if (!dir) return;
+    const remove = () => {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // a batch still being made: removed again once it is done, else swept by the next server
+      }
+    };
+    remove();
+    void this.filling?.then(remove);
   }
 }
 

@@ -86,8 +86,12 @@ export function sweepDeadDirs(prefix: string, env: NodeJS.ProcessEnv = process.e
     if (!name.startsWith(prefix)) continue;
     const pid = Number(name.slice(prefix.length).split('-')[0]);
     if (!Number.isInteger(pid) || pid <= 0 || pidAlive(pid)) continue;
-    rmSync(join(dir, name), { recursive: true, force: true });
-    removed++;
+    try {
+      rmSync(join(dir, name), { recursive: true, force: true });
+      removed++;
+    } catch {
+      // still being written (a dead server's last mkfifo, another sweeper): next time
+    }
   }
   return removed;
 }
