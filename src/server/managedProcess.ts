@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, openSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { Socket } from 'node:net';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
@@ -11,7 +11,7 @@ import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus }
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
 import { buildChildEnv } from './envPolicy';
-import { isExecutableFile } from './executables';
+import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';
 import { FramePool, frameBytes } from './framePool';
 import { orphanGuard } from './orphanGuard';
@@ -80,12 +80,10 @@ export function resolveExecutable(file: string, cwd: string, pathVar: string | u
     if (!isExecutableFile(p)) throw RpcError.internal('Permission denied (os error 13)', { kind: 'spawnPermissionDenied' });
     return p;
   }
-  for (const dir of (pathVar ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
-    if (!dir) continue;
-    const p = join(dir, file);
-    if (isExecutableFile(p)) return p;
-  }
-  throw spawnNotFound();
+  // Relative entries are tried as they are (against our cwd), as before.
+  const found = findOnPath(file, pathVar, { relativeDirs: true });
+  if (found === undefined) throw spawnNotFound();
+  return found;
 }
 
 function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null): number {
@@ -117,8 +115,6 @@ export function encodeOutputNotification(idJson: string, seq: number, stream: Ou
  * the name it was asked for (argv[0] as given, or `arg0`), pass the name when PATH lookup in the
  * child finds the same program, and use `exec -a` in bash for an explicit `arg0`.
  */
-const ENV_TOOL = ['/usr/bin/env', '/bin/env'].find((p) => isExecutableFile(p));
-
 function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, arg0: string | null | undefined): { file: string; args: string[] } {
   if (plan.file !== resolved) return { file: plan.file, args: plan.args }; // a sandbox launcher handles argv[0]
   if (arg0 && arg0 !== requested && existsSync('/bin/bash')) {

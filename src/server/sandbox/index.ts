@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { privateDir, privateDirCandidates } from '../../util/privateDir';
 import { shellLine } from '../../util/shellQuote';
-import { isExecutableFile } from '../executables';
+import { ENV_TOOL, findOnPath, isExecutableFile } from '../executables';
 import { argvWithArg0, passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
 import { bwrapArgs } from './bwrapArgs';
 import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
@@ -415,18 +415,12 @@ function commandName(req: SpawnRequest): string {
   const file = req.argv[0]!;
   const name = req.arg0;
   if (!name || name.includes('/') || !isAbsolute(file) || req.env.PATH === undefined) return file;
-  for (const dir of req.env.PATH.split(delimiter)) {
-    if (!dir || !isAbsolute(dir)) continue;
-    const p = join(dir, name);
-    if (isExecutableFile(p)) return p === file ? name : file;
-  }
-  return file;
+  return findOnPath(name, req.env.PATH) === file ? name : file;
 }
 
 
 
-/** `env` from coreutils: the stub execs through it so the command gets exactly its environment (sh would add PWD and drop odd names). */
-const ENV_TOOL = ['/usr/bin/env', '/bin/env'].find((p) => isExecutableFile(p));
+// The stub execs through `env` (ENV_TOOL) so the command gets exactly its environment (sh would add PWD and drop odd names).
 
 /** What waits in a pre-started sandbox: a shell reading its script on stdin (the name shows in `ps`). */
 export const PREWARM_STUB = ['/bin/sh', '-s', 'exec-bridge-prewarm'] as const;
@@ -477,9 +471,8 @@ export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.en
     if (!isExecutableFile(configured)) throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}. The command was not run.`);
     return configured;
   }
-  for (const dir of (env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
-    if (dir && isAbsolute(dir) && isExecutableFile(join(dir, 'bwrap'))) return join(dir, 'bwrap');
-  }
+  const found = findOnPath('bwrap', env.PATH);
+  if (found !== undefined) return found;
   throw new SandboxUnavailableError(`the sandbox needs bubblewrap (bwrap), which is not installed on the executor; ${INSTALL_HINT}. The command was not run.`);
 }
 
