@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/*
+ * Placeholder stubs. A missing carve-out (`.git`, `.vscode`, `.codex`, a denied path) inside a
+ * writable root is protected by mounting an empty read-only tmpfs at its path, and a mount needs
+ * a directory there on the host. That directory must outlive every sandbox mounted on it: removed
+ * on the host, its mount in a running sandbox is detached, and the command could then create the
+ * protected path after all (measured). So each planner that uses a stub keeps a claim file in it
+ * (`.exec-bridge-claim-<pid>-<id>`, hidden inside the sandbox by the tmpfs), and removes the
+ * directory only with `rmdir`, which the kernel refuses while any other claim — another exec-server
+ * on the same workspace — or anything real is in it. Claims of dead processes are swept.
+ */
+const CLAIM_PREFIX = '.exec-bridge-claim-';
+
+/** The stubs one planner uses: how many of its sandboxes rely on each, and which it may remove. */
+export class PlaceholderClaims {
+  /** Placeholder stubs on the host for missing carve-outs that this planner claims, with their users. */
+  private readonly stubs = new Map<string, number>();
+  /** Stubs this planner made, or found claimed by another server: the last user removes them. */
+  private readonly removable = new Set<string>();
+  /** The file that marks a stub as in use by this planner (see `claimStub`). */
+  private readonly claimName = `${CLAIM_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`;
+
+  /** One more sandbox relies on the stub at `p`. */
+  retain(p: string): void {
+    // Claimed on every use, not only the first: the directory (and our claim) may have been
+    // deleted on the host meanwhile (a workspace removed and made again).
+    if (claimStub(p, this.claimName)) this.removable.add(p);
+    this.stubs.set(p, (this.stubs.get(p) ?? 0) + 1);
+  }
+
+  /** The last user here drops this planner's claim; the last claim anywhere removes the stub. */
+  release(p: string): void {
+    const n = (this.stubs.get(p) ?? 1) - 1;
+    if (n > 0) {
+      this.stubs.set(p, n);
+      return;
+    }
+    this.stubs.delete(p);
+    try {
+      unlinkSync(join(p, this.claimName));
+    } catch {
+      // gone already
+    }
+    // An empty directory that was there before (not a stub of ours or another server's) stays.
+    if (!this.removable.delete(p)) return;
+    try {
+      rmdirSync(p); // only succeeds for an empty directory: never removes anything real, nor a stub another server still claims
+    } catch {
+      // not there, claimed by another, or someone put content in it: leave it
+    }
+  }
+}
+
+/**
+ * Puts our claim in the stub (making the directory if needed). True when the directory is a stub
+ * (we made it, or another server's claim is in it); false for an empty directory that was already
+ * there (someone's own, or one another server is removing this instant): used, but never removed.
+ */
+function claimStub(p: string, claimName: string): boolean {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let stub: boolean;
+    try {
+      mkdirSync(p, { mode: 0o755 });
+      stub = true;
+    } catch {
+      stub = safeReaddir(p).some((n) => n.startsWith(CLAIM_PREFIX) && n !== claimName);
+    }
+    try {
+      writeFileSync(join(p, claimName), '', { flag: 'wx', mode: 0o600 });
+      return stub;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return stub;
+      if (code !== 'ENOENT') return false; // cannot claim (read-only, not a directory): bwrap reports what is wrong
+      // removed between mkdir and claim by its last user elsewhere: make it again
+    }
+  }
+  return false;
+}
+
+function safeReaddir(p: string): string[] {
+  try {
+    return readdirSync(p);
+  } catch {
+    return [];
+  }
+}
+
+/** A directory holding only live claims (claims of dead processes are removed on the way). */
+export function isClaimedStub(p: string): boolean {
+  let names: string[];
+  try {
+    names = readdirSync(p);
+  } catch {
+    return false;
+  }
+  // Empty: someone's own, or a stub whose last user elsewhere is removing it right now. An empty
+  // read-only tmpfs over it shows the same, and does not break if it vanishes before bwrap mounts.
+  if (names.length === 0) return true;
+  let live = 0;
+  for (const name of names) {
+    if (!name.startsWith(CLAIM_PREFIX)) return false;
+    const pid = Number(name.slice(CLAIM_PREFIX.length).split('-')[0]);
+    if (pidAlive(pid)) {
+      live++;
+      continue;
+    }
+    try {
+      unlinkSync(join(p, name));
+    } catch {
+      // swept by someone else
+    }
+  }
+  if (live === 0) {
+    try {
+      rmdirSync(p); // a stub left by a server that died: it was never anything real
+    } catch {
+      // not empty after all
+    }
+  }
+  return true;
+}
+
+function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

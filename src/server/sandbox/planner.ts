@@ -1,0 +1,284 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { privateDir, privateDirCandidates } from '../../util/privateDir';
+import { findOnPath, isExecutableFile } from '../executables';
+import { argvWithArg0, passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
+import { bwrapArgs } from './bwrapArgs';
+import { findBwrap, probeBwrap } from './bwrapProbe';
+import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
+import { SandboxUnavailableError } from './errors';
+import { computeLayout, type Layout } from './layout';
+import { isClaimedStub, PlaceholderClaims } from './placeholders';
+import { resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
+import { hostFingerprint, PREWARM_STUB, stubScript } from './prewarmStub';
+import { keyringOffFilter, networkOffFilter } from './seccomp';
+import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
+
+export interface SandboxOptions {
+  /** bubblewrap binary (default: $BWRAP_PATH, else `bwrap` on the server's PATH). */
+  bwrapPath?: string;
+}
+
+/** A plan plus what the heuristic knows, for callers that want more than a boolean. */
+export interface SandboxedSpawnPlan extends SpawnPlan {
+  /** The full verdict behind `isDenial` (kind and the evidence line). */
+  classify(exitCode: number, output: Buffer[]): DenialVerdict;
+}
+
+/**
+ * Plans how to start a command: as it is (no sandbox or full access), or wrapped in the platform
+ * sandbox. Never silently runs a sandboxed request unsandboxed: if the sandbox cannot be applied it
+ * throws `SandboxUnavailableError` (or `SandboxUnsupportedError` for requests it cannot enforce).
+ */
+export async function planSpawn(req: SpawnRequest, opts: SandboxOptions = {}): Promise<SandboxedSpawnPlan> {
+  return sharedPlanner(opts.bwrapPath).plan(req);
+}
+
+// One planner per bwrap path: it caches the (successful) bwrap probe and owns the placeholder registry.
+const planners = new Map<string, SandboxPlanner>();
+function sharedPlanner(bwrapPath: string | undefined): SandboxPlanner {
+  const key = bwrapPath ?? '';
+  let p = planners.get(key);
+  if (!p) planners.set(key, (p = new SandboxPlanner({ bwrapPath })));
+  return p;
+}
+
+export class SandboxPlanner {
+  private bwrapReady: Promise<string> | undefined;
+  private bwrapWorks = false;
+  private readonly seccompPrograms = new Map<'net-off' | 'keyring-off', Buffer | null>();
+  /** Placeholder stubs on the host for missing carve-outs that this planner claims (./placeholders.ts). */
+  private readonly placeholders = new PlaceholderClaims();
+
+  constructor(
+    private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {},
+  ) {}
+
+  /** Whether sandboxed starts can run here, as far as the last check knows. */
+  get available(): boolean {
+    const platform = this.opts.platform ?? process.platform;
+    if (platform === 'darwin') return isExecutableFile(SANDBOX_EXEC);
+    return platform === 'linux' && this.bwrapWorks;
+  }
+
+  /** Checks now that a sandbox can be built here; undefined if it can, else what to fix. */
+  async check(): Promise<string | undefined> {
+    const platform = this.opts.platform ?? process.platform;
+    if (platform === 'darwin') return this.available ? undefined : `${SANDBOX_EXEC} is missing`;
+    if (platform !== 'linux') return `no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt)`;
+    try {
+      await this.bwrap();
+      return undefined;
+    } catch (e) {
+      return (e as Error).message.replace(/ The command was not run\.$/, '');
+    }
+  }
+
+  async plan(req: SpawnRequest): Promise<SandboxedSpawnPlan> {
+    if (req.argv.length === 0) throw new SandboxUnsupportedError('argv must not be empty');
+    const policy = resolvePolicy(req.sandbox, req.cwd, req.env);
+    if (policy.unrestricted) return unsandboxedPlan(req);
+    const platform = this.opts.platform ?? process.platform;
+    if (platform === 'linux') return this.planLinux(req, policy);
+    if (platform === 'darwin') return this.planMac(req, policy);
+    throw new SandboxUnavailableError(`no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt); the command was not run. Start it without a sandbox (full access) if you trust it.`);
+  }
+
+  private async planLinux(req: SpawnRequest, policy: ResolvedPolicy): Promise<SandboxedSpawnPlan> {
+    const bwrap = await this.bwrap();
+    // A stub is a directory that holds nothing but claims (ours or another server's); one that
+    // someone filled (e.g. `git init` on the host) is a real directory again.
+    const layout = computeLayout(policy, isClaimedStub);
+    // Every sandbox hides our private directory (FIFOs, the filter, tokens) and that of any other
+    // server of this user: a pipe end or a secret reachable by path would be a way out.
+    const hidden = [...new Set([this.stateDir(), ...privateDirCandidates()])].filter(ensureDir);
+    // Network off: the full filter. Network on: still no kernel keyrings (they are not namespaced).
+    const seccomp = this.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
+    const files = seccomp ? [seccomp] : [];
+    const argv = [commandName(req), ...req.argv.slice(1)];
+    const arg0 = req.arg0 && req.arg0 !== argv[0] ? req.arg0 : null;
+    const sandbox = {
+      layout,
+      network: policy.network,
+      cwd: req.cwd,
+      seccompFd: seccomp ? 3 : undefined,
+      tty: req.tty,
+      asRoot: process.getuid?.() === 0,
+      hidden,
+    };
+    const args = bwrapArgs({ ...sandbox, argv, arg0 });
+    const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
+    const retain = (): (() => void) => {
+      for (const p of placeholders) this.placeholders.retain(p);
+      return () => placeholders.forEach((p) => this.placeholders.release(p));
+    };
+    // node-pty has no spare fds to give, so for a PTY a tiny shell opens the filter as fd 3 and
+    // execs bwrap, which reads it and closes it before running the command. Pipes get it directly.
+    const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
+    const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain());
+    if (req.tty) return plan;
+    plan.pipeLaunch = { file: bwrap, args, files };
+    // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
+    const script = stubScript(files.length + 3, argvWithArg0(argv, arg0), { ...req.env, PWD: req.cwd });
+    if (script === undefined) return plan;
+    const stubArgs = bwrapArgs({ ...sandbox, argv: [...PREWARM_STUB], arg0: null });
+    plan.prewarm = {
+      key: JSON.stringify([bwrap, stubArgs, files]),
+      launch: { file: bwrap, args: stubArgs, files },
+      fingerprint: () => hostFingerprint(layout),
+      script,
+      retain,
+      holdsPlaceholders: placeholders.length > 0,
+    };
+    return plan;
+  }
+
+  private planMac(req: SpawnRequest, policy: ResolvedPolicy): SandboxedSpawnPlan {
+    const layout = computeLayout(policy);
+    const profile = seatbeltProfile({
+      layout,
+      network: policy.network,
+      deniedPaths: [
+        ...layout.mounts.filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0)).map((m) => m.path),
+        ...privateDirCandidates(), // our FIFOs, tokens and state: never reachable from inside
+      ],
+      readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
+    });
+    const argv = argvWithArg0([commandName(req), ...req.argv.slice(1)], req.arg0);
+    return this.finish(req, policy, layout, 'macosSeatbelt', { file: SANDBOX_EXEC, args: seatbeltArgs(profile, argv) }, () => undefined);
+  }
+
+  private finish(
+    req: SpawnRequest,
+    policy: ResolvedPolicy,
+    layout: Layout,
+    sandboxType: SpawnPlan['sandboxType'],
+    launch: { file: string; args: string[] },
+    release: () => void,
+  ): SandboxedSpawnPlan {
+    const ctx: DenialContext = {
+      fsRestricted: policy.fs === 'restricted',
+      networkRestricted: policy.network === 'restricted',
+      cwd: req.cwd,
+      writableRoots: layout.writableRoots,
+      protectedPaths: layout.protectedPaths,
+    };
+    let disposed = false;
+    return {
+      ...launch,
+      env: req.env,
+      cwd: req.cwd,
+      sandboxType,
+      restricted: true,
+      classify: (code, output) => classifyExit(code, output, ctx),
+      isDenial: (code, output) => classifyExit(code, output, ctx).denied,
+      dispose: () => {
+        if (disposed) return;
+        disposed = true;
+        release();
+      },
+    };
+  }
+
+  /** Finds bwrap and checks once that it can build a sandbox here; fails closed with a fix-it. */
+  private bwrap(): Promise<string> {
+    if (!this.bwrapReady) {
+      const attempt = (async () => probeBwrap(findBwrap(this.opts.bwrapPath)))();
+      this.bwrapReady = attempt;
+      attempt.then(
+        () => (this.bwrapWorks = true),
+        () => {
+          // A failure is not cached: fixing the machine must not need a server restart.
+          this.bwrapWorks = false;
+          if (this.bwrapReady === attempt) this.bwrapReady = undefined;
+        },
+      );
+    }
+    return this.bwrapReady;
+  }
+
+  /** Where the seccomp program lives (created on first use). */
+  get stateDirectory(): string {
+    return this.stateDir();
+  }
+
+  /**
+   * Where the seccomp program lives: `sandbox/` in our private directory, which no sandbox can see
+   * (see `hiddenPaths`), so a sandboxed command can neither read nor swap the filter of the next one.
+   */
+  private stateDir(): string {
+    if (this.opts.stateDir) return this.opts.stateDir;
+    let dir: string;
+    try {
+      dir = join(privateDir(), 'sandbox');
+      mkdirSync(dir, { mode: 0o700, recursive: true });
+    } catch (e) {
+      throw new SandboxUnavailableError(`${(e as Error).message}; the command was not run.`);
+    }
+    return (this.opts.stateDir = dir);
+  }
+
+  /**
+   * The filter file, checked on every use (cheap: a few hundred bytes) and rewritten if it changed.
+   * Undefined only for the keyring filter on an architecture we have no syscall table for (the
+   * network-off one then fails closed instead).
+   */
+  private seccompFile(kind: 'net-off' | 'keyring-off'): string | undefined {
+    let bpf = this.seccompPrograms.get(kind);
+    if (bpf === undefined) {
+      try {
+        bpf = kind === 'net-off' ? networkOffFilter() : keyringOffFilter();
+      } catch (e) {
+        if (kind === 'net-off') {
+          throw new SandboxUnavailableError(`cannot turn the network off on this machine: ${(e as Error).message}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`);
+        }
+        bpf = null;
+      }
+      this.seccompPrograms.set(kind, bpf);
+    }
+    if (bpf === null) return undefined;
+    const file = join(this.stateDir(), `${kind}-${process.arch}-${createHash('sha256').update(bpf).digest('hex').slice(0, 16)}.bpf`);
+    let current: Buffer | undefined;
+    try {
+      current = readFileSync(file);
+    } catch {
+      current = undefined;
+    }
+    if (!current || !current.equals(bpf)) {
+      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+      writeFileSync(tmp, bpf, { mode: 0o400, flag: 'wx' });
+      renameSync(tmp, file);
+    }
+    return file;
+  }
+}
+
+/**
+ * Makes a private location exist (0700) before a sandbox binds its parent: one made later on the
+ * host (by a server with another environment) would show in a sandbox that is already running.
+ */
+function ensureDir(p: string): boolean {
+  try {
+    mkdirSync(p, { mode: 0o700 });
+  } catch {
+    // exists already, or cannot be made (then there is nothing there to hide)
+  }
+  return lstatSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
+
+function unsandboxedPlan(req: SpawnRequest): SandboxedSpawnPlan {
+  return { ...passthroughPlan(req), classify: () => ({ denied: false, kind: 'none' }) };
+}
+
+/**
+ * The runner hands us argv[0] already resolved to an absolute path. bwrap looks the name up again
+ * on the child's PATH, so when the original name (`arg0`) resolves to the same file there, pass
+ * the name: the command then sees the argv[0] it would see unsandboxed.
+ */
+function commandName(req: SpawnRequest): string {
+  const file = req.argv[0]!;
+  const name = req.arg0;
+  if (!name || name.includes('/') || !isAbsolute(file) || req.env.PATH === undefined) return file;
+  return findOnPath(name, req.env.PATH) === file ? name : file;
+}
