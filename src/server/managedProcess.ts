@@ -1,25 +1,19 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, openSync, statSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
-import type { Socket } from 'node:net';
-import { isAbsolute, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
 import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
-import { buildChildEnv } from './envPolicy';
-import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';
-import { closeChildEnds, type FifoPool } from './fifoPool';
+import type { FifoPool } from './fifoPool';
 import { FramePool, frameBytes } from './framePool';
 import { orphanGuard } from './orphanGuard';
 import { OutputWindow } from './outputWindow';
 import type { SandboxPrewarmer } from './prewarm';
+import { planStart, ptyLaunch, spawnPipes, spawnPty } from './processSpawn';
 import { killTree, treesKilled } from './processTree';
-import { argvWithArg0, type SpawnPlan, type SpawnPlanner } from './spawnPlan';
-import { pathFromUri } from './uri';
+import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
 
 /** Where a process delivers its notifications: the session's attached connection, if any. */
 export interface ProcessSink {
@@ -56,36 +50,6 @@ const DENIAL_GRACE_MS = 150;
 const DEFAULT_PTY = { cols: 80, rows: 24 };
 const MAX_TIMER_MS = 2_147_483_647;
 
-let ptyModule: typeof NodePty | undefined;
-function loadPty(): typeof NodePty {
-  // Loaded on first use: a server that never starts a PTY never loads the native addon.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  ptyModule ??= require('node-pty') as typeof NodePty;
-  return ptyModule;
-}
-
-function spawnNotFound(): RpcError {
-  return RpcError.internal('No such file or directory (os error 2)', { kind: 'spawnNotFound' });
-}
-
-/** argv[0] resolved as execvp would: through the child's PATH (or ours if it has none). */
-export function resolveExecutable(file: string, cwd: string, pathVar: string | undefined): string {
-  if (file.includes('/')) {
-    const p = isAbsolute(file) ? file : join(cwd, file);
-    try {
-      statSync(p);
-    } catch {
-      throw spawnNotFound();
-    }
-    if (!isExecutableFile(p)) throw RpcError.internal('Permission denied (os error 13)', { kind: 'spawnPermissionDenied' });
-    return p;
-  }
-  // Relative entries are tried as they are (against our cwd), as before.
-  const found = findOnPath(file, pathVar, { relativeDirs: true });
-  if (found === undefined) throw spawnNotFound();
-  return found;
-}
-
 function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null): number {
   // Death by signal N is reported as 128+N, as a shell would (SIGINT 130, SIGKILL 137).
   if (typeof signal === 'string') return 128 + (osConstants.signals[signal] ?? 0);
@@ -111,25 +75,10 @@ export function encodeOutputNotification(idJson: string, seq: number, stream: Ou
 }
 
 /**
- * node-pty execs its `file` with argv[0] = file and cannot set argv0 itself. So that a PTY child sees
- * the name it was asked for (argv[0] as given, or `arg0`), pass the name when PATH lookup in the
- * child finds the same program, and use `exec -a` in bash for an explicit `arg0`.
- */
-function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, arg0: string | null | undefined): { file: string; args: string[] } {
-  if (plan.file !== resolved) return { file: plan.file, args: plan.args }; // a sandbox launcher handles argv[0]
-  if (arg0 && arg0 !== requested && existsSync('/bin/bash')) {
-    const [file, ...args] = argvWithArg0([resolved, ...plan.args], arg0);
-    return { file: file!, args };
-  }
-  // `resolved` came from this same PATH, so the child's execvp finds the same program by name.
-  const viaPath = !requested.includes('/') && plan.env.PATH !== undefined;
-  return { file: viaPath ? requested : resolved, args: plan.args };
-}
-
-/**
- * One process of a session: spawns it (pipes or PTY), numbers its events with one per-process seq
- * (output…, exited, closed; `closed` always last, output may follow `exited`), retains output for
- * `process/read`, answers long polls, dedupes writes by `writeId`, and kills its whole tree.
+ * One process of a session: starts it (pipes or PTY, through ./processSpawn.ts), numbers its
+ * events with one per-process seq (output…, exited, closed; `closed` always last, output may
+ * follow `exited`), retains output for `process/read`, answers long polls, dedupes writes by
+ * `writeId`, and kills its whole tree.
  */
 export class ManagedProcess {
   private child: ChildProcess | undefined;
@@ -189,101 +138,23 @@ export class ManagedProcess {
   }
 
   static async start(req: ProcessStartRequest, sink: ProcessSink, options: ProcessOptions): Promise<ManagedProcess> {
-    if (req.argv.length === 0) throw RpcError.invalidParams('argv must not be empty');
-    if (req.enforceManagedNetwork) {
-      // Fail closed: we cannot enforce a managed network proxy, so we must not run as if we did.
-      throw RpcError.internal('this exec-server does not support enforceManagedNetwork (managed network proxy); the command was not run', {
-        kind: 'unsupported',
-      });
-    }
-    const cwd = pathFromUri(req.cwd, 'cwd');
-    const env = buildChildEnv(req.env, req.envPolicy);
-    try {
-      if (!statSync(cwd).isDirectory()) throw spawnNotFound();
-    } catch (e) {
-      throw e instanceof RpcError ? e : spawnNotFound();
-    }
-    const argv0 = resolveExecutable(req.argv[0]!, cwd, env.PATH ?? process.env.PATH);
-    let plan: SpawnPlan;
-    try {
-      // The planner gets the resolved program and the name the child should see as argv[0].
-      plan = await options.planner({ argv: [argv0, ...req.argv.slice(1)], arg0: req.arg0 ?? req.argv[0], cwd, env, tty: req.tty, sandbox: req.sandbox ?? null });
-    } catch (e) {
-      if (e instanceof RpcError) throw e;
-      // `reason` lets clients show why without parsing the message (the message stays as it was).
-      const reason = (e as Error).message;
-      throw RpcError.internal(`sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable', reason });
-    }
+    const { plan, argv0 } = await planStart(req, options.planner);
     const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options);
     proc.plan = plan;
     try {
-      if (req.tty) proc.spawnPty(ptyLaunch(plan, argv0, req.argv[0]!, req.arg0), plan, req.ptySize ?? DEFAULT_PTY);
-      else await proc.spawnPipes(plan, plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined);
+      if (req.tty) {
+        proc.adoptPty(spawnPty(ptyLaunch(plan, argv0, req.argv[0]!, req.arg0), plan, req.ptySize ?? DEFAULT_PTY));
+      } else {
+        const started = await spawnPipes(plan, plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined, req.pipeStdin, options, proc.closedSignal.promise);
+        proc.releaseWarm = started.release;
+        proc.adopt(started.child, started.streams);
+        started.begin();
+      }
     } catch (e) {
       plan.dispose();
       throw e;
     }
     return proc;
-  }
-
-  private async spawnPipes(plan: SpawnPlan, argv0: string | undefined): Promise<void> {
-    const prewarmer = plan.prewarm && this.options.prewarm?.enabled ? this.options.prewarm : undefined;
-    const warm = prewarmer?.take(plan.prewarm!, this.pipeStdin);
-    if (warm) {
-      this.releaseWarm = warm.release;
-      this.adopt(warm.child, warm.ends);
-      warm.run(plan.prewarm!.script);
-      prewarmer!.prepare(plan.prewarm!, this.pipeStdin, this.closedSignal.promise); // for the next start like this one
-      return;
-    }
-    const fifos = this.options.fifos;
-    let ends: Array<{ ours: Socket; childFd: number }> | undefined;
-    if (fifos?.available) {
-      try {
-        ends = await fifos.open(this.pipeStdin ? [true, false, false] : [false, false]);
-      } catch {
-        ends = undefined; // fall back to socket pairs rather than fail the start
-      }
-    }
-    const fds = ends?.map((e) => e.childFd);
-    const stdio: Array<'pipe' | 'ignore' | number> = fds
-      ? this.pipeStdin
-        ? [fds[0]!, fds[1]!, fds[2]!]
-        : ['ignore', fds[0]!, fds[1]!]
-      : [this.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'];
-    const launch = plan.pipeLaunch ?? { file: plan.file, args: plan.args, files: [] };
-    const fileFds: number[] = [];
-    let child: ChildProcess;
-    try {
-      for (const f of launch.files) fileFds.push(openSync(f, 'r'));
-      child = spawn(launch.file, launch.args, {
-        cwd: plan.cwd,
-        env: plan.env,
-        argv0,
-        // Own process group and session: signals and kills address the whole group.
-        detached: true,
-        stdio: [...stdio, ...fileFds],
-      });
-    } catch (e) {
-      for (const end of ends ?? []) end.ours.destroy();
-      throw RpcError.internal(`${(e as Error).message}`, { kind: 'spawnFailed' });
-    } finally {
-      // The child has its copies (fork happened synchronously); ours would keep the pipes open.
-      closeChildEnds([...(fds ?? []), ...fileFds]);
-    }
-    try {
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', (e: NodeJS.ErrnoException) => {
-          reject(e.code === 'ENOENT' ? spawnNotFound() : RpcError.internal(`${e.message}`, { kind: 'spawnFailed' }));
-        });
-      });
-    } catch (e) {
-      for (const end of ends ?? []) end.ours.destroy();
-      throw e;
-    }
-    this.adopt(child, ends ? ends.map((e) => e.ours) : [...(child.stdin ? [child.stdin] : []), child.stdout!, child.stderr!]);
-    prewarmer?.prepare(plan.prewarm!, this.pipeStdin, this.closedSignal.promise);
   }
 
   /** Takes over a started child and our ends of its stdio (stdin only when piped, then stdout, stderr). */
@@ -305,17 +176,8 @@ export class ManagedProcess {
     child.on('exit', (code, signal) => this.onExit(exitCodeOf(code, signal)));
   }
 
-  private spawnPty(launch: { file: string; args: string[] }, plan: SpawnPlan, size: { cols: number; rows: number }): void {
-    // node-pty copies the env by assignment, which drops a variable named `__proto__`: `env` sets it.
-    if (Object.hasOwn(plan.env, '__proto__') && ENV_TOOL) launch = { file: ENV_TOOL, args: [`__proto__=${plan.env['__proto__']}`, launch.file, ...launch.args] };
-    const pty = loadPty().spawn(launch.file, launch.args, {
-      name: plan.env.TERM ?? 'xterm-256color',
-      cols: size.cols,
-      rows: size.rows,
-      cwd: plan.cwd,
-      env: plan.env,
-      encoding: null,
-    });
+  /** Takes over a started PTY child. */
+  private adoptPty(pty: IPty): void {
     this.pty = pty;
     this.pid = pty.pid;
     orphanGuard.add(this.pid);
