@@ -1,0 +1,79 @@
+import { constants as fsConstants } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { isErrno, lstatOrUndefined } from './fsPaths';
+import { errnoError, inParent, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
+
+/* The writing side of `fs/*`: files written in place, directories made (sandboxed: inside opened parents). */
+
+export async function writeFully(file: fsp.FileHandle, bytes: Buffer, position: number): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) {
+    const { bytesWritten } = await file.write(bytes, done, bytes.length - done, position + done);
+    if (bytesWritten === 0) throw errnoError('EIO');
+    done += bytesWritten;
+  }
+}
+
+/**
+ * May the sandbox create `real`? The kernel looks up the parent before it looks at the mount, so
+ * a missing parent is ENOENT (ENOTDIR) even where nothing could be written.
+ */
+export async function checkCreate(sb: FsSandbox, real: string): Promise<void> {
+  if (sb.accessAt(real) === 'write') return;
+  const parent = await fsp.stat(dirname(real));
+  if (!parent.isDirectory()) throw errnoError('ENOTDIR');
+  sb.checkWrite(real);
+}
+
+/** Opens `real` for writing (created if missing) inside its opened parent; truncated only once checked. */
+export async function openForWriting(sb: FsSandbox, real: string, truncate: boolean): Promise<fsp.FileHandle> {
+  await checkCreate(sb, real);
+  return inParent(real, async (child, dir, name) => {
+    sb.checkWrite(join(dir.real, name));
+    const file = await fsp.open(child, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o666);
+    try {
+      sb.checkWrite(await realPathOfHandle(file, real));
+      if (truncate) await file.truncate(0);
+      return file;
+    } catch (e) {
+      await file.close();
+      throw e;
+    }
+  });
+}
+
+/** `mkdir` (`-p` when `recursive`) of the real path `real`, each new directory made inside its opened parent. */
+export async function mkdirChecked(sb: FsSandbox, real: string, recursive: boolean): Promise<void> {
+  const st = await lstatOrUndefined(real);
+  if (st) {
+    sb.checkRead(real);
+    if (recursive && st.isDirectory()) return;
+    throw errnoError('EEXIST');
+  }
+  // The first missing component, and what follows it.
+  let first = real;
+  const rest: string[] = [];
+  for (let i = 0; i < 4096 && dirname(first) !== first && !(await lstatOrUndefined(dirname(first))); i++) {
+    rest.unshift(basename(first));
+    first = dirname(first);
+  }
+  if (rest.length > 0 && !recursive) throw errnoError('ENOENT');
+  await checkCreate(sb, first);
+  let dir = await openDirectory(dirname(first));
+  try {
+    for (const name of [basename(first), ...rest]) {
+      sb.checkWrite(join(dir.real, name));
+      try {
+        await fsp.mkdir(join(dir.path, name));
+      } catch (e) {
+        if (!recursive || !isErrno(e, 'EEXIST')) throw e;
+      }
+      const next = await openDirectory(join(dir.path, name));
+      await dir.close();
+      dir = next;
+    }
+  } finally {
+    await dir.close();
+  }
+}
