@@ -1,0 +1,119 @@
+import { ErrorCode } from '../protocol/common';
+import { ProcessClosedNotification, ProcessExitedNotification, ProcessReadResult } from '../protocol/process';
+import { RpcError } from '../rpc/errors';
+import type { RpcPeer } from '../rpc/peer';
+import { NotStartedError, OutputLostError, type DisconnectedError } from './errors';
+import type { ProcessHandleImpl } from './processHandle';
+
+/** Catch-up reads in parallel after a resume. */
+const CATCH_UP_PARALLEL = 8;
+
+/**
+ * The processes a client tracks, by id: where server notifications land, what a resume brings up
+ * to date, and what a failed client fails. Finished processes are dropped by their handles.
+ */
+export class ProcessTable {
+  private readonly handles = new Map<string, ProcessHandleImpl>();
+
+  get(processId: string): ProcessHandleImpl | undefined {
+    return this.handles.get(processId);
+  }
+  has(processId: string): boolean {
+    return this.handles.has(processId);
+  }
+  add(handle: ProcessHandleImpl): void {
+    this.handles.set(handle.processId, handle);
+  }
+  /** Drops `handle` if it is still the one tracked under its id. */
+  forget(handle: ProcessHandleImpl): void {
+    if (this.handles.get(handle.processId) === handle) this.handles.delete(handle.processId);
+  }
+
+  /** A server notification: routed to the handle it names (unknown ones are dropped). */
+  dispatch(method: string, params: unknown): void {
+    const p = params as Record<string, unknown> | undefined;
+    const handle = typeof p?.processId === 'string' ? this.handles.get(p.processId) : undefined;
+    if (!handle) return; // unknown, finished, or started by another client of the session
+    switch (method) {
+      case 'process/output': {
+        // Hot path: checked by hand instead of through zod.
+        const { seq, stream, chunk } = p as { seq: unknown; stream: unknown; chunk: unknown };
+        if (typeof seq !== 'number' || typeof chunk !== 'string' || (stream !== 'stdout' && stream !== 'stderr' && stream !== 'pty')) return;
+        handle.receive({ type: 'output', seq, stream, data: Buffer.from(chunk, 'base64') });
+        return;
+      }
+      case 'process/exited': {
+        const n = ProcessExitedNotification.safeParse(params);
+        if (!n.success) return;
+        handle.receive({ type: 'exited', seq: n.data.seq, exitCode: n.data.exitCode, sandboxDenied: n.data.sandboxDenied ?? false }, n.data.sandboxDenied === undefined);
+        return;
+      }
+      case 'process/closed': {
+        const n = ProcessClosedNotification.safeParse(params);
+        if (!n.success) return;
+        handle.receive({ type: 'closed', seq: n.data.seq ?? handle.orderer.seqForUnnumberedClosed() });
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** Starts whose answer died with connection generation `gen`: recovery must ask the server about them. */
+  markStartsLost(gen: number): void {
+    for (const h of this.handles.values()) {
+      if (h.phase === 'starting' && h.startGen === gen) {
+        h.phase = 'startLost';
+        void h.awaitAdoption();
+      }
+    }
+  }
+
+  /**
+   * Before declaring the connection recovered: `process/read afterSeq=<last published>` for every
+   * live process, merged with the live notifications already flowing on the new connection. Lost
+   * starts are adopted (or fail cleanly); evicted output fails only its own process.
+   */
+  async catchUp(peer: RpcPeer): Promise<void> {
+    const targets = [...this.handles.values()].filter((h) => !h.isFinished && (h.phase === 'started' || h.phase === 'startLost'));
+    let next = 0;
+    const worker = async () => {
+      while (next < targets.length) {
+        const h = targets[next++]!;
+        const afterSeq = h.orderer.lastPublished;
+        let raw: unknown;
+        try {
+          raw = await peer.request('process/read', { processId: h.processId, afterSeq });
+        } catch (e) {
+          if (e instanceof RpcError && e.code === ErrorCode.InvalidRequest) {
+            // `unknown process id`.
+            if (h.phase === 'startLost') {
+              h.adoption?.reject(new NotStartedError(h.processId));
+              this.forget(h);
+            } else {
+              h.fail(new OutputLostError(h.processId, afterSeq + 1, undefined));
+            }
+            continue;
+          }
+          throw e;
+        }
+        const read = ProcessReadResult.safeParse(raw);
+        if (!read.success) throw new Error(`unexpected process/read result for ${h.processId}`);
+        if (h.phase === 'startLost') {
+          h.phase = 'started';
+          h.adoption?.resolve({ processId: h.processId });
+        }
+        const outcome = h.orderer.mergeRead(read.data);
+        h.publish(outcome.events);
+        if (outcome.lost) h.fail(new OutputLostError(h.processId, outcome.lost.fromSeq, outcome.lost.toSeq));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CATCH_UP_PARALLEL, targets.length) }, worker));
+  }
+
+  /** The client failed: every handle ends with `error` and none is tracked any more. */
+  failAll(error: DisconnectedError): void {
+    for (const h of [...this.handles.values()]) h.fail(error);
+    this.handles.clear();
+  }
+}

@@ -1,0 +1,311 @@
+import { ErrorCode } from '../protocol/common';
+import type { EnvironmentInfo } from '../protocol/environment';
+import { requests } from '../protocol/methods';
+import { InitializeResult } from '../protocol/session';
+import { RpcError } from '../rpc/errors';
+import { RpcPeer } from '../rpc/peer';
+import { backoffDelay } from '../util/backoff';
+import type { Clock, TimerHandle } from '../util/clock';
+import { Deferred } from '../util/deferred';
+import { DisposableStore } from '../util/disposable';
+import { Emitter, type Event } from '../util/emitter';
+import { errorMessage } from '../util/errorMessage';
+import { AbortedError, DisconnectedError } from './errors';
+import { startKeepalive } from './keepalive';
+import type { Connection, ConnectionState, Connector } from './types';
+
+/** One connection generation: its transport, its RPC peer, and what is bound to it. */
+export interface Live {
+  gen: number;
+  conn: Connection;
+  peer: RpcPeer;
+  store: DisposableStore;
+}
+
+export interface LinkSettings {
+  clientName: string;
+  deadlineMs: number;
+  attemptTimeoutMs: number;
+  backoff: { stepMs: number; maxMs: number };
+  keepalive: { intervalMs: number; timeoutMs: number } | false;
+  /** Per-client factor in [0, 0.3) on the back-off: clients of one server do not retry in lock-step. */
+  jitter: number;
+}
+
+/** What the link asks of the client that owns it. */
+export interface LinkHooks {
+  /** A notification from the current connection generation. */
+  onNotification(method: string, params: unknown): void;
+  /** The current connection closed; calls sent on generation `gen` lost their answers. */
+  onConnectionLost(gen: number): void;
+  /** On a resumed connection, before it counts as connected: bring every process up to date. */
+  catchUp(live: Live): Promise<void>;
+  /** The session failed for good: everything waiting on it must end with `error`. */
+  onFailed(error: DisconnectedError): void;
+}
+
+/**
+ * The connection state machine of one session: connect, `initialize`, keepalive, and on a drop
+ * `recovering` → resume (`initialize {resumeSessionId}`, back-off, deadline) → `connected`, or
+ * `failed` for good. Only a close of the *current* generation starts recovery.
+ */
+export class SessionLink {
+  private readonly stateEmitter = new Emitter<ConnectionState>();
+  private stateValue: ConnectionState = { kind: 'recovering', since: 0, attempt: 0, cause: 'connecting' };
+  private failedValue: DisconnectedError | undefined;
+
+  /** The current connection; undefined while recovering or failed. */
+  private live: Live | undefined;
+  private genCounter = 0;
+  /** Notifications are taken only from this generation (the current or the one being set up). */
+  private acceptGen = 0;
+  /** A generation declared wedged: its in-flight calls fail instead of being retried. */
+  private wedgedGen = -1;
+  private attempt: { abort: AbortController; live?: Live } | undefined;
+  private cancelSleep: (() => void) | undefined;
+  private incomingPaused = false;
+  private deadlineTimer: TimerHandle | undefined;
+  private readonly waiters = new Set<Deferred<Live>>();
+
+  private session = '';
+  private envInfo: EnvironmentInfo | undefined;
+  private caps: Record<string, boolean> = {};
+
+  constructor(
+    private readonly settings: LinkSettings,
+    private readonly connector: Connector,
+    private readonly clock: Clock,
+    private readonly log: (line: string) => void,
+    private readonly hooks: LinkHooks,
+  ) {}
+
+  get state(): ConnectionState {
+    return this.stateValue;
+  }
+  readonly onDidChangeState: Event<ConnectionState> = this.stateEmitter.event;
+  /** Set once the link failed (final). */
+  get failedError(): DisconnectedError | undefined {
+    return this.failedValue;
+  }
+  get sessionId(): string {
+    return this.session;
+  }
+  get environmentInfo(): EnvironmentInfo | undefined {
+    return this.envInfo;
+  }
+  get capabilities(): Readonly<Record<string, boolean>> {
+    return this.caps;
+  }
+  /** The current connection, if connected. */
+  get current(): Live | undefined {
+    return this.live;
+  }
+
+  isWedged(gen: number): boolean {
+    return gen === this.wedgedGen;
+  }
+
+  /** Closes the current connection as wedged: its calls fail instead of being sent again after the resume. */
+  dropWedged(live: Live, reason: string): void {
+    this.wedgedGen = live.gen;
+    live.peer.close(reason);
+  }
+
+  setIncomingPaused(paused: boolean): void {
+    if (this.incomingPaused === paused) return;
+    this.incomingPaused = paused;
+    const conn = this.live?.conn;
+    if (paused) conn?.pause?.();
+    else conn?.resume?.();
+  }
+
+  /** The current connection, or the next one once recovered; rejects when failed or aborted. */
+  waitConnected(signal: AbortSignal | undefined, method: string): Promise<Live> {
+    if (this.failedValue) return Promise.reject(this.failedValue);
+    if (this.live && this.stateValue.kind === 'connected') return Promise.resolve(this.live);
+    if (signal?.aborted) return Promise.reject(new AbortedError(method, { cause: signal.reason }));
+    const waiter = new Deferred<Live>();
+    this.waiters.add(waiter);
+    if (!signal) return waiter.promise;
+    const onAbort = () => {
+      this.waiters.delete(waiter);
+      waiter.reject(new AbortedError(method, { cause: signal.reason }));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    return waiter.promise.finally(() => signal.removeEventListener('abort', onAbort));
+  }
+
+  async connectFirst(): Promise<void> {
+    const { live, init } = await this.openAttempt(undefined);
+    this.session = init.sessionId;
+    this.envInfo = init.environmentInfo;
+    if (!this.envInfo) {
+      try {
+        this.envInfo = requests['environment/info'].result.parse(await live.peer.request('environment/info', {}));
+      } catch {
+        // Very old servers: no info, no capabilities.
+      }
+    }
+    this.caps = { ...(this.envInfo?.capabilities ?? {}) };
+    if (live.peer.isClosed) throw new Error('the connection closed right after initialize');
+    this.becomeConnected(live);
+  }
+
+  /** Final: every waiting or future call ends with `error`; the owner fails the rest (`onFailed`). */
+  fail(error: DisconnectedError): void {
+    if (this.failedValue) return;
+    this.failedValue = error;
+    if (this.deadlineTimer !== undefined) this.clock.clearTimeout(this.deadlineTimer);
+    this.cancelSleep?.();
+    const attempt = this.attempt;
+    this.attempt = undefined;
+    attempt?.abort.abort(error);
+    attempt?.live?.peer.close(error.message);
+    const live = this.live;
+    this.live = undefined;
+    live?.peer.close(error.message);
+    this.hooks.onFailed(error);
+    for (const w of this.waiters) w.reject(error);
+    this.waiters.clear();
+    if (error.reason !== 'disposed') this.log(`failed: ${error.message}`);
+    this.setState({ kind: 'failed', error });
+  }
+
+  dispose(): void {
+    this.fail(new DisconnectedError('disposed', 'the exec client was disposed'));
+    this.stateEmitter.dispose();
+  }
+
+  /** Waits `ms`, or less if the link fails meanwhile. */
+  sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = this.clock.setTimeout(() => {
+        this.cancelSleep = undefined;
+        resolve();
+      }, ms);
+      this.cancelSleep = () => {
+        this.clock.clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** One connect + `initialize` (+ `initialized`), bounded by `attemptTimeoutMs`. */
+  private async openAttempt(resumeSessionId: string | undefined): Promise<{ live: Live; init: InitializeResult }> {
+    const abort = new AbortController();
+    const attempt: { abort: AbortController; live?: Live } = { abort };
+    this.attempt = attempt;
+    const timer = this.clock.setTimeout(() => abort.abort(new Error('attempt timed out')), this.settings.attemptTimeoutMs);
+    try {
+      const conn = await this.connector(abort.signal);
+      if (abort.signal.aborted || this.failedValue) {
+        conn.close('attempt abandoned');
+        throw this.failedValue ?? new Error(`connect timed out after ${this.settings.attemptTimeoutMs} ms`);
+      }
+      const live = this.attach(conn);
+      attempt.live = live;
+      let raw: unknown;
+      try {
+        raw = await live.peer.request('initialize', { clientName: this.settings.clientName, ...(resumeSessionId ? { resumeSessionId } : {}) }, { signal: abort.signal });
+      } catch (e) {
+        live.peer.close('initialize failed');
+        if (abort.signal.aborted && !(e instanceof RpcError)) throw new Error(`initialize timed out after ${this.settings.attemptTimeoutMs} ms`);
+        throw e;
+      }
+      const init = InitializeResult.safeParse(raw);
+      if (!init.success) {
+        live.peer.close('bad initialize result');
+        throw new Error('the server answered initialize with an unexpected result');
+      }
+      live.peer.notify('initialized', {});
+      return { live, init: init.data };
+    } finally {
+      this.clock.clearTimeout(timer);
+    }
+  }
+
+  /** Wraps a fresh connection: its own peer, keepalive, and a close handler bound to its generation. */
+  private attach(conn: Connection): Live {
+    const gen = ++this.genCounter;
+    this.acceptGen = gen;
+    const peer = new RpcPeer(conn, {
+      replyToMalformed: false,
+      onNotification: (method, params) => {
+        if (gen === this.acceptGen) this.hooks.onNotification(method, params);
+      },
+    });
+    const store = new DisposableStore();
+    const live: Live = { gen, conn, peer, store };
+    const ka = this.settings.keepalive;
+    if (ka) {
+      const probes = startKeepalive(conn, { ...ka, clock: this.clock, log: this.log, readingPaused: () => this.incomingPaused && this.live === live });
+      for (const d of probes ?? []) store.add(d);
+    }
+    const closed = (reason: string | undefined) => this.onConnectionClosed(live, reason ?? 'connection closed');
+    if (peer.isClosed) queueMicrotask(() => closed('closed while connecting'));
+    else store.add(peer.onClose(closed));
+    return live;
+  }
+
+  private onConnectionClosed(live: Live, reason: string): void {
+    live.store.dispose();
+    if (this.failedValue) return;
+    if (this.live !== live) return; // an old generation, or a recovery attempt (its own loop sees it)
+    this.live = undefined;
+    this.hooks.onConnectionLost(live.gen);
+    this.log(`connection lost (${reason}); resuming session`);
+    void this.recover(reason);
+  }
+
+  private async recover(cause: string): Promise<void> {
+    const since = this.clock.now();
+    this.setState({ kind: 'recovering', since, attempt: 0, cause });
+    this.deadlineTimer = this.clock.setTimeout(() => {
+      this.fail(
+        new DisconnectedError(
+          'recoveryDeadline',
+          `lost the connection to the exec-server and could not resume within ${Math.round(this.settings.deadlineMs / 1000)} s (${cause}); processes may still be running on the executor`,
+        ),
+      );
+    }, this.settings.deadlineMs);
+    for (let attempt = 1; !this.failedValue; attempt++) {
+      this.setState({ kind: 'recovering', since, attempt, cause });
+      let live: Live | undefined;
+      try {
+        live = (await this.openAttempt(this.session)).live;
+        await this.hooks.catchUp(live);
+        if (live.peer.isClosed) throw new Error('the connection closed during catch-up');
+        if (this.failedValue) return;
+        this.clock.clearTimeout(this.deadlineTimer);
+        this.log(`resumed session after ${this.clock.now() - since} ms (attempt ${attempt})`);
+        this.becomeConnected(live);
+        return;
+      } catch (e) {
+        live?.peer.close('recovery attempt failed');
+        if (this.failedValue) return;
+        if (e instanceof RpcError && e.code === ErrorCode.InvalidRequest) {
+          // `unknown session id`: the executor forgot the session (expired or restarted).
+          this.fail(new DisconnectedError('sessionLost', `the exec-server no longer knows this session (${e.message}); processes started through it are gone or unreachable`));
+          return;
+        }
+        this.log(`resume attempt ${attempt} failed: ${errorMessage(e)}`);
+        await this.sleep(backoffDelay(attempt, { ...this.settings.backoff, jitter: this.settings.jitter }));
+      }
+    }
+  }
+
+  private becomeConnected(live: Live): void {
+    this.live = live;
+    if (this.incomingPaused) live.conn.pause?.();
+    this.attempt = undefined;
+    this.setState({ kind: 'connected', sessionId: this.session });
+    const waiters = [...this.waiters];
+    this.waiters.clear();
+    for (const w of waiters) w.resolve(live);
+  }
+
+  private setState(state: ConnectionState): void {
+    this.stateValue = state;
+    this.stateEmitter.fire(state);
+  }
+}
