@@ -8,12 +8,8 @@ import { FileHandleTable } from './fileHandles';
 import { ManagedProcess, type ProcessSink } from './managedProcess';
 import type { SpawnPlanner } from './spawnPlan';
 
-/** What a session needs from the connection it is attached to. */
-export interface SessionConnection {
-  notify(method: string, params: unknown): void;
-  notifyFrame(frame: Buffer, sent?: () => void): void;
-  congested(): boolean;
-  whenUncongested(cb: () => void): void;
+/** What a session needs from the connection it is attached to: what its processes send through, and a probe. */
+export interface SessionConnection extends ProcessSink {
   /** Another connection claims the session: check this one is still there (and give up if not). */
   probe?(): void;
 }
