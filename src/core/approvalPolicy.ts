@@ -1,18 +1,38 @@
 /*
- * What happens after the executor reports `sandboxDenied`: ask the user, approve automatically, or
- * never re-run — per the `approvalPolicy` setting. An approved retry runs the same argv, cwd and env
- * without the sandbox and is marked as such; "Always Allow" remembers that exact command (argv, cwd
- * and executor) in the workspace. No `vscode` here: the UI prompt and the storage are injected.
+ * Whether a command runs in the sandbox, and what happens after the executor reports `sandboxDenied`:
+ * ask the user, approve automatically, or never re-run — per the `approvalPolicy` setting. An
+ * approved retry runs the same argv, cwd and env without the sandbox and is marked as such; "Always
+ * Allow" remembers that exact command (argv, cwd and executor) in the workspace, and such a command
+ * then starts unsandboxed, once (`beforeRun`). `askBeforeRun` asks before any command not yet
+ * allowed runs at all. No `vscode` here: the UI prompts and the storage are injected.
  */
 import { RemoteError } from '../client/errors';
 
-/** The setting. `autoApprove` re-runs denied commands unsandboxed without asking. */
-export type ApprovalMode = 'ask' | 'autoApprove' | 'never';
+/**
+ * The setting. `ask`: run sandboxed, ask on a denial. `askBeforeRun`: ask before a command not yet
+ * always-allowed runs at all (like Codex's `untrusted`), then as `ask`. `autoApprove` re-runs denied
+ * commands unsandboxed without asking. `never`: a denial is final.
+ */
+export type ApprovalMode = 'ask' | 'askBeforeRun' | 'autoApprove' | 'never';
 
-export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'autoApprove', 'never'];
+export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'askBeforeRun', 'autoApprove', 'never'];
 
 /** The user's answer to the prompt; `undefined` = dismissed (treated as deny). */
 export type ApprovalAnswer = 'once' | 'always' | 'deny';
+
+/** The answer to the before-run prompt: also `sandboxed` (run it in the sandbox this time). */
+export type BeforeRunAnswer = ApprovalAnswer | 'sandboxed';
+
+/** A command about to start in the sandbox (the `beforeRun` question). */
+export type PlannedRun = Omit<DeniedRun, 'exitCode' | 'unavailable'>;
+
+export interface BeforeRunOutcome {
+  /** `sandboxed`: start as planned; `unsandboxed`: start without the sandbox, once; `cancel`: do not run. */
+  decision: 'sandboxed' | 'unsandboxed' | 'cancel';
+  /** One line for the terminal and the log (empty when nothing was decided: the usual sandboxed start). */
+  note: string;
+  reason: 'default' | 'alwaysAllowed' | 'runSandboxed' | 'approvedOnce' | 'approvedAlways' | 'denied' | 'dismissed' | 'cancelled';
+}
 
 /**
  * A run the sandbox got in the way of: the executor reported it denied (`exitCode`), or could not
@@ -75,6 +95,8 @@ export interface ApprovalPolicyDeps {
   store: AlwaysAllowStore;
   /** Shows the prompt; resolves with the answer or `undefined` when dismissed. */
   ask(run: DeniedRun, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
+  /** The `askBeforeRun` prompt (nothing has run yet); without it that mode runs sandboxed as `ask` does. */
+  askBeforeRun?(run: PlannedRun, signal: AbortSignal): Promise<BeforeRunAnswer | undefined>;
 }
 
 /** "Always allow" cap: oldest entries go first, so the workspace state cannot grow without bound. */
@@ -106,26 +128,62 @@ export class ApprovalPolicy {
     await this.deps.store.set([]);
   }
 
-  /** Decides what to do about a denied run; only `ask` mode (without a remembered approval) prompts. */
+  /**
+   * Before a sandboxed command starts: an always-allowed command starts without the sandbox (so it
+   * runs once, not sandboxed and then again); in `askBeforeRun` mode any other command is asked
+   * about first. `never` keeps every command sandboxed.
+   */
+  async beforeRun(run: PlannedRun, signal: AbortSignal, onAsk?: () => void): Promise<BeforeRunOutcome> {
+    const cancelled: BeforeRunOutcome = { decision: 'cancel', reason: 'cancelled', note: 'not run: the terminal was closed' };
+    if (signal.aborted) return cancelled;
+    const mode = this.deps.mode();
+    if (mode === 'never') return { decision: 'sandboxed', reason: 'default', note: '' };
+    if (this.isAlwaysAllowed(run))
+      return { decision: 'unsandboxed', reason: 'alwaysAllowed', note: 'this command is always allowed in this workspace' };
+    if (mode !== 'askBeforeRun' || !this.deps.askBeforeRun) return { decision: 'sandboxed', reason: 'default', note: '' };
+    onAsk?.();
+    const answer = await this.deps.askBeforeRun(run, signal);
+    if (signal.aborted) return cancelled;
+    switch (answer) {
+      case 'sandboxed':
+        return { decision: 'sandboxed', reason: 'runSandboxed', note: 'approved to run in the sandbox' };
+      case 'once':
+        return { decision: 'unsandboxed', reason: 'approvedOnce', note: 'approved once' };
+      case 'always':
+        await this.remember(run);
+        return { decision: 'unsandboxed', reason: 'approvedAlways', note: 'approved: Always Allow This Command' };
+      case 'deny':
+        return { decision: 'cancel', reason: 'denied', note: 'not run: denied' };
+      case undefined:
+        return { decision: 'cancel', reason: 'dismissed', note: 'not run: the prompt was dismissed' };
+    }
+  }
+
+  private async remember(run: Pick<DeniedRun, 'argv' | 'cwd' | 'executor'>): Promise<void> {
+    const key = ApprovalPolicy.commandKey(run);
+    const keys = [...this.deps.store.get().filter((k) => k !== key), key];
+    await this.deps.store.set(keys.slice(-MAX_REMEMBERED));
+  }
+
+  /** Decides what to do about a denied run; only `ask`/`askBeforeRun` (without a remembered approval) prompt. */
   async approve(run: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome> {
     // A command the sandbox could not even start was never run: it is "not run", not "not re-run".
     const not = run.unavailable !== undefined ? 'not run' : 'not re-run';
     if (signal.aborted) return { approved: false, reason: 'cancelled', note: `${not}: the terminal was closed` };
     const mode = this.deps.mode();
     if (mode === 'never') return { approved: false, reason: 'never', note: `${not} without the sandbox (approval policy: never)` };
-    if (mode === 'autoApprove') return { approved: true, reason: 'autoApprove', note: 'approved automatically (approval policy: autoApprove)' };
-    if (this.isAlwaysAllowed(run)) return { approved: true, reason: 'alwaysAllowed', note: 'approved: this command is always allowed in this workspace' };
+    if (mode === 'autoApprove')
+      return { approved: true, reason: 'autoApprove', note: 'approved automatically (approval policy: autoApprove)' };
+    if (this.isAlwaysAllowed(run))
+      return { approved: true, reason: 'alwaysAllowed', note: 'approved: this command is always allowed in this workspace' };
     const answer = await this.deps.ask(run, signal);
     if (signal.aborted) return { approved: false, reason: 'cancelled', note: `${not}: the terminal was closed` };
     switch (answer) {
       case 'once':
         return { approved: true, reason: 'approvedOnce', note: 'approved once' };
-      case 'always': {
-        const key = ApprovalPolicy.commandKey(run);
-        const keys = [...this.deps.store.get().filter((k) => k !== key), key];
-        await this.deps.store.set(keys.slice(-MAX_REMEMBERED));
+      case 'always':
+        await this.remember(run);
         return { approved: true, reason: 'approvedAlways', note: 'approved: Always Allow This Command' };
-      }
       case 'deny':
         return { approved: false, reason: 'denied', note: `${not}: denied` };
       case undefined:

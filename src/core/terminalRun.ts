@@ -4,7 +4,15 @@ import { isExecClientError } from '../client/errors';
 import { DisposableStore } from '../util/disposable';
 import type { Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
-import { reportedDenial, sandboxUnavailableReason, unsandboxedRetry, type ApprovalOutcome, type DeniedRun } from './approvalPolicy';
+import {
+  reportedDenial,
+  sandboxUnavailableReason,
+  unsandboxedRetry,
+  type ApprovalOutcome,
+  type BeforeRunOutcome,
+  type DeniedRun,
+  type PlannedRun,
+} from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
 import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
 
@@ -33,6 +41,8 @@ export interface TerminalRunDeps {
   start(options: StartProcessOptions): Promise<ProcessHandle>;
   /** Asks the approval policy (and through it the user); `signal` fires when the terminal is closed first. */
   approve(denial: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome>;
+  /** Asked before a sandboxed command starts (always-allowed: start unsandboxed; `askBeforeRun`: ask). */
+  beforeRun?(run: PlannedRun, signal: AbortSignal, onAsk: () => void): Promise<BeforeRunOutcome>;
   /** The executor's connection, for the recovery lines. */
   onConnectionState: Event<ConnectionState>;
   /** Whether `process/resize` is supported (capability `processResize`). */
@@ -141,6 +151,35 @@ export class TerminalRun {
       ...(spec.tty && dims ? { ptySize: dims } : {}),
       ...(spec.sandbox !== undefined ? { sandbox: spec.sandbox } : {}),
     };
+    if (spec.kind === 'command' && spec.sandbox !== undefined && this.deps.beforeRun) {
+      const planned = {
+        commandLine: spec.commandLine,
+        argv: spec.argv,
+        cwd: spec.cwd,
+        executor: spec.executor,
+        sandboxLabel: spec.sandboxLabel,
+      };
+      let asked = false;
+      const before = await this.deps.beforeRun(planned, this.closed.signal, () => {
+        asked = true;
+        this.update({ status: 'awaitingApproval' });
+      });
+      if (this.closed.signal.aborted || before.decision === 'cancel') {
+        this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : before.note });
+        if (!this.closed.signal.aborted) {
+          this.model.notice(before.note);
+          this.model.finish(undefined);
+        }
+        return;
+      }
+      if (before.decision === 'unsandboxed') {
+        // Once, without the sandbox: nothing ran sandboxed first.
+        this.model.warning(`${before.note} — running WITHOUT the sandbox`);
+        this.setUnsandboxed();
+        options = unsandboxedRetry(options);
+      } else if (before.note) this.model.notice(before.note);
+      if (asked) this.update({ status: 'starting' });
+    }
     for (let attempt = 0; attempt < 2; attempt++) {
       if (this.closed.signal.aborted) return;
       const sandboxed = options.sandbox !== undefined;
@@ -192,7 +231,9 @@ export class TerminalRun {
       // Only a run that really ran sandboxed can be denied by the sandbox.
       const denied = reportedDenial({ sandboxed, sandboxDenied: completion.sandboxDenied });
       if (denied && spec.kind === 'command' && attempt === 0 && !this.closed.signal.aborted) {
-        this.model.warning(`The sandbox (${spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}).`);
+        this.model.warning(
+          `The sandbox (${spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}); what it did before that is done.`,
+        );
         this.update({ status: 'awaitingApproval', exitCode: completion.exitCode, sandboxDenied: true });
         const retry = await this.retryUnsandboxed({ exitCode: completion.exitCode });
         if (this.closed.signal.aborted) {
@@ -217,7 +258,14 @@ export class TerminalRun {
   private async retryUnsandboxed(blocked: Pick<DeniedRun, 'exitCode' | 'unavailable'>): Promise<boolean> {
     const { spec } = this;
     const outcome = await this.deps.approve(
-      { commandLine: spec.commandLine, argv: spec.argv, cwd: spec.cwd, executor: spec.executor, sandboxLabel: spec.sandboxLabel, ...blocked },
+      {
+        commandLine: spec.commandLine,
+        argv: spec.argv,
+        cwd: spec.cwd,
+        executor: spec.executor,
+        sandboxLabel: spec.sandboxLabel,
+        ...blocked,
+      },
       this.closed.signal,
     );
     if (this.closed.signal.aborted) return false;
@@ -226,9 +274,13 @@ export class TerminalRun {
       return false;
     }
     this.model.warning(`↻ ${outcome.note} — ${blocked.unavailable !== undefined ? 'running' : 're-running'} WITHOUT the sandbox`);
-    this.sandboxedNow = false;
-    for (const l of [...this.nameListeners]) l(`${spec.commandLine} (unsandboxed)`);
+    this.setUnsandboxed();
     return true;
+  }
+
+  private setUnsandboxed(): void {
+    this.sandboxedNow = false;
+    for (const l of [...this.nameListeners]) l(`${this.spec.commandLine} (unsandboxed)`);
   }
 
   private act(action: TerminalAction): void {

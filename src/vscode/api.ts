@@ -2,12 +2,18 @@ import type * as vscode from 'vscode';
 import type { ExecutorState } from '../core/executorConnection';
 import type { Phase } from '../core/terminalStreamModel';
 
-/** The buttons of the approval notification, in the order shown. */
+/** The buttons of the approval notification after a denial (or when the executor cannot sandbox), in the order shown. */
 export const APPROVAL_CHOICES = ['Run Without Sandbox', 'Always Allow This Command', 'Deny'] as const;
-export type ApprovalChoice = (typeof APPROVAL_CHOICES)[number];
+/** The buttons of the `askBeforeRun` notification (nothing has run yet), in the order shown. */
+export const BEFORE_RUN_CHOICES = ['Run in Sandbox', 'Run Without Sandbox', 'Always Allow This Command', 'Deny'] as const;
+export type ApprovalChoice = (typeof BEFORE_RUN_CHOICES)[number];
 
-/** A sandbox denial waiting for the user's answer (the notification is on screen). */
+/** A sandbox question waiting for the user's answer (the notification is on screen). */
 export interface PendingApproval {
+  /** `denied`: it ran sandboxed and was blocked; `unavailable`: the executor cannot sandbox; `beforeRun`: nothing ran yet. */
+  readonly kind: 'denied' | 'unavailable' | 'beforeRun';
+  /** The notification's text. */
+  readonly message: string;
   readonly executor: string;
   readonly commandLine: string;
   readonly sandboxLabel: string;

@@ -1,11 +1,21 @@
 import * as vscode from 'vscode';
-import { APPROVAL_MODES, ApprovalPolicy, type ApprovalAnswer, type ApprovalMode, type ApprovalOutcome, type DeniedRun } from '../core/approvalPolicy';
+import {
+  APPROVAL_MODES,
+  ApprovalPolicy,
+  type ApprovalMode,
+  type ApprovalOutcome,
+  type BeforeRunAnswer,
+  type BeforeRunOutcome,
+  type DeniedRun,
+  type PlannedRun,
+} from '../core/approvalPolicy';
 import { Emitter, type Event } from '../util/emitter';
-import { APPROVAL_CHOICES, type ApprovalChoice, type PendingApproval } from './api';
+import { APPROVAL_CHOICES, BEFORE_RUN_CHOICES, type ApprovalChoice, type PendingApproval } from './api';
 
 const ALWAYS_ALLOW_KEY = 'execBridge.alwaysAllowedCommands';
 
-const ANSWERS: Record<ApprovalChoice, ApprovalAnswer> = {
+const ANSWERS: Record<ApprovalChoice, BeforeRunAnswer> = {
+  'Run in Sandbox': 'sandboxed',
   'Run Without Sandbox': 'once',
   'Always Allow This Command': 'always',
   Deny: 'deny',
@@ -14,8 +24,8 @@ const ANSWERS: Record<ApprovalChoice, ApprovalAnswer> = {
 /**
  * Sandbox denial → approval (docs/architecture.md, "Sandbox denial"): the decision is core's ApprovalPolicy (setting
  * `execBridge.approvalPolicy`, "always allow" in workspaceState); this class only supplies the
- * notification naming the command and the sandbox policy, with Run Without Sandbox / Always Allow
- * This Command / Deny.
+ * notifications naming the command and the sandbox policy: after a denial Run Without Sandbox /
+ * Always Allow This Command / Deny, and in `askBeforeRun` mode, before anything runs, also Run in Sandbox.
  */
 export class ApprovalService {
   private readonly requested = new Emitter<PendingApproval>();
@@ -37,7 +47,8 @@ export class ApprovalService {
           await workspaceState.update(ALWAYS_ALLOW_KEY, keys);
         },
       },
-      ask: (run, signal) => this.ask(run, signal),
+      ask: (run, signal) => this.ask(run.unavailable !== undefined ? 'unavailable' : 'denied', run, signal, APPROVAL_CHOICES),
+      askBeforeRun: (run, signal) => this.ask('beforeRun', run, signal, BEFORE_RUN_CHOICES),
     });
   }
 
@@ -51,34 +62,48 @@ export class ApprovalService {
 
   async approve(run: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome> {
     const outcome = await this.policy.approve(run, signal);
-    const what = run.unavailable !== undefined ? `cannot sandbox (${run.sandboxLabel}: ${run.unavailable})` : `sandbox (${run.sandboxLabel}) denied`;
+    const what =
+      run.unavailable !== undefined ? `cannot sandbox (${run.sandboxLabel}: ${run.unavailable})` : `sandbox (${run.sandboxLabel}) denied`;
     const line = `${what} "${run.commandLine}" on ${run.executor}: ${outcome.note}`;
     if (outcome.approved) this.log.warn(`${line} — re-running without the sandbox`);
     else this.log.info(line);
     return outcome;
   }
 
-  private ask(run: DeniedRun, signal: AbortSignal): Promise<ApprovalAnswer | undefined> {
+  /** Before a sandboxed command starts (always-allowed: unsandboxed; `askBeforeRun`: the question). */
+  async beforeRun(run: PlannedRun, signal: AbortSignal, onAsk: () => void): Promise<BeforeRunOutcome> {
+    const outcome = await this.policy.beforeRun(run, signal, onAsk);
+    if (outcome.reason !== 'default')
+      this.log.info(
+        `"${run.commandLine}" on ${run.executor}: ${outcome.note}${outcome.decision === 'unsandboxed' ? ' — running without the sandbox' : ''}`,
+      );
+    return outcome;
+  }
+
+  private ask<A extends BeforeRunAnswer>(
+    kind: PendingApproval['kind'],
+    run: PlannedRun & Partial<DeniedRun>,
+    signal: AbortSignal,
+    choices: readonly ApprovalChoice[],
+  ): Promise<A | undefined> {
     return new Promise((resolve) => {
       let settled = false;
       const settle = (choice: ApprovalChoice | undefined) => {
         if (settled) return;
         settled = true;
         signal.removeEventListener('abort', onAbort);
-        resolve(choice === undefined ? undefined : ANSWERS[choice]);
+        resolve(choice === undefined || !choices.includes(choice) ? undefined : (ANSWERS[choice] as A));
       };
       const onAbort = () => settle(undefined);
       signal.addEventListener('abort', onAbort, { once: true });
-      const message =
-        run.unavailable !== undefined
-          ? `Exec Bridge: ${run.executor} cannot run "${run.commandLine}" in the sandbox (${run.sandboxLabel}): ${run.unavailable} Run it without the sandbox?`
-          : `Exec Bridge: the sandbox (${run.sandboxLabel}) blocked "${run.commandLine}" on ${run.executor} ` +
-            `(exit code ${run.exitCode}). Run it again without the sandbox?`;
-      vscode.window.showWarningMessage(message, ...APPROVAL_CHOICES).then(
+      const message = approvalMessage(kind, run);
+      vscode.window.showWarningMessage(message, ...choices).then(
         (choice) => settle(choice),
         () => settle(undefined),
       );
       this.requested.fire({
+        kind,
+        message,
         executor: run.executor,
         commandLine: run.commandLine,
         sandboxLabel: run.sandboxLabel,
@@ -89,5 +114,21 @@ export class ApprovalService {
 
   dispose(): void {
     this.requested.dispose();
+  }
+}
+
+/** The notification's words: what happened (or is about to), and what each button does. */
+export function approvalMessage(kind: PendingApproval['kind'], run: PlannedRun & Partial<DeniedRun>): string {
+  switch (kind) {
+    case 'unavailable':
+      return `Exec Bridge: ${run.executor} cannot run "${run.commandLine}" in the sandbox (${run.sandboxLabel}): ${run.unavailable} It has not run. Run it without the sandbox?`;
+    case 'denied':
+      return (
+        `Exec Bridge: the sandbox (${run.sandboxLabel}) blocked "${run.commandLine}" on ${run.executor} (exit code ${run.exitCode}). ` +
+        'It already ran once in the sandbox: what it did before it was blocked, where the sandbox lets it write, is done, and running it again repeats that. ' +
+        'Run it again without the sandbox?'
+      );
+    case 'beforeRun':
+      return `Exec Bridge: run "${run.commandLine}" on ${run.executor}? In the sandbox (${run.sandboxLabel}), or without it.`;
   }
 }

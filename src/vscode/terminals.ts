@@ -229,6 +229,7 @@ export class TerminalFeature {
     return new TerminalRun(spec, {
       start: async (options) => (await conn.connect()).startProcess(options),
       approve: (denial, signal) => ext.approvals.approve(denial, signal),
+      beforeRun: (run, signal, onAsk) => ext.approvals.beforeRun(run, signal, onAsk),
       onConnectionState: conn.onClientState,
       canResize: () => conn.client?.capabilities['processResize'] === true,
       registry: ext.runs,

@@ -12,7 +12,14 @@ import {
   type DeniedRun,
 } from '../../../src/core/approvalPolicy';
 
-const RUN: DeniedRun = { commandLine: 'touch /etc/x', argv: ['touch', '/etc/x'], cwd: '/w', executor: 'local', sandboxLabel: 'workspace-write, network off', exitCode: 1 };
+const RUN: DeniedRun = {
+  commandLine: 'touch /etc/x',
+  argv: ['touch', '/etc/x'],
+  cwd: '/w',
+  executor: 'local',
+  sandboxLabel: 'workspace-write, network off',
+  exitCode: 1,
+};
 
 function setup(mode: ApprovalMode, answers: Array<ApprovalAnswer | undefined> = []) {
   const asked: DeniedRun[] = [];
@@ -62,7 +69,11 @@ test('ask: "always" remembers that exact command (argv, cwd, executor) in the wo
   assert.deepEqual([again.approved, again.reason], [true, 'alwaysAllowed']);
   assert.equal(asked.length, 1, 'not asked again');
   // Anything else about the command differs ⇒ asked again.
-  for (const other of [{ ...RUN, argv: ['touch', '/etc/y'] }, { ...RUN, cwd: '/elsewhere' }, { ...RUN, executor: 'devbox' }]) {
+  for (const other of [
+    { ...RUN, argv: ['touch', '/etc/y'] },
+    { ...RUN, cwd: '/elsewhere' },
+    { ...RUN, executor: 'devbox' },
+  ]) {
     assert.equal((await policy.approve(other, live())).approved, false);
   }
   assert.equal(asked.length, 4);
@@ -111,7 +122,10 @@ test('an unsandboxed run is never reported as denied', () => {
 });
 
 test('always-allow memory is bounded, oldest first', async () => {
-  const { policy, store } = setup('ask', Array.from({ length: 502 }, () => 'always' as const));
+  const { policy, store } = setup(
+    'ask',
+    Array.from({ length: 502 }, () => 'always' as const),
+  );
   for (let i = 0; i < 502; i++) await policy.approve({ ...RUN, argv: ['cmd', String(i)] }, live());
   assert.equal(store.get().length, 500);
   assert.equal(policy.isAlwaysAllowed({ ...RUN, argv: ['cmd', '0'] }), false, 'oldest forgotten first');
@@ -123,13 +137,69 @@ test('an executor that cannot sandbox is recognised from its error, and its run 
   const err = new RemoteError('process/start', -32603, `sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable', reason });
   assert.equal(sandboxUnavailableReason(err), reason);
   // The reason is the data's field, whatever the message says.
-  assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, 'worded otherwise', { kind: 'sandboxUnavailable', reason })), reason);
+  assert.equal(
+    sandboxUnavailableReason(new RemoteError('process/start', -32603, 'worded otherwise', { kind: 'sandboxUnavailable', reason })),
+    reason,
+  );
   // An older server of ours sends no reason: its message, as it is, is the reason.
-  assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, `sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable' })), `sandbox unavailable: ${reason}`);
+  assert.equal(
+    sandboxUnavailableReason(new RemoteError('process/start', -32603, `sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable' })),
+    `sandbox unavailable: ${reason}`,
+  );
   assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, 'x', null)), undefined);
   assert.equal(sandboxUnavailableReason(new RemoteError('process/start', -32603, 'spawn failed', { kind: 'spawnFailed' })), undefined);
   assert.equal(sandboxUnavailableReason(new Error('sandbox unavailable: x')), undefined);
   const policy = new ApprovalPolicy({ mode: () => 'ask', store: new MemoryAlwaysAllowStore(), ask: async () => 'deny' });
-  const run = { commandLine: 'make', argv: ['sh', '-c', 'make'], cwd: '/w', executor: 'box', sandboxLabel: 'workspace-write, network off', unavailable: reason };
+  const run = {
+    commandLine: 'make',
+    argv: ['sh', '-c', 'make'],
+    cwd: '/w',
+    executor: 'box',
+    sandboxLabel: 'workspace-write, network off',
+    unavailable: reason,
+  };
   assert.deepEqual(await policy.approve(run, new AbortController().signal), { approved: false, reason: 'denied', note: 'not run: denied' });
+});
+
+test('beforeRun: only an always-allowed command starts unsandboxed; never keeps the sandbox', async () => {
+  const { policy, store, setMode } = setup('ask', ['always']);
+  assert.deepEqual((await policy.beforeRun(RUN, live())).decision, 'sandboxed');
+  await policy.approve(RUN, live());
+  assert.equal(store.get().length, 1);
+  const allowed = await policy.beforeRun(RUN, live());
+  assert.deepEqual([allowed.decision, allowed.reason], ['unsandboxed', 'alwaysAllowed']);
+  setMode('autoApprove');
+  assert.equal((await policy.beforeRun(RUN, live())).decision, 'unsandboxed');
+  setMode('never');
+  assert.equal((await policy.beforeRun(RUN, live())).decision, 'sandboxed');
+  const aborted = new AbortController();
+  aborted.abort();
+  setMode('ask');
+  assert.equal((await policy.beforeRun(RUN, aborted.signal)).decision, 'cancel');
+});
+
+test('beforeRun in askBeforeRun mode asks (and says so first); "always" is remembered', async () => {
+  const asked: string[] = [];
+  const store = new MemoryAlwaysAllowStore();
+  const answers = ['sandboxed', 'once', 'deny', undefined, 'always'] as const;
+  let i = 0;
+  const policy = new ApprovalPolicy({
+    mode: () => 'askBeforeRun',
+    store,
+    ask: () => Promise.resolve('deny'),
+    askBeforeRun: async (run) => {
+      asked.push(run.commandLine);
+      return answers[i++];
+    },
+  });
+  let onAsk = 0;
+  const decide = async () => (await policy.beforeRun(RUN, live(), () => onAsk++)).decision;
+  assert.deepEqual(
+    [await decide(), await decide(), await decide(), await decide(), await decide()],
+    ['sandboxed', 'unsandboxed', 'cancel', 'cancel', 'unsandboxed'],
+  );
+  assert.equal(onAsk, 5);
+  assert.equal(store.get().length, 1);
+  assert.equal(await decide(), 'unsandboxed', 'always allowed now');
+  assert.equal(asked.length, 5, 'not asked the sixth time');
 });

@@ -5,12 +5,20 @@
  * a denial, so the command below fails sandboxed and succeeds unsandboxed.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ExecServerClient, type ConnectionState } from '../../../src/client';
-import { ApprovalPolicy, MemoryAlwaysAllowStore, type ApprovalAnswer, type ApprovalMode, type DeniedRun } from '../../../src/core/approvalPolicy';
+import {
+  ApprovalPolicy,
+  MemoryAlwaysAllowStore,
+  type ApprovalAnswer,
+  type ApprovalMode,
+  type BeforeRunAnswer,
+  type DeniedRun,
+  type PlannedRun,
+} from '../../../src/core/approvalPolicy';
 import { RunRegistry } from '../../../src/core/runRegistry';
 import { DEFAULT_SANDBOX, sandboxLabel, sandboxRequest } from '../../../src/core/sandboxSettings';
 import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
@@ -91,7 +99,14 @@ function ended(run: TerminalRun): Promise<void> {
   return Promise.race([run.done, limit]).finally(() => clearTimeout(timer));
 }
 
-async function setup(opts: { mode?: ApprovalMode; answers?: Array<ApprovalAnswer | undefined>; cannotSandbox?: boolean } = {}) {
+async function setup(
+  opts: {
+    mode?: ApprovalMode;
+    answers?: Array<ApprovalAnswer | undefined>;
+    beforeAnswers?: Array<BeforeRunAnswer | undefined>;
+    cannotSandbox?: boolean;
+  } = {},
+) {
   seen.length = 0;
   const server = opts.cannotSandbox ? withoutSandbox : withSandbox;
   const links: MemoryTransport[] = [];
@@ -110,6 +125,8 @@ async function setup(opts: { mode?: ApprovalMode; answers?: Array<ApprovalAnswer
   const asked: DeniedRun[] = [];
   const askedEmitter = new Emitter<void>();
   const answers = [...(opts.answers ?? [])];
+  const beforeAnswers = [...(opts.beforeAnswers ?? [])];
+  const askedBefore: PlannedRun[] = [];
   /** Set to hold the next prompt open until the terminal closes. */
   const prompt = { hold: false };
   const store = new MemoryAlwaysAllowStore();
@@ -122,6 +139,10 @@ async function setup(opts: { mode?: ApprovalMode; answers?: Array<ApprovalAnswer
       if (prompt.hold) return new Promise((resolve) => signal.addEventListener('abort', () => resolve(undefined)));
       return Promise.resolve(answers.shift());
     },
+    askBeforeRun: (run) => {
+      askedBefore.push(run);
+      return Promise.resolve(beforeAnswers.shift());
+    },
   });
   const registry = new RunRegistry();
   const logs: string[] = [];
@@ -130,6 +151,7 @@ async function setup(opts: { mode?: ApprovalMode; answers?: Array<ApprovalAnswer
     const run = new TerminalRun(spec, {
       start: (options) => client.startProcess(options),
       approve: (denial, signal) => policy.approve(denial, signal),
+      beforeRun: (planned, signal, onAsk) => policy.beforeRun(planned, signal, onAsk),
       onConnectionState: client.onDidChangeState,
       canResize: () => client.capabilities['processResize'] === true,
       registry,
@@ -152,7 +174,7 @@ async function setup(opts: { mode?: ApprovalMode; answers?: Array<ApprovalAnswer
     for (const r of runs) r.dispose();
     client.dispose();
   };
-  return { client, links, states, seen, asked, onAsk: askedEmitter.event, prompt, store, registry, logs, open, dispose };
+  return { client, links, states, seen, asked, askedBefore, onAsk: askedEmitter.event, prompt, store, registry, logs, open, dispose };
 }
 
 describe('a sandbox denial', () => {
@@ -162,7 +184,14 @@ describe('a sandbox denial', () => {
     const { run, text, names, record } = h.open(command());
     await ended(run);
     assert.equal(h.asked.length, 1);
-    assert.deepEqual(h.asked[0], { commandLine: 'make it', argv: ['/bin/sh', '-c', SCRIPT], cwd: dir, executor: 'local', sandboxLabel: LABEL, exitCode: 13 });
+    assert.deepEqual(h.asked[0], {
+      commandLine: 'make it',
+      argv: ['/bin/sh', '-c', SCRIPT],
+      cwd: dir,
+      executor: 'local',
+      sandboxLabel: LABEL,
+      exitCode: 13,
+    });
     assert.equal(h.seen.length, 2, 'started twice');
     const [first, retry] = h.seen as [SpawnRequest, SpawnRequest];
     assert.notEqual(first.sandbox, null);
@@ -173,7 +202,10 @@ describe('a sandbox denial', () => {
     assert.match(out, /^\$ make it$/m);
     assert.match(out, new RegExp(`^sandbox: ${LABEL}$`, 'm'));
     assert.match(out, /^blocked here$/m);
-    assert.match(out, new RegExp(`^The sandbox \\(${LABEL}\\) blocked this command \\(exit code 13\\)\\.$`, 'm'));
+    assert.match(
+      out,
+      new RegExp(`^The sandbox \\(${LABEL}\\) blocked this command \\(exit code 13\\); what it did before that is done\\.$`, 'm'),
+    );
     assert.match(out, /^↻ approved once — re-running WITHOUT the sandbox$/m);
     assert.match(out, /^ran unsandboxed$/m);
     assert.ok(out.indexOf('blocked here') < out.indexOf('ran unsandboxed'), 'the retry comes after the denial');
@@ -183,26 +215,51 @@ describe('a sandbox denial', () => {
     assert.deepEqual([record().status, record().exitCode, record().sandboxed, record().sandboxDenied], ['exited', 0, false, false]);
   });
 
-  test('ask, Always Allow: re-runs, and the same command is not asked about again', async (t) => {
+  test('ask, Always Allow: re-runs; afterwards that command starts without the sandbox, once', async (t) => {
     const h = await setup({ answers: ['always'] });
     t.after(h.dispose);
-    const first = h.open(command());
+    const counter = join(dir, `ran-count-${Date.now()}.txt`);
+    const appending = command({ argv: ['/bin/sh', '-c', `echo ran >> '${counter}'; ${SCRIPT}`] });
+    const first = h.open(appending);
     await ended(first.run);
     assert.equal(first.run.model.exitCode, 0);
     assert.match(first.text(), /^↻ approved: Always Allow This Command — re-running WITHOUT the sandbox$/m);
     assert.equal(h.store.get().length, 1);
+    assert.equal(readFileSync(counter, 'utf8'), 'ran\nran\n', 'the first time: the sandboxed attempt and the retry');
 
-    const second = h.open(command());
+    h.seen.length = 0;
+    const second = h.open(appending);
     await ended(second.run);
     assert.equal(h.asked.length, 1, 'asked only the first time');
-    assert.match(second.text(), /^↻ approved: this command is always allowed in this workspace — re-running WITHOUT the sandbox$/m);
+    assert.deepEqual(
+      h.seen.map((r) => r.sandbox),
+      [null],
+      'started once, unsandboxed',
+    );
+    assert.equal(readFileSync(counter, 'utf8'), 'ran\nran\nran\n', 'one more line, not two');
+    assert.match(second.text(), /^this command is always allowed in this workspace — running WITHOUT the sandbox$/m);
+    assert.doesNotMatch(second.text(), /blocked/);
     assert.equal(second.run.model.exitCode, 0);
+    assert.equal(second.run.sandboxed, false);
+    assert.deepEqual(second.names, ['make it (unsandboxed)']);
+    assert.equal(second.record().sandboxed, false);
 
     // Another cwd is another command: asked again (and dismissed here).
     const other = h.open(command({ cwd: tmpdir() }));
     await ended(other.run);
     assert.equal(h.asked.length, 2);
     assert.equal(other.run.model.exitCode, 13);
+  });
+
+  test('never: an always-allowed command still starts in the sandbox', async (t) => {
+    const h = await setup({ mode: 'never' });
+    t.after(h.dispose);
+    h.store.set([ApprovalPolicy.commandKey(command())]);
+    const { run } = h.open(command());
+    await ended(run);
+    assert.equal(h.seen.length, 1);
+    assert.notEqual(h.seen[0]!.sandbox, null);
+    assert.equal(run.model.exitCode, 13);
   });
 
   for (const answer of ['deny', undefined] as const) {
@@ -280,6 +337,72 @@ describe('a sandbox denial', () => {
   });
 });
 
+describe('approval policy askBeforeRun', () => {
+  test('asks before anything runs; Run in Sandbox runs it sandboxed, and a denial then asks as usual', async (t) => {
+    const h = await setup({ mode: 'askBeforeRun', beforeAnswers: ['sandboxed'], answers: ['deny'] });
+    t.after(h.dispose);
+    const { run, text } = h.open(command());
+    await ended(run);
+    assert.deepEqual(h.askedBefore, [
+      { commandLine: 'make it', argv: ['/bin/sh', '-c', SCRIPT], cwd: dir, executor: 'local', sandboxLabel: LABEL },
+    ]);
+    assert.equal(h.seen.length, 1);
+    assert.notEqual(h.seen[0]!.sandbox, null);
+    assert.equal(h.asked.length, 1, 'the denial asks again');
+    assert.match(text(), /^approved to run in the sandbox$/m);
+    assert.equal(run.model.exitCode, 13);
+  });
+
+  test('Run Without Sandbox: runs once, unsandboxed, and asks next time again', async (t) => {
+    const h = await setup({ mode: 'askBeforeRun', beforeAnswers: ['once', 'deny'] });
+    t.after(h.dispose);
+    const first = h.open(command());
+    await ended(first.run);
+    assert.deepEqual(
+      h.seen.map((r) => r.sandbox),
+      [null],
+    );
+    assert.match(first.text(), /^approved once — running WITHOUT the sandbox$/m);
+    assert.equal(first.run.model.exitCode, 0);
+    assert.equal(first.run.sandboxed, false);
+    const second = h.open(command());
+    await ended(second.run);
+    assert.equal(h.askedBefore.length, 2);
+    assert.equal(h.seen.length, 1, 'denied before it ran: nothing started');
+    assert.match(second.text(), /^not run: denied$/m);
+    assert.match(second.text(), /\[no exit code/);
+    assert.equal(second.record().status, 'failed');
+  });
+
+  test('Always Allow: runs unsandboxed and is not asked about again', async (t) => {
+    const h = await setup({ mode: 'askBeforeRun', beforeAnswers: ['always'] });
+    t.after(h.dispose);
+    const first = h.open(command());
+    await ended(first.run);
+    const second = h.open(command());
+    await ended(second.run);
+    assert.equal(h.askedBefore.length, 1);
+    assert.deepEqual(
+      h.seen.map((r) => r.sandbox),
+      [null, null],
+    );
+    assert.equal(second.run.model.exitCode, 0);
+  });
+
+  test('dismissed: nothing runs; a shell is not asked about (only commands are)', async (t) => {
+    const h = await setup({ mode: 'askBeforeRun', beforeAnswers: [undefined] });
+    t.after(h.dispose);
+    const { run, text } = h.open(command());
+    await ended(run);
+    assert.equal(h.seen.length, 0);
+    assert.match(text(), /^not run: the prompt was dismissed$/m);
+    const shell = h.open(command({ kind: 'shell' }));
+    await ended(shell.run);
+    assert.equal(h.askedBefore.length, 1);
+    assert.equal(h.seen.length, 1);
+  });
+});
+
 describe('an executor that cannot sandbox', () => {
   const REASON = 'this exec-server was started without sandbox support; refusing to run the command unsandboxed';
 
@@ -289,7 +412,14 @@ describe('an executor that cannot sandbox', () => {
     const { run, text, names, record } = h.open(command());
     await ended(run);
     assert.equal(h.asked.length, 1);
-    assert.deepEqual(h.asked[0], { commandLine: 'make it', argv: ['/bin/sh', '-c', SCRIPT], cwd: dir, executor: 'local', sandboxLabel: LABEL, unavailable: REASON });
+    assert.deepEqual(h.asked[0], {
+      commandLine: 'make it',
+      argv: ['/bin/sh', '-c', SCRIPT],
+      cwd: dir,
+      executor: 'local',
+      sandboxLabel: LABEL,
+      unavailable: REASON,
+    });
     const out = text();
     // The reason comes from the error's data, not its message (which says "sandbox unavailable: …").
     assert.match(out, new RegExp(`^The executor cannot run this command in the sandbox \\(${LABEL}\\): ${REASON}$`, 'm'));
@@ -352,10 +482,16 @@ describe('other starts and failures', () => {
   test('a connection cut mid-run: one recovery line, the run resumes and input still reaches it', async (t) => {
     const h = await setup();
     t.after(h.dispose);
-    const { run, text, until } = h.open(command({ argv: ['/bin/sh', '-c', 'read line; echo "got $line"'], pipeStdin: true, sandbox: undefined }));
+    const { run, text, until } = h.open(
+      command({ argv: ['/bin/sh', '-c', 'read line; echo "got $line"'], pipeStdin: true, sandbox: undefined }),
+    );
     await when(h.registry.onDidChange, () => run.process !== undefined, 'the process');
     h.links[0]!.close('cut');
-    await when(h.client.onDidChangeState, () => h.states.some((s) => s.kind === 'recovering') && h.client.state.kind === 'connected', 'recovery');
+    await when(
+      h.client.onDidChangeState,
+      () => h.states.some((s) => s.kind === 'recovering') && h.client.state.kind === 'connected',
+      'recovery',
+    );
     assert.equal(h.links.length, 2, 'reconnected once');
     run.model.handleInput('hello\r');
     await until(/^got hello$/m);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setup, suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import type { ApprovalChoice, ExecBridgeApi } from '../../../src/vscode/api';
-import { getApi, runAnswering, withSettings } from './helpers';
+import { getApi, plain, runAnswering, runCommand, withSettings } from './helpers';
 
 const FILE = 'approval-test.txt';
 // Writing into the workspace is denied under read-only; the marker only appears when the write worked.
@@ -33,7 +33,9 @@ suite('sandbox approvals', () => {
     assert.equal(asked.length, 1, 'one approval request');
     assert.equal(asked[0]!.commandLine, COMMAND);
     assert.equal(asked[0]!.sandboxLabel, 'read-only, network off');
-    assert.match(text, /Read-only file system/, 'the denied attempt\'s own output is shown');
+    assert.equal(asked[0]!.kind, 'denied');
+    assert.match(asked[0]!.message, /already ran once in the sandbox/, 'the notification says the blocked attempt ran');
+    assert.match(text, /Read-only file system/, "the denied attempt's own output is shown");
     assert.match(text, /sandbox \(read-only, network off\) blocked this command/);
     assert.match(text, /approved once — re-running WITHOUT the sandbox/);
     assert.match(text, /^retried OK\r$/m);
@@ -56,7 +58,7 @@ suite('sandbox approvals', () => {
     t.terminal.dispose();
   });
 
-  test('Always Allow This Command: the next denial of the same command re-runs without asking', async () => {
+  test('Always Allow This Command: the same command then starts without the sandbox, once', async () => {
     const api = await getApi();
     const first = await runDenied(api, 'Always Allow This Command');
     assert.equal(first.asked.length, 1);
@@ -65,8 +67,10 @@ suite('sandbox approvals', () => {
     rmSync(join(workspace, FILE), { force: true });
     const second = await runDenied(api, undefined);
     assert.equal(second.asked.length, 0, 'not asked again');
-    assert.match(second.text, /always allowed in this workspace — re-running WITHOUT the sandbox/);
+    assert.match(second.text, /always allowed in this workspace — running WITHOUT the sandbox/);
+    assert.doesNotMatch(second.text, /Read-only file system|blocked this command/, 'no sandboxed attempt first');
     assert.equal(second.t.exitCode, 0);
+    assert.equal(second.t.sandboxed, false);
     second.t.terminal.dispose();
 
     // "Forget Always-Allowed Commands" undoes it: the next denial asks again.
@@ -87,6 +91,38 @@ suite('sandbox approvals', () => {
       assert.match(text, /approval policy: never/);
       assert.notEqual(t.exitCode, 0);
       t.terminal.dispose();
+    } finally {
+      await undo();
+    }
+  });
+
+  test('approvalPolicy "askBeforeRun" asks before the command runs: Deny runs nothing, Run in Sandbox runs it sandboxed', async () => {
+    const undo = await withSettings({ approvalPolicy: 'askBeforeRun' });
+    try {
+      const api = await getApi();
+      const denied = await runDenied(api, 'Deny');
+      assert.deepEqual(
+        denied.asked.map((a) => a.kind),
+        ['beforeRun'],
+      );
+      assert.match(denied.text, /not run: denied/);
+      assert.doesNotMatch(denied.text, /Read-only file system/, 'nothing ran');
+      assert.equal(existsSync(join(workspace, FILE)), false);
+      denied.t.terminal.dispose();
+      const asked: string[] = [];
+      const sub = api.onDidRequestApproval((p) => {
+        asked.push(p.kind);
+        p.respond(p.kind === 'beforeRun' ? 'Run in Sandbox' : 'Deny');
+      });
+      try {
+        const t = await runCommand(api, COMMAND);
+        await t.done;
+        assert.deepEqual(asked, ['beforeRun', 'denied']);
+        assert.match(plain(t.text()), /Read-only file system/, 'ran in the sandbox');
+        t.terminal.dispose();
+      } finally {
+        sub.dispose();
+      }
     } finally {
       await undo();
     }
