@@ -5,24 +5,24 @@
 // on it, then prints the local URL to open. Ctrl-C stops code-server and everything it started.
 //
 // Options: --port N (default: $PORT or a free port), --no-verify (skip the headless check).
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   cacheRoot,
   CHROMIUM_ARGS,
   chromiumPath,
-  codeServerArgs,
-  isolatedWorld,
   CS_VERSION,
   ensureCodeServer,
   fail,
   freePort,
+  isolatedWorld,
   killGroup,
   root,
+  startCodeServer,
   waitHealthy,
   writeUserSettings,
-} from './vscode-test.mjs';
+} from './codeServer.mjs';
 
 const argv = process.argv.slice(2);
 const portArg = argv.includes('--port') ? Number(argv[argv.indexOf('--port') + 1]) : Number(process.env.PORT || 0);
@@ -71,11 +71,7 @@ if (install.status !== 0) {
 const port = portArg || (await freePort());
 const base = `http://127.0.0.1:${port}`;
 const logFile = join(demo, 'code-server.log');
-const cs = spawn(codeServer, [...codeServerArgs(port, userData, extensions), workspace], {
-  detached: true,
-  stdio: ['ignore', openSync(logFile, 'a'), openSync(logFile, 'a')],
-  env,
-});
+const cs = startCodeServer(codeServer, { port, userData, extensions, workspace, env, logFile });
 let stopping = false;
 const stop = async (code) => {
   if (stopping) return;

@@ -1,0 +1,227 @@
+// The code-server library shared by the test runner (scripts/vscode-test.mjs) and the demo
+// (scripts/start.mjs): install code-server once into a cache outside the repo (offline except
+// npm), give it a throwaway world (HOME, TMPDIR, XDG, profile), start it on loopback as the leader of
+// its own process group, wait until it is healthy, and kill that group.
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const CS_VERSION = '4.100.3';
+// @vscode/ripgrep (a code-server dependency) downloads rg from GitHub in its postinstall unless its
+// cache already holds this exact archive: we seed it with Debian's rg.
+const RG_CACHE = 'vscode-ripgrep-cache-1.15.11';
+const RG_ARCHIVE = 'ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz';
+
+export const root = resolve(new URL('..', import.meta.url).pathname);
+export const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+export const cacheRoot =
+  process.env.EXEC_BRIDGE_VSCODE_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'exec-bridge-vscode');
+
+const t0 = Date.now();
+/** `[vscode 12.3s]`: seconds since this module was loaded. */
+export const ts = () => `[vscode ${((Date.now() - t0) / 1000).toFixed(1)}s]`;
+export const say = (...a) => console.log(ts(), ...a);
+
+export function fail(message) {
+  console.error(`${ts()} ✗ ${message}`);
+  process.exit(1);
+}
+
+/**
+ * On a fresh Debian machine (`npm install && npm start`), install what code-server, the headless
+ * check and the sandbox need: chromium, ripgrep (seeds @vscode/ripgrep: no GitHub download),
+ * libkrb5-dev (code-server's kerberos module), bubblewrap. Only as root with apt-get; otherwise
+ * say what is missing.
+ */
+export function ensureDebianPackages() {
+  const missing = [];
+  if (!existsSync(chromiumPath)) missing.push('chromium');
+  if (spawnSync('sh', ['-c', 'command -v rg']).status !== 0) missing.push('ripgrep');
+  if (!existsSync('/usr/include/gssapi/gssapi.h')) missing.push('libkrb5-dev');
+  // The extension's default sandbox (workspace-write) runs commands through bubblewrap.
+  if (spawnSync('sh', ['-c', 'command -v bwrap']).status !== 0) missing.push('bubblewrap');
+  if (missing.length === 0) return;
+  const canApt = process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get']).status === 0;
+  if (!canApt) fail(`missing: ${missing.join(', ')} (install them: apt-get install -y ${missing.join(' ')})`);
+  say(`installing Debian packages: ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const r = spawnSync('sh', ['-c', `apt-get update -qq && apt-get install -y -qq ${missing.join(' ')} >/dev/null`], { stdio: 'inherit', env, timeout: 15 * 60_000 });
+  if (r.status !== 0) fail(`apt-get install ${missing.join(' ')} failed`);
+}
+
+/** Installs code-server into `<cache>/code-server-<version>` once; concurrent installers each use a private folder and the first rename wins. */
+export function ensureCodeServer() {
+  const dir = join(cacheRoot, `code-server-${CS_VERSION}`);
+  const bin = join(dir, 'node_modules', '.bin', 'code-server');
+  if (existsSync(bin)) return bin;
+  ensureDebianPackages();
+  for (const tool of ['rg', 'npm']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) fail(`${tool} not found (apt-get install ripgrep)`);
+  }
+  say(`installing code-server ${CS_VERSION} into ${dir} (once, ~90 s)`);
+  const tmp = join(cacheRoot, 'tmp');
+  mkdirSync(join(tmp, RG_CACHE), { recursive: true });
+  const rg = spawnSync('sh', ['-c', 'command -v rg'], { encoding: 'utf8' }).stdout.trim();
+  const tar = spawnSync('tar', ['czf', join(tmp, RG_CACHE, RG_ARCHIVE), '-C', resolve(rg, '..'), 'rg']);
+  if (tar.status !== 0) fail('could not seed the ripgrep cache');
+  const partial = `${dir}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-code-server","private":true}\n');
+  const log = join(cacheRoot, 'install.log');
+  const r = spawnSync(
+    'sh',
+    ['-c', `npm install --unsafe-perm --foreground-scripts --no-audit --no-fund code-server@${CS_VERSION} > "${log}" 2>&1`],
+    {
+      cwd: partial,
+      stdio: 'inherit',
+      timeout: 15 * 60_000,
+      // nodedir: native modules build against local headers (no download); yes: node-pty's
+      // postinstall runs `npx node-gyp`; unsafe-perm: code-server's postinstall refuses root otherwise.
+      env: { ...process.env, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: process.env.npm_config_nodedir || '/usr' },
+    },
+  );
+  if (r.status !== 0 || !existsSync(join(partial, 'node_modules', '.bin', 'code-server'))) {
+    spawnSync('tail', ['-40', log], { stdio: 'inherit' });
+    rmSync(partial, { recursive: true, force: true });
+    fail(`code-server install failed (log: ${log})`);
+  }
+  try {
+    renameSync(partial, dir);
+  } catch {
+    rmSync(partial, { recursive: true, force: true }); // another run finished first
+  }
+  say('code-server installed');
+  return bin;
+}
+
+export function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+export async function waitHealthy(base, child, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`code-server exited early (${child.exitCode})`);
+    try {
+      const r = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
+      if (r.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`code-server not healthy after ${timeoutMs} ms`);
+}
+
+export function killGroup(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((res) => {
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      res();
+    }, 3000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      // ptyHost/fileWatcher children can outlive the main process: sweep the group too.
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // group already empty
+      }
+      res();
+    });
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      clearTimeout(timer);
+      res();
+    }
+  });
+}
+
+/**
+ * A throwaway world under `root` for code-server, its extension host and chromium: their own HOME,
+ * TMPDIR and XDG folders, a user-data and an extensions folder, and an empty workspace (all made).
+ */
+export function isolatedWorld(root) {
+  const env = {
+    ...process.env,
+    HOME: join(root, 'home'),
+    TMPDIR: join(root, 'tmp'),
+    XDG_CONFIG_HOME: join(root, 'xdg', 'config'),
+    XDG_DATA_HOME: join(root, 'xdg', 'data'),
+    XDG_CACHE_HOME: join(root, 'xdg', 'cache'),
+  };
+  const world = { env, userData: join(root, 'user-data'), extensions: join(root, 'extensions'), workspace: join(root, 'workspace') };
+  for (const d of [env.HOME, env.TMPDIR, env.XDG_CONFIG_HOME, env.XDG_DATA_HOME, env.XDG_CACHE_HOME, world.extensions, world.workspace]) {
+    mkdirSync(d, { recursive: true });
+  }
+  return world;
+}
+
+/** A quiet, offline profile; terminal text in the DOM (no GPU renderer) so tests can read it. */
+export function writeUserSettings(userData, extra = {}) {
+  mkdirSync(join(userData, 'User'), { recursive: true });
+  const settings = {
+    'workbench.startupEditor': 'none',
+    'terminal.integrated.gpuAcceleration': 'off',
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'chat.commandCenter.enabled': false,
+    ...extra,
+  };
+  writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
+}
+
+/** The code-server command line (add the folder to open at the end). `trust`: keep workspace trust on. */
+export function codeServerArgs(port, userData, extensionsDir, { trust = false } = {}) {
+  return [
+    '--auth', 'none',
+    '--bind-addr', `127.0.0.1:${port}`,
+    '--user-data-dir', userData,
+    '--extensions-dir', extensionsDir,
+    '--disable-telemetry',
+    '--disable-update-check',
+    ...(trust ? [] : ['--disable-workspace-trust']),
+    '--disable-getting-started-override',
+  ];
+}
+
+/** Chromium flags that keep a headless run quiet and offline. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+];
+
+/**
+ * Starts code-server on `workspace`, output appended to `logFile`. detached ⇒ setsid: it leads its
+ * own process group, so one group kill (`killGroup`) takes its ptyHost, fileWatcher and
+ * extension-host children (and anything our extension started) along.
+ */
+export function startCodeServer(bin, { port, userData, extensions, workspace, env, logFile, trust = false }) {
+  const fd = openSync(logFile, 'a');
+  try {
+    return spawn(bin, [...codeServerArgs(port, userData, extensions, { trust }), workspace], { detached: true, stdio: ['ignore', fd, fd], env });
+  } finally {
+    closeSync(fd);
+  }
+}
