@@ -59,12 +59,3 @@ export function numberedLines(n: number): string {
 export function streamingScript(n: number, every: number): string[] {
   return ['bash', '-c', `echo "pid $$"; for ((i=1;i<=${n};i++)); do echo "line $i"; if ((i % ${every} == 0)); then sleep 0.05; fi; done; echo "pid $$"`];
 }
-
-/** Resolves when `fn()` is true; polls every 10 ms; rejects after `timeoutMs`. */
-export async function eventually(fn: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { ExecServerClient, type ConnectionState } from '../../src/client';
 import { FaultProxy } from '../helpers/faultProxy';
+import { until } from '../helpers/procs';
 import { startExecServer, type ExecServerProcess } from '../helpers/servers';
-import { eventually, gather, numberedLines, streamingScript } from './clientHelpers';
+import { gather, numberedLines, streamingScript } from './clientHelpers';
 
 const LINES = 2000;
 
@@ -45,7 +46,7 @@ for (const kind of ['ours', 'codex'] as const) {
 
     /** Waits for the next return to `connected` and reports how long the outage took. */
     async function resumed(t: TestContext, before: number, what: string): Promise<void> {
-      await eventually(() => recoveries.length > before, 12_000, `resume after ${what}`);
+      await until(() => recoveries.length > before, 12_000, `resume after ${what}`);
       t.diagnostic(`${kind}: recovered from ${what} in ${recoveries[before]} ms`);
     }
 
@@ -93,13 +94,13 @@ for (const kind of ['ours', 'codex'] as const) {
       await out.until((s) => s.includes('line 400\n'));
       let n = recoveries.length;
       proxy.stall();
-      await eventually(() => client.state.kind === 'recovering', 5_000, 'keepalive to notice the stall');
+      await until(() => client.state.kind === 'recovering', 5_000, 'keepalive to notice the stall');
       proxy.resume();
       await resumed(t, n, 'a stall');
       await out.until((s) => s.includes('line 1200\n'));
       n = recoveries.length;
       proxy.blackhole();
-      await eventually(() => client.state.kind === 'recovering', 5_000, 'keepalive to notice the black-hole');
+      await until(() => client.state.kind === 'recovering', 5_000, 'keepalive to notice the black-hole');
       await new Promise((r) => setTimeout(r, 300));
       proxy.heal();
       await resumed(t, n, 'a black-hole');

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { configOf, describeOnExecutors, descendants, eventually, manager, newTag, NODE, tagged, TINY_SERVER, waitForState } from './mcpFixtures';
+import { until } from '../helpers/procs';
+import { configOf, describeOnExecutors, descendants, manager, newTag, NODE, tagged, TINY_SERVER, waitForState } from './mcpFixtures';
 
 describeOnExecutors('MCP start/stop/crash cycles', (exec) => {
   test('50 start/stop/crash cycles leave the executor process tree as it was', async () => {
@@ -48,7 +49,7 @@ describeOnExecutors('MCP start/stop/crash cycles', (exec) => {
     } finally {
       await m.shutdown();
     }
-    await eventually(() => tagged(tag).length === 0, 5000, 'no tagged process left');
-    await eventually(() => descendants(serverPid).length === treeBefore, 5000, `executor tree back to ${treeBefore} processes (now ${descendants(serverPid).length})`);
+    await until(() => tagged(tag).length === 0, 5000, 'no tagged process left');
+    await until(() => descendants(serverPid).length === treeBefore, 5000, `executor tree back to ${treeBefore} processes (now ${descendants(serverPid).length})`);
   });
 });

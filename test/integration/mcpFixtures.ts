@@ -1,5 +1,4 @@
 /** Shared bits of the MCP integration tests (not a test file itself). */
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import { ExecServerClient, type ClientOptions } from '../../src/client';
@@ -12,6 +11,7 @@ import { WRAPPER_NAME } from '../../src/mcp/orphanReaper';
 import type { McpServerState } from '../../src/mcp/serverState';
 import { Emitter } from '../../src/util/emitter';
 import { FaultProxy } from '../helpers/faultProxy';
+import { descendantsOf, liveProcesses, procFile } from '../helpers/procs';
 import { REPO_ROOT, startExecServer, type ExecServerProcess, type ServerKind } from '../helpers/servers';
 
 const MCP = join(REPO_ROOT, 'node_modules', '@modelcontextprotocol');
@@ -155,41 +155,6 @@ export function waitForState(server: McpServer, pred: (s: McpServerState) => boo
   });
 }
 
-/** Polls `fn` every 25 ms (for things with no event, like the OS process table); bounded by `timeoutMs`. */
-export async function eventually<T>(fn: () => T | undefined | false, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-interface ProcInfo {
-  pid: number;
-  ppid: number;
-  state: string;
-  comm: string;
-}
-
-function readProcs(): ProcInfo[] {
-  const out: ProcInfo[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      // The command may contain spaces and parentheses: fields start after the last ')'.
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      out.push({ pid: Number(name), state: rest[0] ?? '?', ppid: Number(rest[1]), comm });
-    } catch {
-      // exited while we looked
-    }
-  }
-  return out;
-}
-
 /**
  * The executor's own short-lived helpers: our FIFO pool tops itself up with one `mkfifo` run in
  * the background at any time (at start-up, after process starts). They are not processes the
@@ -199,28 +164,14 @@ const EXECUTOR_HELPERS = new Set(['mkfifo']);
 
 /** The server's watchdog (src/server/orphanGuard.ts): one per server, started with its first child. */
 function isOrphanGuard(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('\0exec-bridge-orphan-guard');
-  } catch {
-    return false;
-  }
+  return procFile(pid, 'cmdline').includes('\0exec-bridge-orphan-guard');
 }
 
 /** Live (non-zombie) descendants of `pid`, the executor's process tree, without its own transient helpers. */
 export function descendants(pid: number): number[] {
-  const procs = readProcs();
-  const children = new Map<number, ProcInfo[]>();
-  for (const p of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
-  const out: number[] = [];
-  const stack = [pid];
-  for (let guard = 0; stack.length > 0 && guard < 100_000; guard++) {
-    const cur = stack.pop() as number;
-    for (const c of children.get(cur) ?? []) {
-      if (c.state !== 'Z' && !EXECUTOR_HELPERS.has(c.comm) && !isOrphanGuard(c.pid)) out.push(c.pid);
-      stack.push(c.pid);
-    }
-  }
-  return out;
+  return descendantsOf(pid)
+    .filter((c) => !c.zombie && !EXECUTOR_HELPERS.has(procFile(c.pid, 'comm').trim()) && !isOrphanGuard(c.pid))
+    .map((c) => c.pid);
 }
 
 /**
@@ -229,26 +180,16 @@ export function descendants(pid: number): number[] {
  */
 export function tagged(tag: string): number[] {
   const needle = `MCP_TEST_TAG=${tag}\0`;
-  const out: number[] = [];
-  for (const p of readProcs()) {
-    if (p.state === 'Z' || p.pid === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${p.pid}/environ`, 'latin1').includes(needle)) out.push(p.pid);
-    } catch {
-      // exited, or not ours
-    }
-  }
-  return out;
+  return liveProcesses()
+    .filter((p) => procFile(p.pid, 'environ').includes(needle))
+    .map((p) => p.pid);
 }
 
 /** Like `tagged`, without the reaper wrappers (`/bin/sh -c … exec-bridge-mcp …`): the servers and their helpers. */
 export function taggedServers(tag: string): number[] {
   return tagged(tag).filter((pid) => {
-    try {
-      return !readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(`\0${WRAPPER_NAME}\0`);
-    } catch {
-      return false;
-    }
+    const argv = procFile(pid, 'cmdline');
+    return argv !== '' && !argv.includes(`\0${WRAPPER_NAME}\0`);
   });
 }
 

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { until } from '../helpers/procs';
 import {
   configOf,
   describeOnExecutors,
-  eventually,
   FIXTURE_SERVER,
   manager,
   newTag,
@@ -48,7 +48,7 @@ describeOnExecutors(
         // A call made while reconnecting waits and then goes through on the same session.
         const graph = await s.callTool('read_graph', {});
         assert.match(text(graph), /before-cut/);
-        await eventually(() => exec().client.state.kind === 'connected', 15_000, 'client connected again');
+        await until(() => exec().client.state.kind === 'connected', 15_000, 'client connected again');
         assert.equal(s.state.kind, 'ready');
         assert.equal(s.state.since, readySince, 'never left ready');
         assert.equal(s.processId, processId, 'same process');
@@ -86,7 +86,7 @@ describe('MCP servers when recovery fails (ours, short session TTL)', () => {
       assert.ok(st.kind === 'crashed' && st.waitingForExecutor === true, JSON.stringify(st));
       assert.match(st.kind === 'crashed' ? st.reason : '', /connection|lost/);
       // The server side ends the detached session's processes when its TTL passes.
-      await eventually(() => tagged(tag).length === 0, 10_000, 'the old process ended with its session');
+      await until(() => tagged(tag).length === 0, 10_000, 'the old process ended with its session');
 
       // The executor is back (the extension reconnects and tells the manager).
       const fresh = await exec.connect({}, false);

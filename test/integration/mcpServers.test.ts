@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { until } from '../helpers/procs';
 import {
   configOf,
   describeOnExecutors,
-  eventually,
   FIXTURE_SERVER,
   manager,
   newTag,
@@ -72,7 +72,7 @@ describeOnExecutors('MCP servers', (exec) => {
     } finally {
       await m.shutdown();
     }
-    await eventually(() => tagged(tag).length === 0, 5000, 'no server process left after shutdown');
+    await until(() => tagged(tag).length === 0, 5000, 'no server process left after shutdown');
   });
 
   test('list_changed updates the lists in place (tools on the fixture, resources on everything)', async () => {

@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { until } from '../helpers/procs';
 import {
   configOf,
   describeOnExecutors,
-  eventually,
   FIXTURE_SERVER,
   manager,
   newTag,
@@ -36,14 +36,14 @@ describeOnExecutors('MCP shutdown', (exec) => {
       await s.start();
       assert.equal(s.state.kind, 'ready');
       // node + the grandchild (bash exec'd into sleep).
-      await eventually(() => taggedServers(tag).length === 2, 5000, 'server and grandchild running');
+      await until(() => taggedServers(tag).length === 2, 5000, 'server and grandchild running');
       const t0 = Date.now();
       await s.stop();
       const took = Date.now() - t0;
       assert.equal(s.state.kind, 'stopped');
       assert.ok(took < TIMINGS.graceMs! + 3000, `stop took ${took} ms`);
       assert.ok(s.log.all().some((e) => e.text.startsWith('terminated (process group killed)')), 'escalated to terminate');
-      await eventually(() => tagged(tag).length === 0, 5000, 'grandchild gone');
+      await until(() => tagged(tag).length === 0, 5000, 'grandchild gone');
     } finally {
       await m.shutdown();
     }

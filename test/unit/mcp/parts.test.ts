@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { parseExitMarker, wrapWithReaper } from '../../../src/mcp/orphanReaper';
 import { ServerLog } from '../../../src/mcp/serverLog';
 import { canTransition, describeState, FINAL_STATES, formatMs } from '../../../src/mcp/serverState';
 import { exampleArguments, parseToolArguments } from '../../../src/mcp/toolArguments';
 import { describeExitCode } from '../../../src/util/exitCode';
+import { isAlive, until } from '../../helpers/procs';
 
 test('ServerLog splits stderr into lines across chunks and characters, bounds the ring and the lines', () => {
   const log = new ServerLog({ maxEntries: 5, maxLineChars: 10, now: () => 42 });
@@ -74,14 +74,6 @@ function runWrapped(argv: string[]): Promise<{ code: number | null; stderr: stri
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    return !readFileSync(`/proc/${pid}/stat`, 'utf8').slice(readFileSync(`/proc/${pid}/stat`, 'utf8').lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return false;
-  }
-}
-
 test('the reaper wrapper passes stdin through, reports the exit code, and kills what the server left behind', async () => {
   // The "server": reads a line from stdin, starts a helper that ignores INT/TERM/HUP, prints its pid, exits 7.
   const r = await runWrapped(['bash', '-c', `read line; [ "$line" = hello ] || exit 99; (trap '' INT TERM HUP; exec sleep 300) </dev/null >/dev/null 2>&1 & echo $!; echo oops >&2; exit 7`]);
@@ -90,8 +82,7 @@ test('the reaper wrapper passes stdin through, reports the exit code, and kills 
   assert.match(r.stderr, /^oops\n/);
   assert.equal(r.code, null, 'the wrapper killed its own group, itself included');
   assert.equal(r.pids.length, 1);
-  for (let i = 0; i < 100 && alive(r.pids[0]!); i++) await new Promise((res) => setTimeout(res, 20));
-  assert.equal(alive(r.pids[0]!), false, 'the helper is gone');
+  await until(() => !isAlive(r.pids[0]!), 2000, 'the helper gone');
   assert.equal(parseExitMarker('exec-bridge-mcp-exit:x'), undefined);
   assert.equal(parseExitMarker('not a marker'), undefined);
 });
