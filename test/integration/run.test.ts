@@ -1,14 +1,15 @@
 /** `node dist/cli.js run …` end to end: exit codes, streams, stdin, Ctrl-C, and cuts under a fault proxy. */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { FaultProxy } from '../helpers/faultProxy';
+import { liveProcesses, procFile, until } from '../helpers/procs';
 import { CLI_JS, startExecServer, type ExecServerProcess } from '../helpers/servers';
-import { eventually, numberedLines, streamingScript } from './clientHelpers';
+import { numberedLines, streamingScript } from './clientHelpers';
 
 interface Run {
   child: ChildProcess;
@@ -102,7 +103,7 @@ describe('run --bundled', () => {
   test('run killed with SIGKILL takes its bundled server and the command along', async () => {
     const tag = `${process.pid}${Date.now() % 100000}`;
     const r = run(['--bundled', '--verbose', '--no-stdin', '--', 'sh', '-c', `echo ready; exec sleep 7${tag}`]);
-    await eventually(() => r.stdout().includes('ready'), 15_000, 'ready');
+    await until(() => r.stdout().includes('ready'), 15_000, 'ready');
     const url = /bundled exec-server at (ws:\/\/\S+)/.exec(r.stderr())?.[1];
     assert.ok(url, r.stderr());
     r.child.kill('SIGKILL');
@@ -116,19 +117,15 @@ describe('run --bundled', () => {
         });
         ws.on('error', () => resolve(true));
       });
-    let gone = false;
-    for (let i = 0; i < 50 && !gone; i++) {
-      gone = await refused();
-      if (!gone) await new Promise((res) => setTimeout(res, 100));
-    }
+    const gone = await until(refused, 5000, 'the bundled server gone').catch(() => false);
     assert.equal(gone, true, 'the bundled server outlived run');
-    const running = () => readdirSync('/proc').some((p) => /^\d+$/.test(p) && cmdlineOf(p) === `sleep\u00007${tag}\u0000`);
-    await eventually(() => !running(), 5000, 'the command gone');
+    const running = () => liveProcesses().some((p) => procFile(p.pid, 'cmdline') === `sleep\u00007${tag}\u0000`);
+    await until(() => !running(), 5000, 'the command gone');
   });
 
   test('Ctrl-C becomes an interrupt of the remote command', async () => {
     const r = run(['--bundled', '--no-stdin', '--', 'bash', '-c', `trap 'echo got-int; kill $!; exit 42' INT; echo ready; sleep 10 & wait`]);
-    await eventually(() => r.stdout().includes('ready'), 15_000, 'ready');
+    await until(() => r.stdout().includes('ready'), 15_000, 'ready');
     r.child.kill('SIGINT');
     assert.equal(await r.exit, 42);
     assert.equal(r.stdout(), 'ready\ngot-int\n');
@@ -189,7 +186,7 @@ for (const kind of ['ours', 'codex'] as const) {
     test('keeps output exact across repeated cuts and reports the recovery', async () => {
       const r = run(['--url', proxy.url, '--token-file', join(dir, 'token'), '--no-stdin', '--cwd', '/tmp', '--', ...streamingScript(2000, 100)]);
       for (const at of [400, 1000, 1600]) {
-        await eventually(() => r.stdout().includes(`line ${at}\n`), 15_000, `line ${at}`);
+        await until(() => r.stdout().includes(`line ${at}\n`), 15_000, `line ${at}`);
         proxy.cut();
       }
       assert.equal(await r.exit, 0);
@@ -199,12 +196,4 @@ for (const kind of ['ours', 'codex'] as const) {
       assert.equal(r.stderr().match(/resumed after \d+ ms/g)?.length, 3, r.stderr());
     });
   });
-}
-
-function cmdlineOf(pid: string): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
-  } catch {
-    return '';
-  }
 }
