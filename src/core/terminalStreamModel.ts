@@ -145,9 +145,9 @@ export class TerminalStreamModel {
     }
   }
 
-  /** The executor connection changed: one dim line per outage; a failure says why. */
+  /** The executor connection changed: one dim line per outage; a failure says why. A finished run says nothing. */
   connectionState(state: ConnectionState): void {
-    if (this.phaseValue === 'closed') return;
+    if (this.phaseValue === 'closed' || this.phaseValue === 'finished') return;
     if (state.kind === 'recovering') {
       if (!this.recovering) this.statusLine(`${DIM}connection lost — resuming…${RESET}`);
       this.recovering = true;

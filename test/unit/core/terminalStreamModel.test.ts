@@ -85,6 +85,28 @@ test('exit code line is the last line; any key then closes with that code', () =
   assert.deepEqual(h.actions, [], 'the key is not sent anywhere');
 });
 
+test('a finished run with exit code 0 closes with 0', () => {
+  const h = harness();
+  h.model.open();
+  h.model.finish(0);
+  h.model.handleInput('q');
+  assert.deepEqual(h.closes, [0]);
+});
+
+test('a finished run says nothing about the connection', () => {
+  const h = harness();
+  h.model.open();
+  h.model.attach({ tty: false, stdinWritable: false });
+  h.model.finish(0);
+  const before = h.text();
+  h.model.connectionState({ kind: 'recovering', since: 0, attempt: 1, cause: 'socket closed' });
+  h.model.connectionState({ kind: 'connected', sessionId: 's' });
+  h.model.connectionState({ kind: 'recovering', since: 0, attempt: 1, cause: 'socket closed' });
+  h.model.connectionState({ kind: 'failed', error: new DisconnectedError('recoveryDeadline', 'gone') });
+  assert.equal(h.text(), before);
+  assert.match(plain(h.text()), /\[exit code 0 — press any key to close\]$/);
+});
+
 test('well-known exit codes are explained', () => {
   assert.equal(describeExitCode(0), 'exit code 0');
   assert.equal(describeExitCode(130), 'exit code 130 (interrupted)');
