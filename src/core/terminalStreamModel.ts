@@ -8,10 +8,7 @@ import { describeExitCode } from '../util/exitCode';
  * ProcessHandle calls; the model itself never talks to the network (docs/style.md §8).
  */
 export type TerminalAction =
-  | { kind: 'write'; data: string }
-  | { kind: 'interrupt' }
-  | { kind: 'terminate' }
-  | { kind: 'resize'; cols: number; rows: number };
+  { kind: 'write'; data: string } | { kind: 'interrupt' } | { kind: 'terminate' } | { kind: 'resize'; cols: number; rows: number };
 
 /** How the current process is attached: a PTY passes bytes through; pipes need help. */
 export interface AttachOptions {
@@ -42,7 +39,7 @@ const RESET = '\x1b[0m';
  * - Pipe output gets lone `\n` → `\r\n` (even across chunk boundaries); PTY output passes through.
  * - Pipe stdin gets a small line editor with local echo (the process sees whole lines); Ctrl-C
  *   interrupts. PTY input passes through raw (the executor's line discipline handles Ctrl-C).
- * - Ends with one exit-code line; the next key closes the terminal with that code.
+ * - Ends with one exit-code line; the next key closes the terminal (code 0, else none: see handleInput).
  */
 export class TerminalStreamModel {
   private readonly writeEmitter = new Emitter<string>();
@@ -202,11 +199,15 @@ export class TerminalStreamModel {
     if (this.phaseValue === 'running' && this.attached?.tty) this.actionEmitter.fire({ kind: 'resize', cols, rows });
   }
 
-  /** Keys typed (or `sendText`) in the terminal. */
+  /**
+   * Keys typed (or `sendText`) in the terminal. A key in a finished terminal closes it without a
+   * failure code: the exit code is already on screen, and a non-zero one would make VS Code raise
+   * an error notification ("The terminal process terminated with exit code …") for a normal close.
+   */
   handleInput(data: string): void {
     if (this.phaseValue === 'finished') {
       this.phaseValue = 'closed';
-      this.closeEmitter.fire(this.exitCodeValue);
+      this.closeEmitter.fire(this.exitCodeValue === 0 ? 0 : undefined);
       return;
     }
     if (this.phaseValue === 'idle' && !this.everAttached) {

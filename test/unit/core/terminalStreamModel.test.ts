@@ -67,7 +67,7 @@ test('UTF-8 split across chunks is decoded whole', () => {
   assert.equal(h.text(), 'héllo — ✓\r\n');
 });
 
-test('exit code line is the last line; any key then closes with that code', () => {
+test('exit code line is the last line; any key then closes it, with no failure code for VS Code to raise an error about', () => {
   const h = harness();
   h.model.open();
   h.model.attach({ tty: false, stdinWritable: false });
@@ -77,10 +77,15 @@ test('exit code line is the last line; any key then closes with that code', () =
   assert.equal(h.model.exitCode, 3);
   h.model.finish(3);
   assert.equal(h.model.phase, 'finished');
-  assert.equal(plain(h.text()), 'no newline at the end\r\n[exit code 3 — press any key to close]', 'the status line starts on its own line');
+  assert.equal(
+    plain(h.text()),
+    'no newline at the end\r\n[exit code 3 — press any key to close]',
+    'the status line starts on its own line',
+  );
   assert.deepEqual(h.closes, []);
-  h.model.handleInput('q');
-  assert.deepEqual(h.closes, [3]);
+  h.model.handleInput('\x1b');
+  assert.deepEqual(h.closes, [undefined], 'Escape closes it too; the 3 was shown, not reported as a failure');
+  assert.equal(h.model.exitCode, 3, 'the model still knows the code');
   assert.equal(h.model.phase, 'closed');
   assert.deepEqual(h.actions, [], 'the key is not sent anywhere');
 });
@@ -124,11 +129,7 @@ test('pipe stdin: local echo, backspace, Enter sends the line, Ctrl-C interrupts
   h.model.handleInput('\r');
   h.model.handleInput('two\nthree');
   h.model.handleInput('\x03');
-  assert.deepEqual(h.actions, [
-    { kind: 'write', data: 'hello\n' },
-    { kind: 'write', data: 'two\n' },
-    { kind: 'interrupt' },
-  ]);
+  assert.deepEqual(h.actions, [{ kind: 'write', data: 'hello\n' }, { kind: 'write', data: 'two\n' }, { kind: 'interrupt' }]);
   assert.equal(h.text(), 'helo\b \blo\r\ntwo\r\nthree^C\r\n');
 });
 
