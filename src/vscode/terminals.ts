@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { inheritAllEnv } from '../client/envPolicy';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
+import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
 import { TerminalRun, type RunSpec } from '../core/terminalRun';
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
@@ -26,7 +27,10 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
   private readonly transcript = new TextTail(TRANSCRIPT_LIMIT);
 
   constructor(readonly run: TerminalRun) {
-    run.model.onWrite((text) => {
+    // Shell integration (OSC 633) for a command terminal; the shell's come from its own scripts.
+    const marks = run.spec.kind === 'command' ? new CommandMarks(run.spec.commandLine, run.spec.cwd) : undefined;
+    run.model.onWrite((raw) => {
+      const text = marks ? marks.wrap(raw, run.model.phase === 'finished', run.model.exitCode) : raw;
       this.transcript.append(text);
       this.writeEmitter.fire(text);
     });
@@ -119,7 +123,11 @@ export class TerminalFeature {
     ext.disposables.add(
       vscode.window.onDidOpenTerminal((t) => {
         const pty = (t.creationOptions as vscode.ExtensionTerminalOptions).pty;
-        if (pty instanceof RunPseudoterminal && this.unadopted.delete(pty)) this.track(t, pty);
+        if (!(pty instanceof RunPseudoterminal) || !this.unadopted.delete(pty)) return;
+        this.track(t, pty);
+        // A profile's terminal: VS Code activates "the last one" before ours exists, so the
+        // previous terminal would stay in front. Bring ours forward, focused, as a bash profile is.
+        t.show(false);
       }),
     );
     ext.disposables.add(
@@ -227,7 +235,11 @@ export class TerminalFeature {
   private newRun(conn: ExecutorConnection, spec: RunSpec): TerminalRun {
     const { ext } = this;
     return new TerminalRun(spec, {
-      start: async (options) => (await conn.connect()).startProcess(options),
+      start: async (options) => {
+        const client = await conn.connect();
+        const log = (line: string) => ext.log.info(`${conn.name}: ${line}`);
+        return client.startProcess(spec.kind === 'shell' ? await injectShellIntegration(client, options, log) : options);
+      },
       approve: (denial, signal) => ext.approvals.approve(denial, signal),
       beforeRun: (run, signal, onAsk) => ext.approvals.beforeRun(run, signal, onAsk),
       onConnectionState: conn.onClientState,

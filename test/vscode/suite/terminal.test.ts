@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import { getApi, plain, runCommand, waitFor, waitForText, whenClosed, withSettings } from './helpers';
+import { EXTENSION_ID, getApi, plain, runCommand, waitFor, waitForText, whenClosed, withSettings } from './helpers';
 
 // Terminal mechanics, without a sandbox (the approval suite covers the sandbox).
 suite('terminals', () => {
@@ -22,11 +22,33 @@ suite('terminals', () => {
     assert.match(text, /hello from exec-bridge\r\nline 1\r\nline 2\r\nline 3\r\n/, 'pipe output with \\r\\n line ends, in order');
     assert.match(text, /\[exit code 3 — press any key to close\]$/, 'the last line shows the exit code');
     assert.equal(t.exitCode, 3);
-    // Any key closes it, and VS Code learns the exit code from onDidClose.
+    // Any key (Escape too) closes it. The 3 was shown; VS Code gets no failure code, which it
+    // would turn into an error notification "The terminal process terminated with exit code: 3".
     const closed = whenClosed(t.terminal);
-    t.terminal.sendText('x', false);
+    t.terminal.sendText('\x1b', false);
     const status = await closed;
-    assert.equal(status?.code, 3);
+    assert.equal(status?.code, undefined);
+    assert.equal(t.exitCode, 3, 'the API still has the exit code');
+  });
+
+  test('the "Exec Bridge shell" profile opens in front, focused, like a bash profile', async () => {
+    const api = await getApi();
+    const other = vscode.window.createTerminal({
+      name: 'some other terminal',
+      pty: { onDidWrite: new vscode.EventEmitter<string>().event, open: () => undefined, close: () => undefined },
+    });
+    other.show();
+    await waitFor('the other terminal to be active', () => vscode.window.activeTerminal === other);
+    const before = new Set(api.terminals());
+    await vscode.commands.executeCommand('workbench.action.terminal.newWithProfile', {
+      config: { extensionIdentifier: EXTENSION_ID, id: 'execBridge.shell', title: 'Exec Bridge shell' },
+    });
+    const t = await waitFor('the profile terminal', () => api.terminals().find((x) => !before.has(x)));
+    await waitFor('the profile terminal to be active', () => vscode.window.activeTerminal === t.terminal);
+    t.terminal.sendText('echo "focused=$((40+2))"');
+    await waitForText(t, /focused=42/);
+    t.terminal.dispose();
+    other.dispose();
   });
 
   test('a shell (PTY) accepts input', async () => {
@@ -76,7 +98,7 @@ suite('terminals', () => {
     t.terminal.dispose();
   });
 
-  test('typed lines reach a command\'s stdin', async () => {
+  test("typed lines reach a command's stdin", async () => {
     const api = await getApi();
     const t = await runCommand(api, 'read -r name; echo "hi, $name"');
     t.terminal.sendText('exec bridge');
