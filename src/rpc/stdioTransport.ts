@@ -1,46 +1,31 @@
 import type { Readable, Writable } from 'node:stream';
+import { LineSplitter } from '../util/lineSplitter';
 import { BaseTransport } from './baseTransport';
 import { MAX_FRAME_BYTES } from './transport';
 
 /** Newline-delimited JSON over a pair of streams (`--listen stdio`, or a spawned `ssh … serve --listen stdio`). */
 export class StdioTransport extends BaseTransport {
-  private partial: Buffer[] = [];
-  private partialBytes = 0;
+  /** One JSON text per line; a line past the frame limit closes the transport. */
+  private readonly lines = new LineSplitter({
+    maxLineBytes: MAX_FRAME_BYTES,
+    overflow: 'stop',
+    onLine: (line) => {
+      const text = line.toString('utf8').trim();
+      if (text.length > 0) this.emitMessage(text);
+      if (this.isClosed) this.lines.stop();
+    },
+    onOverflow: () => this.close(`frame larger than ${MAX_FRAME_BYTES} bytes`),
+  });
 
   constructor(
     private readonly input: Readable,
     private readonly output: Writable,
   ) {
     super();
-    input.on('data', (data: Buffer) => this.onData(data));
+    input.on('data', (data: Buffer) => this.lines.push(data));
     input.on('end', () => this.emitClose('input ended'));
     input.on('error', (e) => this.emitClose(`input error: ${e.message}`));
     output.on('error', (e) => this.close(`output error: ${e.message}`));
-  }
-
-  private onData(data: Buffer): void {
-    let start = 0;
-    for (;;) {
-      const nl = data.indexOf(10, start);
-      if (nl < 0) break;
-      let line = data.subarray(start, nl);
-      if (this.partial.length > 0) {
-        this.partial.push(line);
-        line = Buffer.concat(this.partial);
-        this.partial = [];
-        this.partialBytes = 0;
-      }
-      start = nl + 1;
-      const text = line.toString('utf8').trim();
-      if (text.length > 0) this.emitMessage(text);
-      if (this.isClosed) return;
-    }
-    if (start < data.length) {
-      const rest = data.subarray(start);
-      this.partial.push(rest);
-      this.partialBytes += rest.length;
-      if (this.partialBytes > MAX_FRAME_BYTES) this.close(`frame larger than ${MAX_FRAME_BYTES} bytes`);
-    }
   }
 
   send(text: string): void {
