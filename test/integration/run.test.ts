@@ -10,6 +10,7 @@ import { FaultProxy } from '../helpers/faultProxy';
 import { liveProcesses, procFile, until } from '../helpers/procs';
 import { CLI_JS, startExecServer, type ExecServerProcess } from '../helpers/servers';
 import { numberedLines, streamingScript } from './clientHelpers';
+import { processInTree, stalled } from './stalls';
 
 interface Run {
   child: ChildProcess;
@@ -133,8 +134,14 @@ describe('run --bundled', () => {
 
   test('a reader that goes away (`| head`) stops the command and run exits, even while it was held back', async () => {
     const child = spawn(process.execPath, [CLI_JS, 'run', '--bundled', '--no-stdin', '--', 'yes'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    // Nobody reads for a while: the pipe fills and run stops reading from the server; then the reader leaves.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Nobody reads: the pipe fills, run stops reading from the server, the server stops reading
+    // `yes`, and `yes` stalls. Then the reader leaves.
+    await processInTree(child.pid!, ['yes'])
+      .then((yes) => stalled(yes, 0))
+      .catch((e: unknown) => {
+        child.kill('SIGKILL');
+        throw e;
+      });
     child.stdout!.destroy();
     const code = await Promise.race([
       new Promise<number | null>((r) => child.once('close', (c) => r(c))),

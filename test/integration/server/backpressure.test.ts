@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { RawClient, startParams, startServer, type StartedServer } from '../../helpers/rawClient';
+import { processInTree, stalled } from '../stalls';
 
 function rssKb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -23,7 +24,11 @@ describe('our exec-server: backpressure', () => {
     // Stop reading from the socket: the kernel buffers fill, then the server's send buffer.
     const socket = (c.ws as unknown as { _socket: Socket })._socket;
     socket.pause();
-    await new Promise((r) => setTimeout(r, 1500));
+    // The server stops reading the child once the client's buffer is full: the child stalls (it
+    // must get past the 8 MiB mark first). Without backpressure it would run to the end instead.
+    const head = await processInTree(server.child.pid!, ['head', '-c', String(total), '/dev/zero']);
+    const written = await stalled(head, 8 * 1024 * 1024);
+    console.log(`child stalled after ${written} bytes`);
     const rss = rssKb(server.child.pid!);
     console.log(`server RSS while paused: ${rss} kB`);
     // Without backpressure the server would hold ~170 MB of base64 frames by now.

@@ -126,7 +126,10 @@ describe('our exec-server: protocol gatekeeping and bad input', () => {
     const poll = c.call('process/read', { processId: 'idle', waitMs: 1e12 }, 'long-poll');
     let answered = false;
     void poll.then(() => (answered = true));
-    await new Promise((r) => setTimeout(r, 300));
+    // Proving a non-event needs a bound: an overflowed timer fires after 1 ms (answering at once,
+    // or spinning and warning), so 50 ms and a round trip behind the poll leave ample margin.
+    await new Promise((r) => setTimeout(r, 50));
+    await c.call('environment/status');
     assert.equal(answered, false, 'the long poll is still waiting');
     assert.doesNotMatch(server.stderr(), /TimeoutOverflowWarning/);
     await c.call('process/terminate', { processId: 'idle' });
@@ -210,9 +213,21 @@ describe('our exec-server: shutdown and stdio', () => {
         lines.push(buf.slice(0, i));
         buf = buf.slice(i + 1);
       }
+      for (const w of lineArrived.splice(0)) w();
     });
+    const lineArrived: Array<() => void> = [];
+    /** The first line (seen or to come) that matches, or undefined after 5 s. */
     const wait = async (pred: (l: string) => boolean) => {
-      for (let i = 0; i < 200 && !lines.some(pred); i++) await new Promise((r) => setTimeout(r, 25));
+      const deadline = Date.now() + 5000;
+      while (!lines.some(pred) && Date.now() < deadline) {
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, deadline - Date.now());
+          lineArrived.push(() => {
+            clearTimeout(t);
+            r();
+          });
+        });
+      }
       return lines.find(pred);
     };
     child.stdin.write('{"id":1,"method":"initialize","params":{"clientName":"stdio"}}\n{"method":"initialized"}\n');
