@@ -246,9 +246,12 @@ export class ExecServerClient implements Disposable {
     return this.invoke(method, params, options);
   }
 
-  /** Ends the client: state `failed` (reason `disposed`), closes the connection; processes keep running on the executor. */
-  dispose(): void {
-    this.link.dispose();
+  /**
+   * Ends the client: state `failed` (reason `disposed`, with `message` as its words for the user),
+   * closes the connection; processes keep running on the executor.
+   */
+  dispose(message?: string): void {
+    this.link.dispose(message);
   }
 
   // ───────────────────────────── calls ─────────────────────────────

@@ -171,8 +171,9 @@ export class SessionLink {
     this.setState({ kind: 'failed', error });
   }
 
-  dispose(): void {
-    this.fail(new DisconnectedError('disposed', 'the exec client was disposed'));
+  /** `reason`: what the user is told in-flight calls and processes ended with. */
+  dispose(reason = 'the connection to the exec-server was closed'): void {
+    this.fail(new DisconnectedError('disposed', reason));
     this.stateEmitter.dispose();
   }
 

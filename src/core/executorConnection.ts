@@ -72,7 +72,9 @@ export class ExecutorConnection {
   /** Drops the current client (processes keep running on the executor) and connects anew. */
   async reconnect(): Promise<ExecServerClient> {
     await this.connecting?.catch(() => undefined);
-    this.dropClient();
+    this.dropClient(
+      `${this.name} was reconnected; what ran through the old connection may still be running on the executor, but this terminal no longer follows it`,
+    );
     return this.connect();
   }
 
@@ -98,7 +100,7 @@ export class ExecutorConnection {
 
   private async open(): Promise<ExecServerClient> {
     const { log } = this.deps;
-    this.dropClient();
+    this.dropClient(`${this.name} was reconnected`);
     this.setState({ kind: 'connecting' });
     try {
       const endpoint = await this.endpoint();
@@ -151,9 +153,9 @@ export class ExecutorConnection {
       this.scope.add(
         this.deps.bundled.onDidExit(({ code, signal }) => {
           if (this.clientValue === client && client.state.kind !== 'failed') {
-            this.failureReason = `the bundled exec-server exited (${signal ?? `code ${code}`}); Reconnect starts it again`;
+            this.failureReason = bundledExitText(code, signal);
             this.deps.log?.(`${this.name}: ${this.failureReason}`);
-            client.dispose();
+            client.dispose(this.failureReason);
           }
         }),
       );
@@ -181,24 +183,32 @@ export class ExecutorConnection {
     }
   }
 
-  private dropClient(): void {
+  /** `reason`: the words in-flight work ends with. */
+  private dropClient(reason: string): void {
     const client = this.clientValue;
     this.clientValue = undefined;
     this.scope.dispose();
     this.scope = new DisposableStore();
     if (client) {
-      client.dispose();
+      client.dispose(reason);
       if (!this.disposed) this.setState({ kind: 'idle' });
     }
   }
 
-  dispose(): void {
+  /** `reason`: why (default: shutting down), for what still runs through it. */
+  dispose(reason = 'Exec Bridge is shutting down'): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.dropClient();
+    this.dropClient(reason);
     this.stateEmitter.dispose();
     this.clientStateEmitter.dispose();
   }
+}
+
+/** What a user reads when the bundled server died under them: what happened, what to do. */
+export function bundledExitText(code: number | null, signal: string | null): string {
+  const how = signal ? `was killed (${signal})` : `exited with code ${code}`;
+  return `the bundled exec-server ${how}, and what ran on it ended with it. Run "Exec Bridge: Reconnect" (or click the status bar) to start it again`;
 }
 
 function describeEndpoint(e: Endpoint): string {

@@ -136,8 +136,9 @@ export class TerminalStreamModel {
       case 'failed':
         this.flushDecoders();
         this.phaseValue = 'idle';
-        // A client failure reaches us twice (state + process event): say it once.
+        // A client failure reaches us twice (state + process event, either first): say it once.
         if (event.error.message !== this.failureShown) this.statusLine(`${RED}${event.error.message}${RESET}`);
+        this.failureShown = event.error.message;
         break;
     }
   }
@@ -152,8 +153,8 @@ export class TerminalStreamModel {
       this.recovering = false;
     } else {
       this.recovering = false;
+      if (state.error.message !== this.failureShown) this.statusLine(`${RED}disconnected: ${state.error.message}${RESET}`);
       this.failureShown = state.error.message;
-      this.statusLine(`${RED}connection failed: ${state.error.message}${RESET}`);
     }
   }
 

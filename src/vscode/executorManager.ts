@@ -88,7 +88,7 @@ export class ExecutorManager {
         next.set(config.name, old);
         continue;
       }
-      old?.dispose();
+      old?.dispose(`the settings of ${config.name} changed`);
       const conn = new ExecutorConnection(config, {
         bundled: this.bundled,
         getToken: async (secret) => (await this.secrets.get(SECRET_PREFIX + secret)) || undefined,
@@ -98,7 +98,7 @@ export class ExecutorManager {
       conn.onDidChangeState((state) => this.stateEmitter.fire({ executor: conn.name, state }));
       next.set(config.name, conn);
     }
-    for (const [name, conn] of this.connections) if (!next.has(name)) conn.dispose();
+    for (const [name, conn] of this.connections) if (!next.has(name)) conn.dispose(`${name} was removed from the settings`);
     this.connections.clear();
     for (const [k, v] of next) this.connections.set(k, v);
     if (!this.connections.has(this.activeName)) this.activeName = this.resolveActive(undefined);

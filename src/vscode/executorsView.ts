@@ -6,10 +6,7 @@ import { commandId } from './commandIds';
 import type { FeatureContext } from './context';
 import { stateText } from './statusBar';
 
-type Node =
-  | { kind: 'executor'; name: string }
-  | { kind: 'state'; executor: string }
-  | { kind: 'run'; executor: string; runId: string };
+type Node = { kind: 'executor'; name: string } | { kind: 'state'; executor: string } | { kind: 'run'; executor: string; runId: string };
 
 function runDescription(run: RunRecord): string {
   const sandbox = run.sandboxed ? '' : ' · unsandboxed';
@@ -23,7 +20,8 @@ function runDescription(run: RunRecord): string {
     case 'exited':
       return `${describeExitCode(run.exitCode ?? -1)}${run.sandboxDenied ? ' · sandbox denied' : ''}${sandbox}`;
     case 'failed':
-      return `failed${run.error ? `: ${run.error}` : ''}`;
+      // The first clause; the whole text (what to do) is in the tooltip.
+      return `failed${run.error ? `: ${run.error.split(/[,;.] /)[0]}` : ''}`;
   }
 }
 
@@ -77,7 +75,11 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
         item.iconPath = new vscode.ThemeIcon(icon);
         item.contextValue = `state;${state.kind};`;
         if (state.kind === 'idle' || state.kind === 'failed') {
-          item.command = { command: commandId('executor.connect'), title: 'Connect', arguments: [{ kind: 'executor', name: node.executor }] };
+          item.command = {
+            command: commandId('executor.connect'),
+            title: 'Connect',
+            arguments: [{ kind: 'executor', name: node.executor }],
+          };
           item.tooltip = 'Click to connect';
         }
         return item;
@@ -89,9 +91,15 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
         if (!run) return item;
         const active = isActive(run);
         item.description = runDescription(run);
-        item.tooltip = `${run.kind === 'shell' ? 'Shell' : 'Command'} on ${run.executor}${run.processId ? ` (process ${run.processId})` : ''}`;
+        item.tooltip = `${run.kind === 'shell' ? 'Shell' : 'Command'} on ${run.executor}${run.processId ? ` (process ${run.processId})` : ''}${run.status === 'failed' && run.error ? `\n${run.error}` : ''}`;
         item.iconPath = new vscode.ThemeIcon(
-          run.status === 'awaitingApproval' ? 'shield' : active ? 'loading~spin' : run.status === 'exited' && run.exitCode === 0 ? 'pass' : 'error',
+          run.status === 'awaitingApproval'
+            ? 'shield'
+            : active
+              ? 'loading~spin'
+              : run.status === 'exited' && run.exitCode === 0
+                ? 'pass'
+                : 'error',
         );
         item.contextValue = `run;${active ? 'running;canStop;' : ''}canShowTerminal;canCopy;`;
         item.command = { command: commandId('run.showTerminal'), title: 'Show Terminal', arguments: [node] };
@@ -115,7 +123,9 @@ export function runOfNode(runs: RunRegistry, node: unknown): RunRecord | undefin
 /** The Executors view; its item commands (`execBridge.executor.*`, `execBridge.run.*`) are in the table, commands.ts. */
 export function registerExecutorsView(ext: FeatureContext): void {
   const provider = new ExecutorsTreeProvider(ext);
-  const view = ext.disposables.add(vscode.window.createTreeView('execBridge.executors', { treeDataProvider: provider, showCollapseAll: false }));
+  const view = ext.disposables.add(
+    vscode.window.createTreeView('execBridge.executors', { treeDataProvider: provider, showCollapseAll: false }),
+  );
   // Many output-free state changes come in bursts (reconnect attempts): coalesce refreshes.
   let pending: ReturnType<typeof setTimeout> | undefined;
   const refresh = () => {

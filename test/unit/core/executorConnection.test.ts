@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { ExecServerClient, type ConnectionState } from '../../../src/client';
 import { BundledServer } from '../../../src/core/bundledServer';
 import type { ExecutorConfig } from '../../../src/core/executorConfig';
-import { ExecutorConnection, type ExecutorConnectionDeps, type ExecutorState } from '../../../src/core/executorConnection';
+import { bundledExitText, ExecutorConnection, type ExecutorConnectionDeps, type ExecutorState } from '../../../src/core/executorConnection';
 import { ExecServer } from '../../../src/server/execServer';
 import type { Event } from '../../../src/util/emitter';
 import { CLI_JS } from '../../helpers/servers';
@@ -67,7 +67,13 @@ function observe(config: ExecutorConfig, deps: Partial<ExecutorConnectionDeps> &
 describe('a WebSocket executor', () => {
   let server: ExecServer;
   let url: string;
-  const ws = (extra: Partial<Extract<ExecutorConfig, { kind: 'websocket' }>> = {}): ExecutorConfig => ({ kind: 'websocket', name: 'box', url, tokenSecret: 'box-token', ...extra });
+  const ws = (extra: Partial<Extract<ExecutorConfig, { kind: 'websocket' }>> = {}): ExecutorConfig => ({
+    kind: 'websocket',
+    name: 'box',
+    url,
+    tokenSecret: 'box-token',
+    ...extra,
+  });
 
   before(async () => {
     server = new ExecServer({ token: TOKEN, sandboxPrewarmMs: 0 });
@@ -216,20 +222,34 @@ describe('the bundled executor', () => {
     const bundled = new BundledServer({ cliPath: CLI_JS });
     t.after(() => bundled.stop());
     // A long deadline: only the server's exit (not the recovery deadline) can fail it in time.
-    const { conn, states, logs } = observe({ kind: 'bundled', name: 'bundled' }, { bundled, clientOptions: { keepalive: false, deadlineMs: 60_000 } });
+    const { conn, states, logs } = observe(
+      { kind: 'bundled', name: 'bundled' },
+      { bundled, clientOptions: { keepalive: false, deadlineMs: 60_000 } },
+    );
     t.after(() => conn.dispose());
     const first = await conn.connect();
     const pid = bundled.pid!;
     assert.equal(conn.state.kind, 'connected');
     assert.ok(conn.defaultCwd().startsWith('/'));
+    const proc = await first.startProcess({ argv: ['/bin/sh', '-c', 'sleep 30'], cwd: '/', tty: false });
+    const procFailure = proc.completion.then(
+      () => new Error('the process completed'),
+      (e: Error) => e,
+    );
 
     // The whole group, as an OOM kill of a container would: a `mkfifo` of the server left running
     // could still be filling its FIFO folder when the next server sweeps it.
     process.kill(-pid, 'SIGKILL');
     await when(conn.onDidChangeState, () => conn.state.kind === 'failed', 'failed');
-    const message = 'the bundled exec-server exited (SIGKILL); Reconnect starts it again';
+    const message =
+      'the bundled exec-server was killed (SIGKILL), and what ran on it ended with it. Run "Exec Bridge: Reconnect" (or click the status bar) to start it again';
+    assert.equal(bundledExitText(null, 'SIGKILL'), message);
+    assert.equal(bundledExitText(3, null).startsWith('the bundled exec-server exited with code 3,'), true);
     assert.deepEqual(states.at(-1), { kind: 'failed', message });
     assert.equal(first.state.kind, 'failed');
+    // The same plain words reach what ran on it (terminal, Executors view), not "the exec client was disposed".
+    assert.equal(first.state.kind === 'failed' && first.state.error.message, message);
+    assert.equal((await procFailure).message, message);
     assert.ok(logs.includes(`bundled: ${message}`));
 
     const second = await conn.connect();

@@ -508,7 +508,9 @@ describe('other starts and failures', () => {
     h.client.dispose();
     await ended(run);
     assert.equal(record().status, 'failed');
-    assert.match(text(), /connection failed: /);
+    assert.match(text(), /^(disconnected: )?the connection to the exec-server was closed$/m);
+    assert.equal(text().match(/the connection to the exec-server was closed/g)?.length, 1, 'said once');
+    assert.equal(record().error, 'the connection to the exec-server was closed');
     assert.equal(run.model.exitCode, undefined);
   });
 });

@@ -209,10 +209,20 @@ test('recovery: one dim line per outage, nothing on resume, the reason on failur
   assert.deepEqual(lines.slice(2), [
     'tick 2',
     'connection lost — resuming…',
-    'connection failed: the executor did not come back within 25 s',
+    'disconnected: the executor did not come back within 25 s',
     '',
   ]);
   assert.equal(h.model.phase, 'idle', 'the run is over; the controller finishes it');
+});
+
+test('a failure that reaches the process before the connection state is also said once', () => {
+  const h = harness();
+  h.model.open();
+  h.model.attach({ tty: false, stdinWritable: false });
+  const error = new DisconnectedError('disposed', 'the bundled exec-server was killed (SIGKILL)');
+  h.model.processEvent({ type: 'failed', error });
+  h.model.connectionState({ kind: 'failed', error });
+  assert.deepEqual(plain(h.text()).split('\r\n'), ['the bundled exec-server was killed (SIGKILL)', '']);
 });
 
 test('a failed process (output lost) says why', () => {
