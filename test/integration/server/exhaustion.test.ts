@@ -222,9 +222,11 @@ describe('exhaustion: keepalive, handshake bound, connection cap', () => {
     await idle.waitClosed(10_000);
     await Promise.race([rawClosed, new Promise((_, rej) => setTimeout(() => rej(new Error('raw TCP socket still open')), 10_000))]);
     assert.ok(pings >= 1, `${pings} pings seen`);
-    // A client that initializes in time keeps its connection past the bound.
+    // A client that initializes in time keeps its connection past the bound. (Not being closed
+    // has no event: wait until its handshake bound, 2.5 s from connecting, is 300 ms behind.)
+    const connectedAt = Date.now();
     const { client } = await RawClient.session(url);
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, connectedAt + 2500 + 300 - Date.now()));
     assert.equal(client.closed, false);
     assert.equal((await client.call('environment/status', {})).result.status, 'ready');
     client.close();
@@ -256,7 +258,8 @@ describe('exhaustion: keepalive, handshake bound, connection cap', () => {
     // A holder that reads (and so answers pings) is not dropped by a resume attempt (probe: 1 s).
     const other = await RawClient.connect(url);
     assert.equal((await other.call('initialize', { clientName: 'thief', resumeSessionId: sessionId })).error?.code, -32010);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Not being dropped has no event: wait out the probe time (1 s) with a margin.
+    await new Promise((r) => setTimeout(r, 1300));
     assert.equal(resumed.closed, false);
     assert.equal((await other.call('initialize', { clientName: 'thief', resumeSessionId: sessionId })).error?.code, -32010);
     other.close();
