@@ -15,6 +15,7 @@
 // Env:   OUT_DIR (where tsc compiled the tests, default `out`), EXEC_BRIDGE_VSCODE_CACHE (install cache),
 //        VSCODE_TEST_GREP (mocha grep), CHROMIUM (default /usr/bin/chromium).
 // Needs: dist/extension.js (npm run build) and $OUT_DIR/test/vscode/** (tsc --outDir $OUT_DIR).
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
