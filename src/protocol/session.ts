@@ -14,6 +14,3 @@ export const InitializeResult = z.object({
   environmentInfo: EnvironmentInfo.optional(),
 });
 export type InitializeResult = z.infer<typeof InitializeResult>;
-
-/** The `initialized` notification: params ignored. */
-export const InitializedParams = z.unknown();
