@@ -91,7 +91,7 @@ export class ExecServerClient implements Disposable {
       clientName: options.clientName ?? 'exec-bridge',
       deadlineMs: options.deadlineMs ?? 25_000,
       attemptTimeoutMs: options.attemptTimeoutMs ?? 5_000,
-      backoff: options.backoff ?? { stepMs: 100, maxMs: 200 },
+      backoff: options.backoff ?? { stepMs: 100, maxMs: 2000 },
       keepalive: options.keepalive ?? { intervalMs: 5_000, timeoutMs: 5_000 },
       jitter,
     };
@@ -196,6 +196,11 @@ export class ExecServerClient implements Disposable {
       }
       throw e;
     }
+  }
+
+  /** How many processes this client still tracks (started or starting, not yet finished). */
+  get trackedProcessCount(): number {
+    return this.processes.size;
   }
 
   /** A handle this client is still tracking (finished processes are dropped). */

@@ -21,6 +21,9 @@ export class ProcessTable {
   has(processId: string): boolean {
     return this.handles.has(processId);
   }
+  get size(): number {
+    return this.handles.size;
+  }
   add(handle: ProcessHandleImpl): void {
     this.handles.set(handle.processId, handle);
   }

@@ -290,7 +290,8 @@ export class SessionLink {
           return;
         }
         this.log(`resume attempt ${attempt} failed: ${errorMessage(e)}`);
-        await this.sleep(backoffDelay(attempt, { ...this.settings.backoff, jitter: this.settings.jitter }));
+        // Doubling steps (stepMs, 2×, 4×, … up to maxMs): a blip resumes at once, an outage is not hammered.
+        await this.sleep(backoffDelay(2 ** Math.min(attempt - 1, 20), { ...this.settings.backoff, jitter: this.settings.jitter }));
       }
     }
   }

@@ -69,7 +69,7 @@ export interface ClientOptions {
   deadlineMs?: number;
   /** One connect + `initialize` attempt is abandoned after this. Default 5 000 ms. */
   attemptTimeoutMs?: number;
-  /** Reconnect back-off: linear `stepMs` steps capped at `maxMs`, plus per-client jitter. Default 100 / 1 000 ms. */
+  /** Reconnect back-off: `stepMs`, doubling per attempt, capped at `maxMs`, plus per-client jitter. Default 100 / 2 000 ms. */
   backoff?: { stepMs: number; maxMs: number };
   /**
    * Client-side keepalive: ping every `intervalMs`; no pong within `timeoutMs` ⇒ the connection is

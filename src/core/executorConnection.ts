@@ -20,6 +20,11 @@ export interface ExecutorConnectionDeps {
   bundled?: BundledServer;
   /** The token for a WebSocket executor's `tokenSecret` (from SecretStorage); undefined = none. */
   getToken(secretName: string): Promise<string | undefined>;
+  /**
+   * Whether this is the executor the user works with now. An executor that is not, and runs nothing
+   * through its client, stops resuming a lost connection (idle: it connects again when next used).
+   */
+  isActive?(): boolean;
   /** Client tuning (deadline, keepalive); tests shorten them. */
   clientOptions?: Partial<Omit<ClientOptions, 'endpoint' | 'connector' | 'log'>>;
   log?(line: string): void;
@@ -138,6 +143,14 @@ export class ExecutorConnection {
           this.setState({ kind: 'connected', sessionId: s.sessionId });
           break;
         case 'recovering':
+          if (this.deps.isActive?.() === false && client.trackedProcessCount === 0) {
+            // Nobody uses it: no retries every few hundred ms for the next 25 s, no log lines.
+            this.deps.log?.(`${this.name}: connection lost (${s.cause}); not in use, so not resuming (it connects again when needed)`);
+            queueMicrotask(() => {
+              if (this.clientValue === client) this.dropClient(`${this.name} is not in use; it connects again when needed`);
+            });
+            break;
+          }
           this.setState({ kind: 'recovering', since: s.since, attempt: s.attempt, cause: s.cause });
           break;
         case 'failed':

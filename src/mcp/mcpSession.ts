@@ -61,7 +61,12 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
     const data = typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data);
     log.append('message', `[${n.params.level}${n.params.logger ? ` ${n.params.logger}` : ''}] ${data}`);
   });
-  sdk.onerror = (e) => log.lifecycle(`protocol error: ${e.message}`);
+  sdk.onerror = (e) => {
+    // A request abandoned while the server stops: the SDK's courtesy notice cannot reach a process
+    // that is going away. Nothing failed that the user could act on.
+    if (e.message.startsWith('Failed to send cancellation')) return;
+    log.lifecycle(`protocol error: ${e.message}`);
+  };
   return { transport, sdk };
 }
 

@@ -93,6 +93,7 @@ export class ExecutorManager {
         bundled: this.bundled,
         getToken: async (secret) => (await this.secrets.get(SECRET_PREFIX + secret)) || undefined,
         clientOptions: this.clientOptions,
+        isActive: () => this.active.name === config.name,
         log: (line) => this.log.info(line),
       });
       conn.onDidChangeState((state) => this.stateEmitter.fire({ executor: conn.name, state }));

@@ -297,7 +297,7 @@ describe('recovery', () => {
     assert.deepEqual(events, ['failed:disconnected']);
     assert.equal(await rejection(client.getEnvironmentStatus()), err, 'new calls fail fast');
     assert.equal(await rejection(client.startProcess({ argv: ['y'], cwd: '/tmp' })), err);
-    assert.ok(server.connectAttempts > 20, `kept trying: ${server.connectAttempts}`);
+    assert.ok(server.connectAttempts >= 5, `kept trying, backing off: ${server.connectAttempts}`);
     assert.equal(states[states.length - 1]!.kind, 'failed');
     assert.equal(clock.pendingTimers, 0, 'no timer left behind');
     client.dispose();

@@ -209,6 +209,45 @@ describe('an executor that goes away', () => {
   });
 });
 
+describe('an executor nobody uses', () => {
+  /** A server of its own, closed under a connected executor; `active` says whether the user works with it. */
+  async function lose(active: boolean, withProcess: boolean) {
+    const server = new ExecServer({ token: TOKEN, sandboxPrewarmMs: 0 });
+    const url = await server.listen('127.0.0.1', 0);
+    const o = observe(
+      { kind: 'websocket', name: 'spare', url, tokenSecret: 'spare' },
+      { isActive: () => active, clientOptions: { keepalive: false, deadlineMs: 60_000, backoff: { stepMs: 5, maxMs: 20 } } },
+    );
+    const client = await o.conn.connect();
+    if (withProcess) await client.startProcess({ argv: ['/bin/sh', '-c', 'sleep 30'], cwd: '/', tty: false });
+    await server.close();
+    return { ...o, client };
+  }
+
+  test('stops resuming a lost connection at once: idle, no retries, one log line', async (t) => {
+    const { conn, kinds, logs, client } = await lose(false, false);
+    t.after(() => conn.dispose());
+    await when(conn.onDidChangeState, () => conn.state.kind === 'idle', 'idle');
+    assert.deepEqual(kinds(), ['connecting', 'connected', 'idle'], 'never shown as recovering');
+    assert.equal(client.state.kind, 'failed');
+    assert.equal(logs.filter((l) => /resume attempt/.test(l)).length, 0, 'no resume attempts');
+    assert.ok(logs.some((l) => l.includes('not in use, so not resuming')));
+    assert.equal(conn.client, undefined);
+  });
+
+  test('the active executor, or one with a process running, keeps resuming', async (t) => {
+    for (const [active, withProcess] of [
+      [true, false],
+      [false, true],
+    ] as const) {
+      const { conn, client } = await lose(active, withProcess);
+      t.after(() => conn.dispose());
+      await when(conn.onDidChangeState, () => conn.state.kind === 'recovering' && conn.state.attempt >= 3, 'a few attempts');
+      assert.equal(conn.client, client, `active=${active} process=${withProcess}`);
+    }
+  });
+});
+
 describe('the bundled executor', () => {
   test('without a bundled server in this build it fails with that reason', async (t) => {
     const { conn, states } = observe({ kind: 'bundled', name: 'bundled' });
