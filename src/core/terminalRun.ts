@@ -14,6 +14,7 @@ import {
   type PlannedRun,
 } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
+import { terminalName } from './terminalNames';
 import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
 
 /** What to run in one terminal. */
@@ -280,7 +281,7 @@ export class TerminalRun {
 
   private setUnsandboxed(): void {
     this.sandboxedNow = false;
-    for (const l of [...this.nameListeners]) l(`${this.spec.commandLine} (unsandboxed)`);
+    for (const l of [...this.nameListeners]) l(terminalName(this.spec, { unsandboxed: true }));
   }
 
   private act(action: TerminalAction): void {

@@ -3,6 +3,7 @@ import { inheritAllEnv } from '../client/envPolicy';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
 import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
+import { terminalName } from '../core/terminalNames';
 import { TerminalRun, type RunSpec } from '../core/terminalRun';
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
@@ -12,6 +13,8 @@ const TRANSCRIPT_LIMIT = 256 * 1024;
 const HISTORY_KEY = 'execBridge.commandHistory';
 const HISTORY_LIMIT = 30;
 export const SHELL_PROFILE_ID = 'execBridge.shell';
+/** Marks our terminals in the tab list (the same icon as executors in our views). */
+const TERMINAL_ICON = new vscode.ThemeIcon('vm');
 
 /**
  * A VS Code Pseudoterminal over one TerminalRun (docs/style.md §8): it only forwards — open, input,
@@ -35,7 +38,7 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
       this.writeEmitter.fire(text);
     });
     run.model.onClose((code) => this.closeEmitter.fire(code));
-    run.onDidChangeName((name) => this.nameEmitter.fire(`Exec Bridge: ${name}`));
+    run.onDidChangeName((name) => this.nameEmitter.fire(name));
   }
 
   text(): string {
@@ -145,7 +148,7 @@ export class TerminalFeature {
           const conn = this.ext.executors.active;
           await this.ext.connectOrExplain(conn);
           const { pty, name } = this.prepareShell(conn);
-          return new vscode.TerminalProfile({ name, pty, iconPath: new vscode.ThemeIcon('remote') });
+          return new vscode.TerminalProfile({ name, pty, iconPath: TERMINAL_ICON });
         },
       }),
     );
@@ -191,13 +194,13 @@ export class TerminalFeature {
       sandbox: sandboxRequest(settings, cwd, this.workspaceRoots(conn)),
       sandboxLabel: sandboxLabel(settings),
     };
-    return this.createTerminal(conn, spec, `Exec Bridge: ${commandLine}`);
+    return this.createTerminal(conn, spec, terminalName(spec));
   }
 
   /** An interactive shell on `conn`, which is connected (the command table connects it first). */
   newShell(conn: ExecutorConnection): ExecTerminal {
     const { pty, name } = this.prepareShell(conn);
-    const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('remote') });
+    const terminal = vscode.window.createTerminal({ name, pty, iconPath: TERMINAL_ICON });
     terminal.show();
     return this.track(terminal, pty);
   }
@@ -222,12 +225,12 @@ export class TerminalFeature {
     };
     const pty = new RunPseudoterminal(this.newRun(conn, spec));
     this.unadopted.add(pty);
-    return { pty, name: `Exec Bridge shell (${conn.name})` };
+    return { pty, name: terminalName(spec) };
   }
 
   private createTerminal(conn: ExecutorConnection, spec: RunSpec, name: string): ExecTerminal {
     const pty = new RunPseudoterminal(this.newRun(conn, spec));
-    const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('remote') });
+    const terminal = vscode.window.createTerminal({ name, pty, iconPath: TERMINAL_ICON });
     terminal.show();
     return this.track(terminal, pty);
   }

@@ -211,7 +211,7 @@ describe('a sandbox denial', () => {
     assert.ok(out.indexOf('blocked here') < out.indexOf('ran unsandboxed'), 'the retry comes after the denial');
     assert.equal(run.model.exitCode, 0);
     assert.equal(run.sandboxed, false);
-    assert.deepEqual(names, ['make it (unsandboxed)']);
+    assert.deepEqual(names, ['make it · local (unsandboxed)']);
     assert.deepEqual([record().status, record().exitCode, record().sandboxed, record().sandboxDenied], ['exited', 0, false, false]);
   });
 
@@ -241,7 +241,7 @@ describe('a sandbox denial', () => {
     assert.doesNotMatch(second.text(), /blocked/);
     assert.equal(second.run.model.exitCode, 0);
     assert.equal(second.run.sandboxed, false);
-    assert.deepEqual(second.names, ['make it (unsandboxed)']);
+    assert.deepEqual(second.names, ['make it · local (unsandboxed)']);
     assert.equal(second.record().sandboxed, false);
 
     // Another cwd is another command: asked again (and dismissed here).
@@ -427,7 +427,7 @@ describe('an executor that cannot sandbox', () => {
     assert.equal(out.match(/ran unsandboxed/g)?.length, 1);
     assert.equal(run.model.exitCode, 0);
     assert.equal(run.sandboxed, false);
-    assert.deepEqual(names, ['make it (unsandboxed)']);
+    assert.deepEqual(names, ['make it · local (unsandboxed)']);
     assert.deepEqual([record().status, record().sandboxed], ['exited', false]);
   });
 

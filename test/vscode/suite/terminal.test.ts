@@ -22,6 +22,10 @@ suite('terminals', () => {
     assert.match(text, /hello from exec-bridge\r\nline 1\r\nline 2\r\nline 3\r\n/, 'pipe output with \\r\\n line ends, in order');
     assert.match(text, /\[exit code 3 — press any key to close\]$/, 'the last line shows the exit code');
     assert.equal(t.exitCode, 3);
+    // The tab: named by the command (cut) and the executor, marked by our icon instead of a prefix.
+    assert.equal(t.terminal.name, 'echo hello from exec-bridge; for i in 1… · bundled');
+    const icon = (t.terminal.creationOptions as vscode.ExtensionTerminalOptions).iconPath;
+    assert.ok(icon instanceof vscode.ThemeIcon && icon.id === 'vm', JSON.stringify(icon));
     // Any key (Escape too) closes it. The 3 was shown; VS Code gets no failure code, which it
     // would turn into an error notification "The terminal process terminated with exit code: 3".
     const closed = whenClosed(t.terminal);
@@ -73,7 +77,7 @@ suite('terminals', () => {
       config: { extensionIdentifier: 'exec-bridge.exec-bridge', id: 'execBridge.shell', title: 'Exec Bridge shell' },
     });
     const t = await waitFor('the profile terminal', () => api.terminals().find((x) => !before.has(x)));
-    assert.match(t.terminal.name, /Exec Bridge shell \(bundled\)/);
+    assert.match(t.terminal.name, /^[\w.-]+ · bundled$/, 'named by the shell and the executor, e.g. "bash · bundled"');
     t.terminal.sendText('echo "profile-$((1+1))"');
     await waitForText(t, /profile-2/);
     t.terminal.sendText('exit');
