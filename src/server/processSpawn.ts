@@ -11,6 +11,7 @@ import { buildChildEnv } from './envPolicy';
 import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';
 import type { SandboxPrewarmer } from './prewarm';
+import { SandboxUnavailableError } from './sandbox/errors';
 import { argvWithArg0, type SpawnPlan, type SpawnPlanner } from './spawnPlan';
 import { pathFromUri } from './uri';
 
@@ -80,8 +81,9 @@ export async function planStart(req: ProcessStartRequest, planner: SpawnPlanner)
   } catch (e) {
     if (e instanceof RpcError) throw e;
     // `reason` lets clients show why without parsing the message (the message stays as it was).
-    const reason = (e as Error).message;
-    throw RpcError.internal(`sandbox unavailable: ${reason}`, { kind: 'sandboxUnavailable', reason });
+    const message = (e as Error).message;
+    const reason = e instanceof SandboxUnavailableError ? e.reason : message;
+    throw RpcError.internal(`sandbox unavailable: ${message}`, { kind: 'sandboxUnavailable', reason });
   }
   return { plan, argv0 };
 }

@@ -8,12 +8,12 @@ const INSTALL_HINT =
 export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   const configured = explicit ?? env.BWRAP_PATH;
   if (configured) {
-    if (!isExecutableFile(configured)) throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}. The command was not run.`);
+    if (!isExecutableFile(configured)) throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}.`);
     return configured;
   }
   const found = findOnPath('bwrap', env.PATH);
   if (found !== undefined) return found;
-  throw new SandboxUnavailableError(`the sandbox needs bubblewrap (bwrap), which is not installed on the executor; ${INSTALL_HINT}. The command was not run.`);
+  throw new SandboxUnavailableError(`the sandbox needs bubblewrap (bwrap), which is not installed on the executor; ${INSTALL_HINT}.`);
 }
 
 /**
@@ -31,7 +31,7 @@ export function probeBwrap(bwrap: string, timeoutMs = 10_000): Promise<string> {
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', (e) => {
       clearTimeout(timer);
-      reject(new SandboxUnavailableError(`could not run bwrap (${bwrap}): ${e.message}; ${INSTALL_HINT}. The command was not run.`));
+      reject(new SandboxUnavailableError(`could not run bwrap (${bwrap}): ${e.message}; ${INSTALL_HINT}.`));
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -52,5 +52,5 @@ export function explainProbeFailure(stderr: string): string {
   } else {
     fix = 'check that bwrap works: `bwrap --ro-bind / / --unshare-user --unshare-pid --unshare-net --proc /proc --dev /dev true`';
   }
-  return `bubblewrap cannot create a sandbox on this executor (${stderr.split('\n')[0]}): ${fix}. The command was not run.`;
+  return `bubblewrap cannot create a sandbox on this executor (${stderr.split('\n')[0]}): ${fix}.`;
 }

@@ -71,7 +71,7 @@ export class SandboxPlanner {
       await this.bwrap();
       return undefined;
     } catch (e) {
-      return (e as Error).message.replace(/ The command was not run\.$/, '');
+      return e instanceof SandboxUnavailableError ? e.reason : (e as Error).message;
     }
   }
 
@@ -82,7 +82,8 @@ export class SandboxPlanner {
     const platform = this.opts.platform ?? process.platform;
     if (platform === 'linux') return this.planLinux(req, policy);
     if (platform === 'darwin') return this.planMac(req, policy);
-    throw new SandboxUnavailableError(`no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt); the command was not run. Start it without a sandbox (full access) if you trust it.`);
+    const reason = `no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt).`;
+    throw new SandboxUnavailableError(reason, `${reason.slice(0, -1)}; the command was not run. Start it without a sandbox (full access) if you trust it.`);
   }
 
   private async planLinux(req: SpawnRequest, policy: ResolvedPolicy): Promise<SandboxedSpawnPlan> {
@@ -205,7 +206,7 @@ export class SandboxPlanner {
 
   /**
    * Where the seccomp program lives: `sandbox/` in our private directory, which no sandbox can see
-   * (see `hiddenPaths`), so a sandboxed command can neither read nor swap the filter of the next one.
+   * (see `hidden` in planLinux), so a sandboxed command can neither read nor swap the filter of the next one.
    */
   private stateDir(): string {
     if (this.opts.stateDir) return this.opts.stateDir;
@@ -214,7 +215,7 @@ export class SandboxPlanner {
       dir = join(privateDir(), 'sandbox');
       mkdirSync(dir, { mode: 0o700, recursive: true });
     } catch (e) {
-      throw new SandboxUnavailableError(`${(e as Error).message}; the command was not run.`);
+      throw new SandboxUnavailableError(`${(e as Error).message}.`, `${(e as Error).message}; the command was not run.`);
     }
     return (this.opts.stateDir = dir);
   }
@@ -231,7 +232,8 @@ export class SandboxPlanner {
         bpf = kind === 'net-off' ? networkOffFilter() : keyringOffFilter();
       } catch (e) {
         if (kind === 'net-off') {
-          throw new SandboxUnavailableError(`cannot turn the network off on this machine: ${(e as Error).message}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`);
+          const reason = `cannot turn the network off on this machine: ${(e as Error).message}.`;
+          throw new SandboxUnavailableError(reason, `${reason.slice(0, -1)}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`);
         }
         bpf = null;
       }
