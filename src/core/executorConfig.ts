@@ -112,3 +112,9 @@ export function describeExecutor(config: ExecutorConfig): string {
 export function redactUrl(url: string): string {
   return url.replace(/^(wss?:\/\/)[^@/]*@/, '$1');
 }
+
+/** What is wrong with the `defaultExecutor` setting, or undefined when it names a known executor (or is unset). */
+export function defaultExecutorProblem(configured: string | undefined, known: readonly string[]): string | undefined {
+  if (!configured || known.includes(configured)) return undefined;
+  return `execBridge.defaultExecutor is "${configured}", which is not an executor (known: ${known.join(', ')}); using ${BUNDLED_EXECUTOR}`;
+}

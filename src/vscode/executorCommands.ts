@@ -4,15 +4,48 @@ import type { FeatureContext } from './context';
 
 // The handlers of the executor commands that ask something (registered by the table in commands.ts).
 
-/** `execBridge.selectExecutor`: the executor named by the argument, or the one picked. */
+/**
+ * `execBridge.selectExecutor`: the executor named by the argument, or the one picked. Each item's
+ * pin button also makes it the default (`execBridge.defaultExecutor`, this workspace).
+ */
 export async function selectExecutor(ext: FeatureContext, name: unknown): Promise<void> {
   if (typeof name === 'string') return ext.useExecutor(name);
   const active = ext.executors.active.name;
-  const pick = await vscode.window.showQuickPick(
-    ext.executors.all().map((c) => ({ label: c.name, description: c.name === active ? 'active' : undefined, detail: describeExecutor(c.config) })),
-    { title: 'Exec Bridge: Select Executor', placeHolder: 'Where commands and shells run' },
-  );
-  if (pick) await ext.useExecutor(pick.label);
+  const configured = vscode.workspace.getConfiguration('execBridge').get<string>('defaultExecutor') || 'bundled';
+  const pinButton = {
+    iconPath: new vscode.ThemeIcon('pin'),
+    tooltip: 'Use it and make it the default executor (execBridge.defaultExecutor)',
+  };
+  const pick = vscode.window.createQuickPick<vscode.QuickPickItem>();
+  pick.title = 'Exec Bridge: Select Executor';
+  pick.placeholder = 'Where commands and shells run (the pin also makes it the default)';
+  pick.items = ext.executors.all().map((c) => ({
+    label: c.name,
+    description: [c.name === active ? 'active' : '', c.name === configured ? 'default' : ''].filter(Boolean).join(' · ') || undefined,
+    detail: describeExecutor(c.config),
+    buttons: [pinButton],
+  }));
+  const chosen = await new Promise<{ name: string; makeDefault: boolean } | undefined>((resolve) => {
+    let result: { name: string; makeDefault: boolean } | undefined;
+    pick.onDidAccept(() => {
+      const item = pick.selectedItems[0];
+      if (item) result = { name: item.label, makeDefault: false };
+      pick.hide();
+    });
+    pick.onDidTriggerItemButton((e) => {
+      result = { name: e.item.label, makeDefault: true };
+      pick.hide();
+    });
+    pick.onDidHide(() => {
+      pick.dispose();
+      resolve(result);
+    });
+    pick.show();
+  });
+  if (!chosen) return;
+  if (chosen.makeDefault)
+    await vscode.workspace.getConfiguration('execBridge').update('defaultExecutor', chosen.name, vscode.ConfigurationTarget.Workspace);
+  await ext.useExecutor(chosen.name);
 }
 
 type WebSocketConfig = Extract<ExecutorConfig, { kind: 'websocket' }>;

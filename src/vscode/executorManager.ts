@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { BundledServer } from '../core/bundledServer';
-import { BUNDLED_EXECUTOR, parseExecutors, type ExecutorConfig } from '../core/executorConfig';
+import { BUNDLED_EXECUTOR, defaultExecutorProblem, parseExecutors, type ExecutorConfig } from '../core/executorConfig';
 import { ExecutorConnection, type ExecutorState } from '../core/executorConnection';
 import type { ClientOptions } from '../client/types';
 import { DisposableStore } from '../util/disposable';
@@ -72,6 +72,19 @@ export class ExecutorManager {
     return BUNDLED_EXECUTOR;
   }
 
+  private reportedDefault: string | undefined;
+  /** An unknown `defaultExecutor` is said once per value (log + warning), with the names there are. */
+  private checkDefault(): void {
+    const configured = vscode.workspace.getConfiguration('execBridge').get<string>('defaultExecutor');
+    const problem = defaultExecutorProblem(configured, [...this.connections.keys()]);
+    if (!problem || this.reportedDefault === configured) return;
+    this.reportedDefault = configured;
+    this.log.warn(problem);
+    void vscode.window.showWarningMessage(`Exec Bridge: ${problem}.`, 'Select Executor…').then((choice) => {
+      if (choice) void vscode.commands.executeCommand('execBridge.selectExecutor');
+    });
+  }
+
   /** Re-reads `execBridge.executors`: keeps connections whose config is unchanged, drops the rest. */
   private reload(): void {
     const raw = vscode.workspace.getConfiguration('execBridge').get<unknown>('executors');
@@ -103,6 +116,7 @@ export class ExecutorManager {
     this.connections.clear();
     for (const [k, v] of next) this.connections.set(k, v);
     if (!this.connections.has(this.activeName)) this.activeName = this.resolveActive(undefined);
+    this.checkDefault();
     this.changedEmitter.fire();
   }
 

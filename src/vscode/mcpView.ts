@@ -9,6 +9,8 @@ export class McpTreeProvider implements vscode.TreeDataProvider<McpTreeNode> {
   private pending: ReturnType<typeof setTimeout> | undefined;
   private pendingNodes = new Map<string, McpTreeNode>();
   private pendingAll = false;
+  /** Whether each node was last drawn without children. */
+  private readonly shownCollapsible = new Map<string, boolean>();
 
   constructor(private readonly model: McpTreeModel) {
     this.subscription = model.onDidChange((node) => this.queue(node));
@@ -20,8 +22,13 @@ export class McpTreeProvider implements vscode.TreeDataProvider<McpTreeNode> {
 
   getTreeItem(node: McpTreeNode): vscode.TreeItem {
     const v = this.model.getItem(node);
+    this.shownCollapsible.set(node.id, v.collapsible === 'none');
     const collapsible =
-      v.collapsible === 'none' ? vscode.TreeItemCollapsibleState.None : v.collapsible === 'expanded' ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
+      v.collapsible === 'none'
+        ? vscode.TreeItemCollapsibleState.None
+        : v.collapsible === 'expanded'
+          ? vscode.TreeItemCollapsibleState.Expanded
+          : vscode.TreeItemCollapsibleState.Collapsed;
     const item = new vscode.TreeItem(v.label, collapsible);
     item.id = node.id;
     if (v.description !== undefined) item.description = v.description;
@@ -40,7 +47,11 @@ export class McpTreeProvider implements vscode.TreeDataProvider<McpTreeNode> {
 
   /** Coalesces bursts (state + lists + meta for one start) into one refresh per node. */
   private queue(node: McpTreeNode | undefined): void {
-    if (node) this.pendingNodes.set(node.id, node);
+    // A node that gains or loses children (a server stopping) is redrawn with the whole tree:
+    // refreshed alone, VS Code can draw the next top-level server indented under it.
+    const leaf = node ? this.shownCollapsible.get(node.id) : undefined;
+    if (node && leaf !== undefined && leaf !== (this.model.getItem(node).collapsible === 'none')) this.pendingAll = true;
+    else if (node) this.pendingNodes.set(node.id, node);
     else this.pendingAll = true;
     this.pending ??= setTimeout(() => {
       this.pending = undefined;

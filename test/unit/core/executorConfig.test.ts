@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeExecutor, parseExecutors, redactUrl } from '../../../src/core/executorConfig';
+import { defaultExecutorProblem, describeExecutor, parseExecutors, redactUrl } from '../../../src/core/executorConfig';
 
 test('bundled is always first; valid entries follow in setting order', () => {
   const { executors, problems } = parseExecutors(
@@ -65,4 +65,13 @@ test('descriptions never show credentials', () => {
   const [, remote] = parseExecutors([{ name: 'r', url: 'wss://me:pw@h.test/' }]).executors;
   assert.equal(describeExecutor(remote!), 'wss://h.test/');
   assert.match(describeExecutor({ kind: 'bundled', name: 'bundled' }), /this machine/);
+});
+
+test('defaultExecutor: a known name or none is fine; an unknown one is named with what there is', () => {
+  assert.equal(defaultExecutorProblem(undefined, ['bundled']), undefined);
+  assert.equal(defaultExecutorProblem('devbox', ['bundled', 'devbox']), undefined);
+  assert.equal(
+    defaultExecutorProblem('debox', ['bundled', 'devbox']),
+    'execBridge.defaultExecutor is "debox", which is not an executor (known: bundled, devbox); using bundled',
+  );
 });

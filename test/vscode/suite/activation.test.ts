@@ -3,9 +3,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, test } from 'mocha';
 import * as vscode from 'vscode';
-import { EXTENSION_ID, getApi } from './helpers';
+import { EXTENSION_ID, getApi, waitFor } from './helpers';
 
 suite('activation', () => {
+  test('activates once the workbench has started (the status bar item shows without opening the view or running a command)', async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
+    // Nothing here activates it: onStartupFinished must have (this test runs first).
+    await waitFor('activation after startup', () => ext.isActive, 20_000);
+  });
+
   test('activates from its contributions only, quickly, and registers every declared command', async () => {
     const ext = vscode.extensions.getExtension(EXTENSION_ID);
     assert.ok(ext, 'extension is installed');
