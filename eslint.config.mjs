@@ -1,6 +1,7 @@
 // Lint = docs/style.md §11 plus the layer rules of docs/architecture.md ("Layers"): a break of the
 // import direction is a red CI, not a review comment. test/unit/lint.test.ts proves every rule.
 import { dirname, relative, resolve, sep } from 'node:path';
+import eslintConfigPrettier from 'eslint-config-prettier/flat';
 import tseslint from 'typescript-eslint';
 
 const ROOT = import.meta.dirname;
@@ -50,7 +51,11 @@ const importsRule = {
 
     function check(node, spec, typeOnly, dynamic) {
       if (spec === null) {
-        if (from.src) context.report({ node, message: `${here}: a computed import()/require() cannot be checked against the layers; use a string literal (${DOC})` });
+        if (from.src)
+          context.report({
+            node,
+            message: `${here}: a computed import()/require() cannot be checked against the layers; use a string literal (${DOC})`,
+          });
         return;
       }
       const report = (message) => context.report({ node, message: `${message} (${DOC})` });
@@ -76,16 +81,22 @@ const importsRule = {
     }
 
     const isTypeDecl = (node) =>
-      node.importKind === 'type' || (node.specifiers.length > 0 && node.specifiers.every((s) => s.type === 'ImportSpecifier' && s.importKind === 'type'));
+      node.importKind === 'type' ||
+      (node.specifiers.length > 0 && node.specifiers.every((s) => s.type === 'ImportSpecifier' && s.importKind === 'type'));
     return {
       ImportDeclaration: (node) => check(node, node.source.value, isTypeDecl(node), false),
       ExportNamedDeclaration: (node) => node.source && check(node, node.source.value, node.exportKind === 'type', false),
       ExportAllDeclaration: (node) => check(node, node.source.value, node.exportKind === 'type', false),
       TSImportEqualsDeclaration: (node) =>
-        node.moduleReference.type === 'TSExternalModuleReference' && check(node, literalSource(node.moduleReference.expression), node.importKind === 'type', false),
+        node.moduleReference.type === 'TSExternalModuleReference' &&
+        check(node, literalSource(node.moduleReference.expression), node.importKind === 'type', false),
       TSImportType: (node) => check(node, literalSource(node.argument?.literal ?? node.argument), true, false),
       ImportExpression: (node) => check(node, literalSource(node.source), false, true),
-      CallExpression: (node) => node.callee.type === 'Identifier' && node.callee.name === 'require' && node.arguments.length === 1 && check(node, literalSource(node.arguments[0]), false, true),
+      CallExpression: (node) =>
+        node.callee.type === 'Identifier' &&
+        node.callee.name === 'require' &&
+        node.arguments.length === 1 &&
+        check(node, literalSource(node.arguments[0]), false, true),
     };
   },
 };
@@ -100,7 +111,10 @@ const knownLayerRule = {
     if (!zone.src || zone.layer) return {};
     return {
       Program: (node) =>
-        context.report({ node, message: `${path} is not in a known layer (${Object.keys(LAYERS).join(', ')}); add its folder to LAYERS in eslint.config.mjs and to ${DOC}` }),
+        context.report({
+          node,
+          message: `${path} is not in a known layer (${Object.keys(LAYERS).join(', ')}); add its folder to LAYERS in eslint.config.mjs and to ${DOC}`,
+        }),
     };
   },
 };
@@ -115,7 +129,15 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+        {
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
+          ],
+        },
       ],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -124,4 +146,6 @@ export default tseslint.config(
       'layers/known-layer': 'error',
     },
   },
+  // Formatting is Prettier's (npm test runs `prettier --check`): no lint rule argues with it.
+  eslintConfigPrettier,
 );

@@ -8,10 +8,21 @@ import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const outfile = join(root, 'bench/out/clientBench.js');
-await esbuild.build({ entryPoints: [join(root, 'bench/clientBench.ts')], bundle: true, platform: 'node', target: 'node20', outfile, logLevel: 'warning', external: ['node-pty'] });
+await esbuild.build({
+  entryPoints: [join(root, 'bench/clientBench.ts')],
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  outfile,
+  logLevel: 'warning',
+  external: ['node-pty'],
+});
 
 function startServer(kind) {
-  const [cmd, args] = kind === 'ours' ? [process.execPath, [join(root, 'dist/cli.js'), 'serve']] : [join(root, 'node_modules/.bin/codex'), ['exec-server', '--listen', 'ws://127.0.0.1:0']];
+  const [cmd, args] =
+    kind === 'ours'
+      ? [process.execPath, [join(root, 'dist/cli.js'), 'serve']]
+      : [join(root, 'node_modules/.bin/codex'), ['exec-server', '--listen', 'ws://127.0.0.1:0']];
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${kind}: no URL`)), 20000);
@@ -37,7 +48,8 @@ for (const kind of ['ours', 'codex']) {
 }
 const f = (n, d = 1) => Number(n).toFixed(d);
 console.log(`| figure | ours | codex exec-server 0.171.0 |\n|---|---:|---:|`);
-const line = (label, get) => console.log(`| ${label} | ${get(rows['ours stream'], rows['ours recovery'])} | ${get(rows['codex stream'], rows['codex recovery'])} |`);
+const line = (label, get) =>
+  console.log(`| ${label} | ${get(rows['ours stream'], rows['ours recovery'])} | ${get(rows['codex stream'], rows['codex recovery'])} |`);
 line('256 MiB through ExecServerClient: wall (s)', (s) => f(s.wallS, 2));
 line('… throughput (MiB/s)', (s) => f(s.mibPerS, 0));
 line('… client CPU, user+sys (s)', (s) => f(s.cpuS, 2));

@@ -25,13 +25,22 @@ async function stream(url: string): Promise<object> {
   const cpu = process.cpuUsage(cpu0);
   client.dispose();
   if (bytes !== STREAM_BYTES) throw new Error(`got ${bytes} bytes, expected ${STREAM_BYTES}`);
-  return { wallS, mibPerS: STREAM_BYTES / 1024 / 1024 / wallS, cpuS: (cpu.user + cpu.system) / 1e6, maxRssMiB: process.resourceUsage().maxRSS / 1024 };
+  return {
+    wallS,
+    mibPerS: STREAM_BYTES / 1024 / 1024 / wallS,
+    cpuS: (cpu.user + cpu.system) / 1e6,
+    maxRssMiB: process.resourceUsage().maxRSS / 1024,
+  };
 }
 
 async function recovery(url: string): Promise<object> {
   const proxy = await FaultProxy.forUrl(url);
   const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: proxy.url }, clientName: 'bench' });
-  const proc = await client.startProcess({ argv: ['bash', '-c', 'for i in $(seq 1 20000); do echo tick$i; sleep 0.002; done'], cwd: '/tmp', tty: false });
+  const proc = await client.startProcess({
+    argv: ['bash', '-c', 'for i in $(seq 1 20000); do echo tick$i; sleep 0.002; done'],
+    cwd: '/tmp',
+    tty: false,
+  });
   let lastOutputAt = 0;
   let text = '';
   proc.onEvent((e) => {
@@ -75,7 +84,13 @@ async function recovery(url: string): Promise<object> {
     if (line !== `tick${i + 1}`) throw new Error(`output not exact at line ${i + 1}: ${line}`);
   });
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  return { cutMedianMs: med(afterCut), cutMaxMs: Math.max(...afterCut), healMedianMs: med(afterHeal), healMaxMs: Math.max(...afterHeal), exactLines: ticks.length };
+  return {
+    cutMedianMs: med(afterCut),
+    cutMaxMs: Math.max(...afterCut),
+    healMedianMs: med(afterHeal),
+    healMaxMs: Math.max(...afterHeal),
+    exactLines: ticks.length,
+  };
 }
 
 const [mode, url] = process.argv.slice(2);

@@ -62,7 +62,8 @@ async function once(makeTransport, i) {
   return { ready: t2 - t0, init: t1 - t0, close: c1 - c0 };
 }
 
-const local = (i) => new StdioClientTransport({ command: process.execPath, args: [SERVER], env: { MEMORY_FILE_PATH: memFile(i) }, stderr: 'pipe' });
+const local = (i) =>
+  new StdioClientTransport({ command: process.execPath, args: [SERVER], env: { MEMORY_FILE_PATH: memFile(i) }, stderr: 'pipe' });
 const viaExec = (client, reapOrphans) => (i) =>
   new lib.ExecProcessTransport({
     client,

@@ -160,7 +160,10 @@ async function syncEcho(arm, write) {
   for (let i = 0; i < 20; i++) {
     const echoed = new Promise((resolve) => arm(resolve));
     await write(i);
-    const ok = await withTimeout(echoed, 500, 'first echo').then(() => true, () => false);
+    const ok = await withTimeout(echoed, 500, 'first echo').then(
+      () => true,
+      () => false,
+    );
     if (ok) {
       await sleep(50);
       arm(() => undefined);
@@ -181,7 +184,10 @@ async function serverEcho(client) {
   const times = [];
   try {
     // Until the child has set up its terminal a byte may go unechoed: sync on a first echo.
-    await syncEcho((resolve) => (waiter = resolve), (i) => client.call('process/write', { processId: id, chunk: 'YQ==', writeId: `sync${i}` }));
+    await syncEcho(
+      (resolve) => (waiter = resolve),
+      (i) => client.call('process/write', { processId: id, chunk: 'YQ==', writeId: `sync${i}` }),
+    );
     const start = now();
     for (let i = 0; more(ECHO, i, start); i++) {
       const echoed = new Promise((resolve) => (waiter = resolve));
@@ -248,7 +254,10 @@ async function ptyEcho() {
   });
   const times = [];
   try {
-    await syncEcho((resolve) => (waiter = resolve), () => term.write('a'));
+    await syncEcho(
+      (resolve) => (waiter = resolve),
+      () => term.write('a'),
+    );
     const start = now();
     for (let i = 0; more(ECHO, i, start); i++) {
       const echoed = new Promise((resolve) => (waiter = resolve));
@@ -288,7 +297,9 @@ async function streamWorker(kind, url) {
 }
 
 async function stream(kind, url) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--stream-worker', kind, url ?? ''], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--stream-worker', kind, url ?? ''], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   const [code] = await withTimeout(once(child, 'exit'), 150_000, `${kind} stream worker`);
@@ -364,7 +375,8 @@ function report(results, totalMs) {
   const sides = ['ours', 'codex', 'spawn'].filter((k) => results[k]);
   const label = { ours: 'ours (dist/cli.js serve)', codex: 'codex exec-server 0.171.0', spawn: 'child_process.spawn / node-pty' };
   const withN = (values, cfg, d) => fmt(percentile(values, 50), d) + (values.length < cfg.n ? ` (n=${values.length})` : '');
-  const row = (name, f, key) => (key && !sides.every((k) => results[k][key]) ? undefined : `| ${name} | ${sides.map((k) => f(results[k])).join(' | ')} |`);
+  const row = (name, f, key) =>
+    key && !sides.every((k) => results[k][key]) ? undefined : `| ${name} | ${sides.map((k) => f(results[k])).join(' | ')} |`;
   const mibs = (s) => STREAM_BYTES / (1024 * 1024) / (s.ms / 1000);
   const lines = [
     `| metric | ${sides.map((k) => label[k]).join(' | ')} |`,
@@ -377,7 +389,11 @@ function report(results, totalMs) {
     row('PTY echo p95 (ms)', (r) => fmt(percentile(r.echo, 95), 3), 'echo'),
     row('256 MiB stdout stream (MiB/s)', (r) => fmt(mibs(r.stream), 0), 'stream'),
     row('256 MiB stream time (s)', (r) => fmt(r.stream.ms / 1000, 2), 'stream'),
-    row('server CPU for the stream (s, user+sys)', (r) => (r.stream.serverCpuS === undefined ? '—' : fmt(r.stream.serverCpuS, 2)), 'stream'),
+    row(
+      'server CPU for the stream (s, user+sys)',
+      (r) => (r.stream.serverCpuS === undefined ? '—' : fmt(r.stream.serverCpuS, 2)),
+      'stream',
+    ),
     row('client CPU for the stream (s, user+sys)', (r) => fmt(r.stream.clientCpuS, 2), 'stream'),
     row('client peak RSS during the stream (MiB)', (r) => fmt(r.stream.rssMiB, 0), 'stream'),
     row('server peak RSS over the run (MiB)', (r) => (r.serverPeakRssMiB === undefined ? '—' : fmt(r.serverPeakRssMiB, 0))),

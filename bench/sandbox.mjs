@@ -80,7 +80,12 @@ for (let round = 0; round < RUNS; round++) {
     // As the server starts a pipe process: the direct launch, its files as fds 3, 4, …
     const launch = plan.pipeLaunch ?? { file: plan.file, args: plan.args, files: [] };
     const fds = launch.files.map((f) => openSync(f, 'r'));
-    const r = spawnSync(launch.file, launch.args, { cwd: plan.cwd, env: plan.env, stdio: ['ignore', 'ignore', 'ignore', ...fds], timeout: 10_000 });
+    const r = spawnSync(launch.file, launch.args, {
+      cwd: plan.cwd,
+      env: plan.env,
+      stdio: ['ignore', 'ignore', 'ignore', ...fds],
+      timeout: 10_000,
+    });
     fds.forEach((fd) => closeSync(fd));
     v.times.push(performance.now() - t0);
     v.cpu = (v.cpu ?? 0) + childCpuMs() - c0;
@@ -100,7 +105,9 @@ console.log('| variant | median ms | p90 ms | overhead vs unsandboxed (median) |
 console.log('|---|---|---|---|---|---|');
 plans.forEach((v, i) => {
   const med = q(v.times, 0.5);
-  console.log(`| ${v.name} | ${med.toFixed(2)} | ${q(v.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - base).toFixed(2)}`} | ${(v.cpu / RUNS).toFixed(1)} | ${planMs[i].toFixed(2)} |`);
+  console.log(
+    `| ${v.name} | ${med.toFixed(2)} | ${q(v.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - base).toFixed(2)}`} | ${(v.cpu / RUNS).toFixed(1)} | ${planMs[i].toFixed(2)} |`,
+  );
 });
 
 // ---- 2. through the exec-server ----
@@ -134,10 +141,14 @@ for (const s of servers) {
   const b = q(s.times[0], 0.5);
   variants.forEach(([name], i) => {
     const med = q(s.times[i], 0.5);
-    console.log(`| ${name} | ${s.name} | ${med.toFixed(2)} | ${q(s.times[i], 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} |`);
+    console.log(
+      `| ${name} | ${s.name} | ${med.toFixed(2)} | ${q(s.times[i], 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} |`,
+    );
   });
 }
-console.log(`\n${used} of ${RUNS * (variants.length - 1)} measured sandboxed starts on the default server ran in a sandbox built ahead of time (the warm-up round builds the first ones).`);
+console.log(
+  `\n${used} of ${RUNS * (variants.length - 1)} measured sandboxed starts on the default server ran in a sandbox built ahead of time (the warm-up round builds the first ones).`,
+);
 for (const s of servers) {
   s.client.close();
   await s.server.stop();

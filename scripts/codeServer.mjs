@@ -47,7 +47,11 @@ export function ensureDebianPackages() {
   if (!canApt) fail(`missing: ${missing.join(', ')} (install them: apt-get install -y ${missing.join(' ')})`);
   say(`installing Debian packages: ${missing.join(' ')}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const r = spawnSync('sh', ['-c', `apt-get update -qq && apt-get install -y -qq ${missing.join(' ')} >/dev/null`], { stdio: 'inherit', env, timeout: 15 * 60_000 });
+  const r = spawnSync('sh', ['-c', `apt-get update -qq && apt-get install -y -qq ${missing.join(' ')} >/dev/null`], {
+    stdio: 'inherit',
+    env,
+    timeout: 15 * 60_000,
+  });
   if (r.status !== 0) fail(`apt-get install ${missing.join(' ')} failed`);
 }
 
@@ -195,10 +199,14 @@ export function writeUserSettings(userData, extra = {}) {
 /** The code-server command line (add the folder to open at the end). `trust`: keep workspace trust on. */
 export function codeServerArgs(port, userData, extensionsDir, { trust = false } = {}) {
   return [
-    '--auth', 'none',
-    '--bind-addr', `127.0.0.1:${port}`,
-    '--user-data-dir', userData,
-    '--extensions-dir', extensionsDir,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
+    '--user-data-dir',
+    userData,
+    '--extensions-dir',
+    extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
     ...(trust ? [] : ['--disable-workspace-trust']),
@@ -208,8 +216,14 @@ export function codeServerArgs(port, userData, extensionsDir, { trust = false } 
 
 /** Chromium flags that keep a headless run quiet and offline. */
 export const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
 ];
 
 /**
@@ -220,7 +234,11 @@ export const CHROMIUM_ARGS = [
 export function startCodeServer(bin, { port, userData, extensions, workspace, env, logFile, trust = false }) {
   const fd = openSync(logFile, 'a');
   try {
-    return spawn(bin, [...codeServerArgs(port, userData, extensions, { trust }), workspace], { detached: true, stdio: ['ignore', fd, fd], env });
+    return spawn(bin, [...codeServerArgs(port, userData, extensions, { trust }), workspace], {
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env,
+    });
   } finally {
     closeSync(fd);
   }

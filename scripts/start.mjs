@@ -107,7 +107,9 @@ if (verify && existsSync(chromiumPath)) {
   }
 }
 
-console.log(`\nExec Bridge demo — VS Code ${CS_VERSION.replace(/^4/, '1')} (code-server ${CS_VERSION}) with the extension installed:\n\n  ${url}\n\nCtrl-C stops it.`);
+console.log(
+  `\nExec Bridge demo — VS Code ${CS_VERSION.replace(/^4/, '1')} (code-server ${CS_VERSION}) with the extension installed:\n\n  ${url}\n\nCtrl-C stops it.`,
+);
 
 /** Opens the workbench, runs a command on the bundled executor through the palette, reads the terminal. */
 async function smokeTest(target) {
@@ -141,7 +143,13 @@ async function smokeTest(target) {
     for (let i = 0; i < 3; i++) {
       await input.fill('');
       await input.pressSequentially('echo "hello from the $(hostname) executor"; uname -sr', { delay: 5 });
-      if (await runRow.waitFor({ timeout: 10_000 }).then(() => true, () => false)) break;
+      if (
+        await runRow.waitFor({ timeout: 10_000 }).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
     }
     await page.keyboard.press('Enter');
     const deadline = Date.now() + 60_000;

@@ -39,7 +39,11 @@ run('node', ['esbuild.config.mjs']);
 rmSync(join(root, outDir), { recursive: true, force: true });
 if (fast) spawnSync('npx', ['tsc', '-p', '.', '--outDir', outDir], { stdio: 'ignore', cwd: root });
 else run('npx', ['tsc', '-p', '.', '--outDir', outDir]);
-if (!fast && !process.env.SKIP_LINT) run('npx', ['eslint', 'src', 'test']);
+if (!fast && !process.env.SKIP_LINT) {
+  run('npx', ['eslint', 'src', 'test']);
+  // Formatting is Prettier's (docs/style.md §11): `npm run format` fixes what this reports.
+  run('npx', ['prettier', '--check', '--log-level', 'warn', '.']);
+}
 
 const suites = ['unit', 'integration'];
 for (const suite of suites) {

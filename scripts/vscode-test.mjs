@@ -121,8 +121,7 @@ async function runMochaPage(browser, base, host, workspace, rt) {
     if (m) {
       summary = JSON.parse(m[1]);
       say(`mocha finished: ${summary.passed} passed, ${summary.failed} failed`);
-    }
-    else if (text === 'EXEC_BRIDGE_MOCHA_START') started = true;
+    } else if (text === 'EXEC_BRIDGE_MOCHA_START') started = true;
     else if (started && !NOISE.test(text)) console.log(text);
   });
   await page.exposeFunction('codeAutomationExit', (code) => {
@@ -209,7 +208,11 @@ async function runUntrusted(codeServer, rt, env) {
   const marker = join(workspace, 'mcp-started.marker');
   writeFileSync(
     join(workspace, '.vscode', 'mcp.json'),
-    JSON.stringify({ servers: { eager: { type: 'stdio', command: 'sh', args: ['-c', `touch '${marker}'; sleep 60`], autoStart: true } } }, null, 2),
+    JSON.stringify(
+      { servers: { eager: { type: 'stdio', command: 'sh', args: ['-c', `touch '${marker}'; sleep 60`], autoStart: true } } },
+      null,
+      2,
+    ),
   );
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;

@@ -35,7 +35,6 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--toke
 
   Exit status: the command's; 127 if it was not found; 255 if the connection failed.`;
 
-
 interface RunArgs {
   url?: string;
   bundled: boolean;
@@ -167,14 +166,22 @@ export async function runCommand(argv: string[]): Promise<number> {
     debug(`connected to ${redact(url)} (session ${client.sessionId})`);
     watchConnection(client, say);
 
-    const cwd = args.cwd ? (args.bundled ? resolve(args.cwd) : args.cwd) : args.bundled ? process.cwd() : (executorPath(client.environmentInfo?.cwd) ?? process.cwd());
+    const cwd = args.cwd
+      ? args.bundled
+        ? resolve(args.cwd)
+        : args.cwd
+      : args.bundled
+        ? process.cwd()
+        : (executorPath(client.environmentInfo?.cwd) ?? process.cwd());
     const stdinIsTty = Boolean(process.stdin.isTTY);
     const handle = await client.startProcess({
       argv: args.argv,
       cwd,
       tty: args.tty,
       pipeStdin: !args.tty && args.stdin,
-      ...(args.sandbox ? { sandbox: sandboxForPolicy({ policy: args.sandbox, cwd: pathToFileURL(cwd).href, network: args.sandboxNetwork }) } : {}),
+      ...(args.sandbox
+        ? { sandbox: sandboxForPolicy({ policy: args.sandbox, cwd: pathToFileURL(cwd).href, network: args.sandboxNetwork }) }
+        : {}),
       ...(args.tty && process.stdout.isTTY ? { ptySize: { cols: process.stdout.columns, rows: process.stdout.rows } } : {}),
     });
     debug(`started process ${handle.processId}`);

@@ -41,7 +41,8 @@ function parseServeArgs(args: string[]): ServeArgs {
   const out: ServeArgs = { listen: 'ws://127.0.0.1:0', allowOrigins: [], verbose: false };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    const [flag, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const [flag, inline] =
+      a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
     const value = () => {
       const v = inline ?? args[++i];
       if (v === undefined) throw new Error(`${flag} needs a value`);
@@ -112,7 +113,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     }
   }
   const sandbox = await sandboxPlanner({ bwrapPath: args.bwrapPath });
-  if (sandbox.problem) process.stderr.write(`exec-bridge serve: sandboxed commands will be refused until this is fixed: ${sandbox.problem}\n`);
+  if (sandbox.problem)
+    process.stderr.write(`exec-bridge serve: sandboxed commands will be refused until this is fixed: ${sandbox.problem}\n`);
   const options: ExecServerOptions = {
     token,
     allowOrigins: args.allowOrigins,

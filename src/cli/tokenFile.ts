@@ -28,11 +28,15 @@ export function readTokenFile(path: string, flag = '--token-file'): string {
     if (process.platform !== 'win32') {
       const uid = process.getuid?.();
       if (uid !== undefined && st.uid !== uid && st.uid !== 0) {
-        throw new TokenFileError(`${flag} ${path} belongs to uid ${st.uid}, not to this user (uid ${uid}), who could replace the token: use a token file of your own`);
+        throw new TokenFileError(
+          `${flag} ${path} belongs to uid ${st.uid}, not to this user (uid ${uid}), who could replace the token: use a token file of your own`,
+        );
       }
       if ((st.mode & 0o077) !== 0) {
         const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
-        throw new TokenFileError(`${flag} ${path} is accessible by group or others (mode ${mode}); anyone who can read it can run commands as this user. Fix: chmod 600 ${shellWord(path)}`);
+        throw new TokenFileError(
+          `${flag} ${path} is accessible by group or others (mode ${mode}); anyone who can read it can run commands as this user. Fix: chmod 600 ${shellWord(path)}`,
+        );
       }
     }
     const token = readFileSync(fd, 'utf8').trim();

@@ -106,7 +106,7 @@ export class Admission {
 
   private pump(): void {
     // FIFO; a cleanup waiter may pass regular waiters when only the reserved permit is free.
-    for (let i = 0; i < this.waiters.length; ) {
+    for (let i = 0; i < this.waiters.length;) {
       const w = this.waiters[i]!;
       const p = this.tryTake(w.cleanup);
       if (!p) {

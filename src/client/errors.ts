@@ -61,7 +61,9 @@ export class ConnectFailedError extends ExecClientError {
 export class OutcomeUnknownError extends ExecClientError {
   readonly kind = 'outcomeUnknown' as const;
   constructor(readonly method: string) {
-    super(`the connection dropped while \`${method}\` was in flight; it may or may not have taken effect on the executor — check before retrying`);
+    super(
+      `the connection dropped while \`${method}\` was in flight; it may or may not have taken effect on the executor — check before retrying`,
+    );
     this.name = 'OutcomeUnknownError';
   }
 }
@@ -87,7 +89,9 @@ export class OutputLostError extends ExecClientError {
 export class NotStartedError extends ExecClientError {
   readonly kind = 'notStarted' as const;
   constructor(readonly processId: string) {
-    super(`process ${processId} was not started: the connection dropped before the executor received the request; it is safe to start it again`);
+    super(
+      `process ${processId} was not started: the connection dropped before the executor received the request; it is safe to start it again`,
+    );
     this.name = 'NotStartedError';
   }
 }
@@ -121,7 +125,10 @@ export class UnsupportedError extends ExecClientError {
 
 export class AbortedError extends ExecClientError {
   readonly kind = 'aborted' as const;
-  constructor(readonly method: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly method: string,
+    options?: { cause?: unknown },
+  ) {
     super(`\`${method}\` was cancelled by the caller`, options);
     this.name = 'AbortedError';
   }

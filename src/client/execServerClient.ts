@@ -230,7 +230,11 @@ export class ExecServerClient implements Disposable {
     return fromUri((await this.invoke('fs/canonicalize', { path: toUri(path) }, options)).path);
   }
   async copy(source: string, destination: string, options?: CallOptions & { recursive?: boolean }): Promise<void> {
-    await this.invoke('fs/copy', { sourcePath: toUri(source), destinationPath: toUri(destination), recursive: options?.recursive ?? false }, options);
+    await this.invoke(
+      'fs/copy',
+      { sourcePath: toUri(source), destinationPath: toUri(destination), recursive: options?.recursive ?? false },
+      options,
+    );
   }
   async remove(path: string, options?: CallOptions & { recursive?: boolean; force?: boolean }): Promise<void> {
     await this.invoke('fs/remove', { path: toUri(path), recursive: options?.recursive ?? true, force: options?.force ?? true }, options);
@@ -330,7 +334,8 @@ export class ExecServerClient implements Disposable {
       for (let attempt = 0; ; attempt++) {
         let status;
         try {
-          status = (await this.invoke('process/write', { processId: handle.processId, chunk: piece.toString('base64'), writeId }, options)).status;
+          status = (await this.invoke('process/write', { processId: handle.processId, chunk: piece.toString('base64'), writeId }, options))
+            .status;
         } catch (e) {
           // The real server answers a write to an exited process's pipe with -32603.
           if (e instanceof RemoteError && e.code === ErrorCode.Internal) throw new WriteRejectedError(handle.processId, 'processExited');
@@ -357,7 +362,8 @@ export class ExecServerClient implements Disposable {
   }
 
   private async resizeProcess(handle: ProcessHandleImpl, cols: number, rows: number, options: CallOptions | undefined): Promise<void> {
-    if (!this.link.capabilities.processResize) throw new UnsupportedError('this exec-server cannot resize a PTY (no capability `processResize`)');
+    if (!this.link.capabilities.processResize)
+      throw new UnsupportedError('this exec-server cannot resize a PTY (no capability `processResize`)');
     if (!handle.tty) throw new UnsupportedError(`process ${handle.processId} has no PTY to resize`);
     await this.invoke('process/resize', { processId: handle.processId, cols, rows }, options);
   }

@@ -41,14 +41,18 @@ export class ProcessTable {
       case 'process/output': {
         // Hot path: checked by hand instead of through zod.
         const { seq, stream, chunk } = p as { seq: unknown; stream: unknown; chunk: unknown };
-        if (typeof seq !== 'number' || typeof chunk !== 'string' || (stream !== 'stdout' && stream !== 'stderr' && stream !== 'pty')) return;
+        if (typeof seq !== 'number' || typeof chunk !== 'string' || (stream !== 'stdout' && stream !== 'stderr' && stream !== 'pty'))
+          return;
         handle.receive({ type: 'output', seq, stream, data: Buffer.from(chunk, 'base64') });
         return;
       }
       case 'process/exited': {
         const n = ProcessExitedNotification.safeParse(params);
         if (!n.success) return;
-        handle.receive({ type: 'exited', seq: n.data.seq, exitCode: n.data.exitCode, sandboxDenied: n.data.sandboxDenied ?? false }, n.data.sandboxDenied === undefined);
+        handle.receive(
+          { type: 'exited', seq: n.data.seq, exitCode: n.data.exitCode, sandboxDenied: n.data.sandboxDenied ?? false },
+          n.data.sandboxDenied === undefined,
+        );
         return;
       }
       case 'process/closed': {

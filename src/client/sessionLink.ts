@@ -207,10 +207,15 @@ export class SessionLink {
       attempt.live = live;
       let raw: unknown;
       try {
-        raw = await live.peer.request('initialize', { clientName: this.settings.clientName, ...(resumeSessionId ? { resumeSessionId } : {}) }, { signal: abort.signal });
+        raw = await live.peer.request(
+          'initialize',
+          { clientName: this.settings.clientName, ...(resumeSessionId ? { resumeSessionId } : {}) },
+          { signal: abort.signal },
+        );
       } catch (e) {
         live.peer.close('initialize failed');
-        if (abort.signal.aborted && !(e instanceof RpcError)) throw new Error(`initialize timed out after ${this.settings.attemptTimeoutMs} ms`);
+        if (abort.signal.aborted && !(e instanceof RpcError))
+          throw new Error(`initialize timed out after ${this.settings.attemptTimeoutMs} ms`);
         throw e;
       }
       const init = InitializeResult.safeParse(raw);
@@ -239,7 +244,12 @@ export class SessionLink {
     const live: Live = { gen, conn, peer, store };
     const ka = this.settings.keepalive;
     if (ka) {
-      const probes = startKeepalive(conn, { ...ka, clock: this.clock, log: this.log, readingPaused: () => this.incomingPaused && this.live === live });
+      const probes = startKeepalive(conn, {
+        ...ka,
+        clock: this.clock,
+        log: this.log,
+        readingPaused: () => this.incomingPaused && this.live === live,
+      });
       for (const d of probes ?? []) store.add(d);
     }
     const closed = (reason: string | undefined) => this.onConnectionClosed(live, reason ?? 'connection closed');
@@ -286,7 +296,12 @@ export class SessionLink {
         if (this.failedValue) return;
         if (e instanceof RpcError && e.code === ErrorCode.InvalidRequest) {
           // `unknown session id`: the executor forgot the session (expired or restarted).
-          this.fail(new DisconnectedError('sessionLost', `the exec-server no longer knows this session (${e.message}); processes started through it are gone or unreachable`));
+          this.fail(
+            new DisconnectedError(
+              'sessionLost',
+              `the exec-server no longer knows this session (${e.message}); processes started through it are gone or unreachable`,
+            ),
+          );
           return;
         }
         this.log(`resume attempt ${attempt} failed: ${errorMessage(e)}`);

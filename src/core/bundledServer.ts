@@ -71,7 +71,16 @@ export class BundledServer {
     this.tokenDir = makePrivateSubdir(TOKEN_DIR_PREFIX);
     const tokenFile = join(this.tokenDir, 'token');
     writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
-    const args = [this.options.cliPath, 'serve', '--listen', 'ws://127.0.0.1:0', '--token-file', tokenFile, '--exit-with-stdin', ...(this.options.extraArgs ?? [])];
+    const args = [
+      this.options.cliPath,
+      'serve',
+      '--listen',
+      'ws://127.0.0.1:0',
+      '--token-file',
+      tokenFile,
+      '--exit-with-stdin',
+      ...(this.options.extraArgs ?? []),
+    ];
     const child = spawn(this.options.nodePath ?? process.execPath, args, {
       // Electron's binary behaves as plain Node with this; harmless under Node.
       env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
@@ -87,7 +96,10 @@ export class BundledServer {
       let out = '';
       let err = '';
       let settled = false;
-      const timer = setTimeout(() => finish(new Error(`the bundled exec-server printed no URL within ${this.options.startTimeoutMs ?? 15_000} ms`)), this.options.startTimeoutMs ?? 15_000);
+      const timer = setTimeout(
+        () => finish(new Error(`the bundled exec-server printed no URL within ${this.options.startTimeoutMs ?? 15_000} ms`)),
+        this.options.startTimeoutMs ?? 15_000,
+      );
       const finish = (error?: Error, url?: string) => {
         if (settled) return;
         settled = true;

@@ -142,7 +142,11 @@ export class McpServer {
     }
     if (entry.definition && this.lists.allTools.length > 0) this.applyToolFilter();
     // A policy change must not leave a restart scheduled that the new policy forbids.
-    if (entry.definition?.restart !== 'onCrash' && this.stateValue.kind === 'crashed' && (this.stateValue.restartAt !== undefined || this.stateValue.waitingForExecutor)) {
+    if (
+      entry.definition?.restart !== 'onCrash' &&
+      this.stateValue.kind === 'crashed' &&
+      (this.stateValue.restartAt !== undefined || this.stateValue.waitingForExecutor)
+    ) {
       this.restarts.cancel();
       this.setState({ ...this.stateValue, restartAt: undefined, waitingForExecutor: undefined, since: this.ctx.clock.now() });
     }
@@ -159,7 +163,9 @@ export class McpServer {
     const def = this.entryValue.definition;
     if (!def) {
       const first = this.entryValue.errors[0];
-      throw new Error(first ? `cannot start "${this.name}": ${formatDiagnostic(first)}` : `cannot start "${this.name}": invalid configuration`);
+      throw new Error(
+        first ? `cannot start "${this.name}": ${formatDiagnostic(first)}` : `cannot start "${this.name}": invalid configuration`,
+      );
     }
     if (this.run) {
       if (!this.run.stopping) return this.run.settled.promise;
@@ -201,9 +207,17 @@ export class McpServer {
     this.log.lifecycle(`stopping: ${reason}`);
     await closeRun(run);
     const exit = run.transport.exit;
-    const unconfirmed = exit?.error && exit.exitCode === undefined ? ` (the executor did not confirm the end: ${exit.error.message}; it ends the process when the session expires)` : '';
+    const unconfirmed =
+      exit?.error && exit.exitCode === undefined
+        ? ` (the executor did not confirm the end: ${exit.error.message}; it ends the process when the session expires)`
+        : '';
     const clientFailed = run.executor?.client.state.kind === 'failed';
-    this.finalize(run, { kind: run.stopping.final, reason: reason + unconfirmed, exitCode: exit?.exitCode, waitingForExecutor: clientFailed });
+    this.finalize(run, {
+      kind: run.stopping.final,
+      reason: reason + unconfirmed,
+      exitCode: exit?.exitCode,
+      waitingForExecutor: clientFailed,
+    });
   }
 
   async restart(): Promise<void> {
@@ -297,7 +311,9 @@ export class McpServer {
       timer = undefined;
       throwIfStopped(run);
       this.restarts.markReady(clock.now());
-      this.log.lifecycle(`ready in ${clock.now() - t0} ms: ${this.lists.tools.length} tools, ${this.lists.resources.length} resources, ${this.lists.prompts.length} prompts`);
+      this.log.lifecycle(
+        `ready in ${clock.now() - t0} ms: ${this.lists.tools.length} tools, ${this.lists.resources.length} resources, ${this.lists.prompts.length} prompts`,
+      );
       this.setState({ kind: 'ready', since: clock.now(), tools: this.lists.tools.length });
       run.settled.resolve();
     } catch (e) {
@@ -317,14 +333,30 @@ export class McpServer {
         else if (s.kind === 'connected') this.log.lifecycle('exec connection recovered; the MCP session continues');
         this.changed.fire('meta');
         // The client failed for good: its processes are out of reach. Drain through the one stop path.
-        if (s.kind === 'failed') void this.stop(`the connection to executor "${executor.label}" failed: ${s.error.message}`, { final: 'crashed' });
+        if (s.kind === 'failed')
+          void this.stop(`the connection to executor "${executor.label}" failed: ${s.error.message}`, { final: 'crashed' });
       }),
     );
   }
 
   /** Spawns the server on the executor and runs the MCP handshake over it. */
-  private async connectSession(run: Run, def: McpServerDefinition, executor: McpExecutor, launch: McpLaunch, request: RequestOptions, t0: number): Promise<Client> {
-    const { transport, sdk } = createMcpSession({ def, runId: run.id, executor, launch, ctx: this.ctx, log: this.log, onListChanged: (kind) => this.onListChanged(run, kind) });
+  private async connectSession(
+    run: Run,
+    def: McpServerDefinition,
+    executor: McpExecutor,
+    launch: McpLaunch,
+    request: RequestOptions,
+    t0: number,
+  ): Promise<Client> {
+    const { transport, sdk } = createMcpSession({
+      def,
+      runId: run.id,
+      executor,
+      launch,
+      ctx: this.ctx,
+      log: this.log,
+      onListChanged: (kind) => this.onListChanged(run, kind),
+    });
     run.transport = transport;
     void transport.closed.then(() => this.onTransportClosed(run));
     run.sdk = sdk;
@@ -351,7 +383,11 @@ export class McpServer {
       const unavailable = !run.executor;
       const waiting = unavailable && def.restart === 'onCrash';
       this.log.lifecycle(`could not start: ${message}`);
-      this.finalize(run, { kind: unavailable ? 'crashed' : 'stopped', reason: unavailable ? `executor not available: ${message}` : message, waitingForExecutor: waiting });
+      this.finalize(run, {
+        kind: unavailable ? 'crashed' : 'stopped',
+        reason: unavailable ? `executor not available: ${message}` : message,
+        waitingForExecutor: waiting,
+      });
       return;
     }
     const exit = run.transport.exit;
@@ -397,7 +433,13 @@ export class McpServer {
     if (end.kind === 'stopped') {
       this.setState({ kind: 'stopped', since: now, reason: end.reason, stderrTail });
     } else if (end.kind === 'timedOut') {
-      this.setState({ kind: 'timedOut', since: now, reason: end.reason, stderrTail, timeoutMs: this.runningDefinition?.startupTimeoutMs ?? 0 });
+      this.setState({
+        kind: 'timedOut',
+        since: now,
+        reason: end.reason,
+        stderrTail,
+        timeoutMs: this.runningDefinition?.startupTimeoutMs ?? 0,
+      });
     } else {
       const state: Extract<McpServerState, { kind: 'crashed' }> = { kind: 'crashed', since: now, reason: end.reason, stderrTail };
       if (end.exitCode !== undefined) state.exitCode = end.exitCode;
@@ -432,7 +474,13 @@ export class McpServer {
   }
 
   private async loadLists(run: Run, sdk: Client, kinds: readonly ListKind[], request: RequestOptions): Promise<void> {
-    await this.lists.load(sdk, kinds, request, () => this.run === run, () => this.applyToolFilter());
+    await this.lists.load(
+      sdk,
+      kinds,
+      request,
+      () => this.run === run,
+      () => this.applyToolFilter(),
+    );
   }
 
   private applyToolFilter(): void {
@@ -452,4 +500,3 @@ export class McpServer {
     if (isFinal(next.kind) || next.kind !== prev.kind || next.kind === 'ready') this.changed.fire('state');
   }
 }
-

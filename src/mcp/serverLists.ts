@@ -23,7 +23,10 @@ export class McpServerLists {
     const jobs: Promise<void>[] = [];
     if (kinds.includes('tools') && caps.tools) {
       jobs.push(
-        paginate((cursor) => sdk.listTools(cursor ? { cursor } : {}, request), (r) => r.tools).then((tools) => {
+        paginate(
+          (cursor) => sdk.listTools(cursor ? { cursor } : {}, request),
+          (r) => r.tools,
+        ).then((tools) => {
           if (!current()) return;
           this.allTools = tools;
           onTools();
@@ -32,19 +35,28 @@ export class McpServerLists {
     }
     if (kinds.includes('resources') && caps.resources) {
       jobs.push(
-        paginate((cursor) => sdk.listResources(cursor ? { cursor } : {}, request), (r) => r.resources).then((v) => {
+        paginate(
+          (cursor) => sdk.listResources(cursor ? { cursor } : {}, request),
+          (r) => r.resources,
+        ).then((v) => {
           if (current()) this.resources = v;
         }),
       );
       jobs.push(
-        paginate((cursor) => sdk.listResourceTemplates(cursor ? { cursor } : {}, request), (r) => r.resourceTemplates).then((v) => {
+        paginate(
+          (cursor) => sdk.listResourceTemplates(cursor ? { cursor } : {}, request),
+          (r) => r.resourceTemplates,
+        ).then((v) => {
           if (current()) this.resourceTemplates = v;
         }),
       );
     }
     if (kinds.includes('prompts') && caps.prompts) {
       jobs.push(
-        paginate((cursor) => sdk.listPrompts(cursor ? { cursor } : {}, request), (r) => r.prompts).then((v) => {
+        paginate(
+          (cursor) => sdk.listPrompts(cursor ? { cursor } : {}, request),
+          (r) => r.prompts,
+        ).then((v) => {
           if (current()) this.prompts = v;
         }),
       );
@@ -70,7 +82,10 @@ export class McpServerLists {
 }
 
 /** Loops `nextCursor` (bounded: a server that returns cursors forever must not hang us). */
-async function paginate<R extends { nextCursor?: string | undefined }, T>(fetch: (cursor: string | undefined) => Promise<R>, items: (r: R) => T[]): Promise<T[]> {
+async function paginate<R extends { nextCursor?: string | undefined }, T>(
+  fetch: (cursor: string | undefined) => Promise<R>,
+  items: (r: R) => T[],
+): Promise<T[]> {
   const out: T[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < 1000; page++) {

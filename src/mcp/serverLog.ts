@@ -105,6 +105,8 @@ export class ServerLog {
   }
 
   private cut(line: string): string {
-    return line.length > this.maxLineChars ? `${line.slice(0, this.maxLineChars)}… (${line.length - this.maxLineChars} more characters)` : line;
+    return line.length > this.maxLineChars
+      ? `${line.slice(0, this.maxLineChars)}… (${line.length - this.maxLineChars} more characters)`
+      : line;
   }
 }

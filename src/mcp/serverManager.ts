@@ -120,7 +120,9 @@ export class McpServerManager {
 
   /** Restarts every server that is running (or crashed/timed out), concurrently. */
   async restartAll(): Promise<void> {
-    const targets = this.servers.filter((s) => s.entry.definition && (s.isActive || s.state.kind === 'crashed' || s.state.kind === 'timedOut'));
+    const targets = this.servers.filter(
+      (s) => s.entry.definition && (s.isActive || s.state.kind === 'crashed' || s.state.kind === 'timedOut'),
+    );
     await Promise.all(targets.map((s) => s.restart().catch(() => undefined)));
   }
 

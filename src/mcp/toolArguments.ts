@@ -18,7 +18,8 @@ export function parseToolArguments(tool: Pick<Tool, 'name' | 'inputSchema'>, tex
   } catch (e) {
     return { ok: false, message: `not valid JSON: ${errorMessage(e)}` };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, message: 'the arguments must be a JSON object, like {"name": "value"}' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, message: 'the arguments must be a JSON object, like {"name": "value"}' };
   validator ??= new AjvJsonSchemaValidator();
   let check: ReturnType<AjvJsonSchemaValidator['getValidator']>;
   try {
@@ -28,7 +29,9 @@ export function parseToolArguments(tool: Pick<Tool, 'name' | 'inputSchema'>, tex
     return { ok: true, args: value as Record<string, unknown> };
   }
   const r = check(value);
-  return r.valid ? { ok: true, args: value as Record<string, unknown> } : { ok: false, message: `does not match the input schema of ${tool.name}: ${r.errorMessage}` };
+  return r.valid
+    ? { ok: true, args: value as Record<string, unknown> }
+    : { ok: false, message: `does not match the input schema of ${tool.name}: ${r.errorMessage}` };
 }
 
 /** A starting point for the arguments box: the required properties with placeholder values. */
@@ -41,7 +44,8 @@ export function exampleArguments(tool: Pick<Tool, 'inputSchema'>): string {
     else if (p.enum && p.enum.length > 0) out[name] = p.enum[0];
     else {
       const type = Array.isArray(p.type) ? p.type[0] : p.type;
-      out[name] = type === 'number' || type === 'integer' ? 0 : type === 'boolean' ? false : type === 'array' ? [] : type === 'object' ? {} : '';
+      out[name] =
+        type === 'number' || type === 'integer' ? 0 : type === 'boolean' ? false : type === 'array' ? [] : type === 'object' ? {} : '';
     }
   }
   return JSON.stringify(out);

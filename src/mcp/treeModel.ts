@@ -91,7 +91,12 @@ export class McpTreeModel {
     if (!server) return [];
     switch (node.kind) {
       case 'server': {
-        const out: McpTreeNode[] = this.details(server).map((_, index) => ({ kind: 'detail', id: `${node.id}/detail/${index}`, server: server.name, index }));
+        const out: McpTreeNode[] = this.details(server).map((_, index) => ({
+          kind: 'detail',
+          id: `${node.id}/detail/${index}`,
+          server: server.name,
+          index,
+        }));
         if (server.state.kind === 'ready') {
           const caps = server.capabilities ?? {};
           if (caps.tools) out.push({ kind: 'group', id: `${node.id}/tools`, server: server.name, group: 'tools' });
@@ -101,11 +106,18 @@ export class McpTreeModel {
         return out;
       }
       case 'group':
-        if (node.group === 'tools') return server.tools.map((t) => ({ kind: 'tool', id: `${node.id}/${t.name}`, server: server.name, name: t.name }));
-        if (node.group === 'prompts') return server.prompts.map((p) => ({ kind: 'prompt', id: `${node.id}/${p.name}`, server: server.name, name: p.name }));
+        if (node.group === 'tools')
+          return server.tools.map((t) => ({ kind: 'tool', id: `${node.id}/${t.name}`, server: server.name, name: t.name }));
+        if (node.group === 'prompts')
+          return server.prompts.map((p) => ({ kind: 'prompt', id: `${node.id}/${p.name}`, server: server.name, name: p.name }));
         return [
           ...server.resources.map((r): McpTreeNode => ({ kind: 'resource', id: `${node.id}/${r.uri}`, server: server.name, uri: r.uri })),
-          ...server.resourceTemplates.map((r): McpTreeNode => ({ kind: 'resourceTemplate', id: `${node.id}/t/${r.uriTemplate}`, server: server.name, uriTemplate: r.uriTemplate })),
+          ...server.resourceTemplates.map((r): McpTreeNode => ({
+            kind: 'resourceTemplate',
+            id: `${node.id}/t/${r.uriTemplate}`,
+            server: server.name,
+            uriTemplate: r.uriTemplate,
+          })),
         ];
       default:
         return [];
@@ -117,7 +129,7 @@ export class McpTreeModel {
       return {
         label: 'No MCP servers configured',
         description: 'add .vscode/mcp.json',
-        tooltip: 'Exec Bridge reads `servers` from each workspace folder\'s `.vscode/mcp.json` and the setting `execBridge.mcp.servers`.',
+        tooltip: "Exec Bridge reads `servers` from each workspace folder's `.vscode/mcp.json` and the setting `execBridge.mcp.servers`.",
         icon: 'info',
         contextValue: 'mcpEmpty;',
         collapsible: 'none',
@@ -133,10 +145,22 @@ export class McpTreeModel {
         const error = server.entry.errors[node.index];
         // The file is in the tooltip; the label starts with what is wrong.
         const label = error ? `${error.key ? `${error.key}: ` : ''}${error.message}` : text;
-        return { label, tooltip: text, icon: server.entry.errors.length > 0 ? 'warning' : 'info', contextValue: 'mcpDetail;', collapsible: 'none', command: { command: 'execBridge.mcp.showOutput', title: 'Show Output' } };
+        return {
+          label,
+          tooltip: text,
+          icon: server.entry.errors.length > 0 ? 'warning' : 'info',
+          contextValue: 'mcpDetail;',
+          collapsible: 'none',
+          command: { command: 'execBridge.mcp.showOutput', title: 'Show Output' },
+        };
       }
       case 'group': {
-        const count = node.group === 'tools' ? server.tools.length : node.group === 'prompts' ? server.prompts.length : server.resources.length + server.resourceTemplates.length;
+        const count =
+          node.group === 'tools'
+            ? server.tools.length
+            : node.group === 'prompts'
+              ? server.prompts.length
+              : server.resources.length + server.resourceTemplates.length;
         const hidden = node.group === 'tools' ? server.allTools.length - server.tools.length : 0;
         return {
           label: node.group === 'tools' ? 'Tools' : node.group === 'prompts' ? 'Prompts' : 'Resources',
@@ -166,7 +190,10 @@ export class McpTreeModel {
   }
 
   /** The whole tree as plain data (tests, "copy tree" diagnostics). Bounded in depth. */
-  snapshot(node?: McpTreeNode, depth = 0): { label: string; description?: string; contextValue: string; children: ReturnType<McpTreeModel['snapshot']> }[] {
+  snapshot(
+    node?: McpTreeNode,
+    depth = 0,
+  ): { label: string; description?: string; contextValue: string; children: ReturnType<McpTreeModel['snapshot']> }[] {
     if (depth > 4) return [];
     return this.getChildren(node).map((child) => {
       const item = this.getItem(child);
@@ -188,7 +215,8 @@ export class McpTreeModel {
   private details(server: McpServer): string[] {
     if (server.entry.errors.length > 0) return server.entry.errors.map((e) => formatDiagnostic(e));
     const st = server.state;
-    if (st.kind === 'timedOut' || st.kind === 'crashed') return [st.reason, ...(st.stderrTail.length > 0 ? [`stderr: ${st.stderrTail[st.stderrTail.length - 1]}`] : [])];
+    if (st.kind === 'timedOut' || st.kind === 'crashed')
+      return [st.reason, ...(st.stderrTail.length > 0 ? [`stderr: ${st.stderrTail[st.stderrTail.length - 1]}`] : [])];
     return [];
   }
 
@@ -196,7 +224,9 @@ export class McpTreeModel {
     const st = server.state;
     const def = server.entry.definition;
     const invalid = !def;
-    const [icon, iconColor] = invalid ? ['warning', 'problemsWarningIcon.foreground'] : (STATE_ICON[st.kind] ?? ['circle-large-outline', undefined]);
+    const [icon, iconColor] = invalid
+      ? ['warning', 'problemsWarningIcon.foreground']
+      : (STATE_ICON[st.kind] ?? ['circle-large-outline', undefined]);
     const parts = [invalid ? 'configuration error' : server.describe()];
     const executor = server.executor?.label ?? def?.executor;
     if (executor && st.kind !== 'stopped') parts.push(executor);
@@ -234,7 +264,9 @@ export class McpTreeModel {
       blocks.push(`Command: \`${[def.command, ...def.args].join(' ').replace(/`/g, "'")}\``);
       blocks.push(`Executor: ${escapeMd(server.executor?.label ?? def.executor ?? 'the active one')}`);
     }
-    blocks.push(`Defined in: ${escapeMd(server.entry.source.file)}${def?.adjustedBy ? ` (adjusted in ${escapeMd(def.adjustedBy.file)})` : ''}`);
+    blocks.push(
+      `Defined in: ${escapeMd(server.entry.source.file)}${def?.adjustedBy ? ` (adjusted in ${escapeMd(def.adjustedBy.file)})` : ''}`,
+    );
     if (server.processId) blocks.push(`Process: \`${server.processId}\``);
     if (server.serverInfo) blocks.push(`Server: ${escapeMd(`${server.serverInfo.name} ${server.serverInfo.version}`)}`);
     // A time, not a duration: a tooltip is computed once and would go stale.
@@ -243,7 +275,8 @@ export class McpTreeModel {
     if (st.kind === 'stopped' && st.reason) blocks.push(`Stopped: ${escapeMd(st.reason)}`);
     if (st.kind === 'timedOut' || st.kind === 'crashed') {
       blocks.push(escapeMd(st.reason));
-      if (st.stderrTail.length > 0) blocks.push('Last stderr lines:\n```\n' + st.stderrTail.map((l) => l.replace(/```/g, "'''")).join('\n') + '\n```');
+      if (st.stderrTail.length > 0)
+        blocks.push('Last stderr lines:\n```\n' + st.stderrTail.map((l) => l.replace(/```/g, "'''")).join('\n') + '\n```');
     }
     return blocks.join('\n\n');
   }
@@ -255,18 +288,35 @@ function serverNode(name: string): McpTreeNode {
 
 /** A leaf of the tree; the tooltip is markdown blocks, empty ones dropped. */
 function leaf(label: string, description: string | undefined, tooltip: string[], icon: string, contextValue: string): McpTreeItemView {
-  return { label, ...(description ? { description } : {}), tooltip: tooltip.filter(Boolean).join('\n\n'), icon, contextValue, collapsible: 'none' };
+  return {
+    label,
+    ...(description ? { description } : {}),
+    tooltip: tooltip.filter(Boolean).join('\n\n'),
+    icon,
+    contextValue,
+    collapsible: 'none',
+  };
 }
 
 function toolItem(tool: Tool): McpTreeItemView {
   const schema = JSON.stringify(tool.inputSchema ?? {}, null, 2);
   const title = tool.annotations?.title ?? tool.title;
-  const tooltip = [`**${escapeMd(title ?? tool.name)}**`, tool.description ? escapeMd(tool.description) : '', 'Input schema:', '```json\n' + schema + '\n```'];
+  const tooltip = [
+    `**${escapeMd(title ?? tool.name)}**`,
+    tool.description ? escapeMd(tool.description) : '',
+    'Input schema:',
+    '```json\n' + schema + '\n```',
+  ];
   return leaf(tool.name, tool.description ? firstLine(tool.description) : undefined, tooltip, 'symbol-method', 'mcpTool;canCall;');
 }
 
 function resourceItem(r: Resource): McpTreeItemView {
-  const tooltip = [`**${escapeMd(r.title ?? r.name)}**`, `\`${r.uri}\``, r.mimeType ? `Type: ${r.mimeType}` : '', r.description ? escapeMd(r.description) : ''];
+  const tooltip = [
+    `**${escapeMd(r.title ?? r.name)}**`,
+    `\`${r.uri}\``,
+    r.mimeType ? `Type: ${r.mimeType}` : '',
+    r.description ? escapeMd(r.description) : '',
+  ];
   return leaf(r.name, r.uri, tooltip, 'file', 'mcpResource;canRead;');
 }
 
@@ -276,8 +326,14 @@ function templateItem(r: ResourceTemplate): McpTreeItemView {
 }
 
 function promptItem(p: Prompt): McpTreeItemView {
-  const args = (p.arguments ?? []).map((a) => `- \`${a.name}\`${a.required ? ' (required)' : ''}${a.description ? `: ${escapeMd(a.description)}` : ''}`);
-  const tooltip = [`**${escapeMd(p.title ?? p.name)}**`, p.description ? escapeMd(p.description) : '', args.length > 0 ? 'Arguments:\n' + args.join('\n') : ''];
+  const args = (p.arguments ?? []).map(
+    (a) => `- \`${a.name}\`${a.required ? ' (required)' : ''}${a.description ? `: ${escapeMd(a.description)}` : ''}`,
+  );
+  const tooltip = [
+    `**${escapeMd(p.title ?? p.name)}**`,
+    p.description ? escapeMd(p.description) : '',
+    args.length > 0 ? 'Arguments:\n' + args.join('\n') : '',
+  ];
   return leaf(p.name, p.description ? firstLine(p.description) : undefined, tooltip, 'comment', 'mcpPrompt;');
 }
 

@@ -20,9 +20,7 @@ export const ErrorCode = {
 export const U64 = z.number().int().nonnegative();
 
 /** Standard base64 with padding (RFC 4648 §4). The empty string is zero bytes. */
-export const Base64 = z
-  .string()
-  .refine((s) => s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s), { message: 'invalid base64' });
+export const Base64 = z.string().refine((s) => s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s), { message: 'invalid base64' });
 
 /**
  * Every path on the wire is a `file://` URI (never a plain path). The server checks that it is

@@ -7,12 +7,21 @@ import { SandboxContext } from './sandbox';
  * variable name. The result has no prototype, so every name is an ordinary key.
  */
 export const EnvMap = z
-  .custom<Record<string, string>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), { message: 'Invalid input: expected record' })
+  .custom<Record<string, string>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), {
+    message: 'Invalid input: expected record',
+  })
   .transform((v, ctx) => {
     const out = Object.create(null) as Record<string, string>;
     for (const [k, s] of Object.entries(v)) {
       if (typeof s === 'string') out[k] = s;
-      else ctx.issues.push({ code: 'invalid_type', expected: 'string', input: s, path: [k], message: `Invalid input: expected string, received ${s === null ? 'null' : typeof s}` });
+      else
+        ctx.issues.push({
+          code: 'invalid_type',
+          expected: 'string',
+          input: s,
+          path: [k],
+          message: `Invalid input: expected string, received ${s === null ? 'null' : typeof s}`,
+        });
     }
     return out;
   });

@@ -12,7 +12,9 @@ export class RpcError extends Error {
   }
 
   toWire(): { code: number; message: string; data?: unknown } {
-    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data };
+    return this.data === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, data: this.data };
   }
 
   static invalidRequest(message: string): RpcError {

@@ -115,7 +115,9 @@ export class RpcPeer implements Disposable {
     switch (msg.kind) {
       case 'malformed':
         if (this.handlers.replyToMalformed === false) return;
-        this.transport.send(encodeError(-1, { code: ErrorCode.InvalidRequest, message: `failed to parse JSON-RPC message: ${msg.reason}` }));
+        this.transport.send(
+          encodeError(-1, { code: ErrorCode.InvalidRequest, message: `failed to parse JSON-RPC message: ${msg.reason}` }),
+        );
         return;
       case 'request':
         void this.answer(msg.id, msg.method, msg.params);

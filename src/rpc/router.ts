@@ -17,7 +17,10 @@ export class Router<Ctx> {
     this.handlers.set(method, (raw, ctx) => {
       const parsed = schema.safeParse(raw === undefined ? {} : raw, { reportInput: true });
       if (!parsed.success) {
-        throw new RpcError(ErrorCode.InvalidParams, raw === undefined ? `missing params for \`${method}\`` : describeZodError(parsed.error));
+        throw new RpcError(
+          ErrorCode.InvalidParams,
+          raw === undefined ? `missing params for \`${method}\`` : describeZodError(parsed.error),
+        );
       }
       return handler(parsed.data as ParsedParamsOf<M>, ctx);
     });

@@ -126,7 +126,8 @@ export class ServerConnection implements SessionConnection {
     ping();
     setTimeout(() => {
       this.probing = false;
-      if (this.lastHeard < since && !this.peer.isClosed) this.drop(`no sign of life within ${ms} ms while another connection resumes its session`);
+      if (this.lastHeard < since && !this.peer.isClosed)
+        this.drop(`no sign of life within ${ms} ms while another connection resumes its session`);
     }, ms).unref();
   }
 
@@ -152,10 +153,7 @@ export class ServerConnection implements SessionConnection {
       cb();
       return;
     }
-    const subs = [
-      this.transport.onDrain(() => done()),
-      this.transport.onClose(() => done()),
-    ];
+    const subs = [this.transport.onDrain(() => done()), this.transport.onClose(() => done())];
     const done = () => {
       for (const s of subs) s.dispose();
       cb();
@@ -191,7 +189,8 @@ export class ServerConnection implements SessionConnection {
     try {
       if (method === 'initialize') return this.initialize(params);
       if (!this.options.router.has(method)) return this.options.router.dispatch(method, params, undefined as never);
-      if (!this.initializeDone || !this.session) throw RpcError.invalidRequest(`client must call initialize before using ${family(method)} methods`);
+      if (!this.initializeDone || !this.session)
+        throw RpcError.invalidRequest(`client must call initialize before using ${family(method)} methods`);
       if (!this.initializedReceived) throw RpcError.invalidRequest(`client must send initialized before using ${family(method)} methods`);
       const admitted = this.admission.enter(method);
       if (admitted) release = await admitted;

@@ -7,7 +7,10 @@ const CORE_VARS = ['HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'LOGNAME', 'PATH', 'SHE
 const DEFAULT_EXCLUDES = ['*KEY*', '*SECRET*', '*TOKEN*'];
 
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`, 'i');
 }
 
@@ -17,7 +20,11 @@ function globToRegExp(glob: string): RegExp {
  * (`env` wins over `set`, as in the real server). The result has no prototype, and keys are copied
  * by definition, never by assignment: a variable named `__proto__` is a variable like any other.
  */
-export function buildChildEnv(env: Record<string, string>, policy: EnvPolicy | null | undefined, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function buildChildEnv(
+  env: Record<string, string>,
+  policy: EnvPolicy | null | undefined,
+  base: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const out = Object.create(null) as Record<string, string>;
   const put = (entries: Iterable<[string, string]>) => {
     for (const [k, v] of entries) out[k] = v; // on a prototype-less object `__proto__` is a plain key

@@ -88,12 +88,11 @@ export class ExecServer {
     registerProcessMethods(this.router);
     registerFsMethods(this.router);
     registerHttpMethods(this.router);
-    this.router
-      .on('environment/info', () => this.envInfo())
-      .on('environment/status', () => ({ status: 'ready' }));
+    this.router.on('environment/info', () => this.envInfo()).on('environment/status', () => ({ status: 'ready' }));
     const sandbox = options.sandboxAvailable ?? false;
     const info = environmentInfo({ sandbox: typeof sandbox === 'boolean' ? sandbox : sandbox() });
-    this.envInfo = typeof sandbox === 'boolean' ? () => info : () => ({ ...info, capabilities: { ...info.capabilities, execBridgeSandbox: sandbox() } });
+    this.envInfo =
+      typeof sandbox === 'boolean' ? () => info : () => ({ ...info, capabilities: { ...info.capabilities, execBridgeSandbox: sandbox() } });
   }
 
   /** Serves one connection over a transport (stdio, or a WebSocket accepted elsewhere). */
@@ -139,10 +138,15 @@ export class ExecServer {
       socket.once('close', () => clearTimeout(timer));
     });
     http.on('upgrade', (req, socket: Socket, head) => {
-      const refusal = this.websockets.size >= maxConnections ? ([503, `too many connections (limit ${maxConnections})`] as [number, string]) : this.checkUpgrade(req);
+      const refusal =
+        this.websockets.size >= maxConnections
+          ? ([503, `too many connections (limit ${maxConnections})`] as [number, string])
+          : this.checkUpgrade(req);
       if (refusal) {
         const [status, text] = refusal;
-        socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+        socket.end(
+          `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+        );
         this.options.log?.(`refused upgrade from ${socket.remoteAddress}: ${status} ${text}`);
         return;
       }

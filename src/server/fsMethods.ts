@@ -3,7 +3,16 @@ import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { FileHandleTable } from './fileHandles';
 import { io, localPath, parsePathUri, resolveEntryFor, resolveFor, toPath } from './fsPaths';
-import { listDirectory, listDirectoryChecked, MAX_READ_BLOCK_BYTES, metadataFollowing, metadataNotFollowing, openForReading, readFully, readWhole } from './fsRead';
+import {
+  listDirectory,
+  listDirectoryChecked,
+  MAX_READ_BLOCK_BYTES,
+  metadataFollowing,
+  metadataNotFollowing,
+  openForReading,
+  readFully,
+  readWhole,
+} from './fsRead';
 import { FsSandbox } from './fsSandbox';
 import { copyEntry, removeEntry } from './fsTree';
 import { walk } from './fsWalk';

@@ -21,7 +21,6 @@ const READ_CHUNK = 1024 * 1024;
 /** Parallel stats while listing a directory (ordered results; bounded so a huge directory cannot flood the thread pool). */
 const STAT_BATCH = 64;
 
-
 /** Milliseconds since the epoch, truncated, or 0 before it (Rust's `duration_since` fails then). */
 function unixMs(ns: bigint): number {
   return ns < 0n ? 0 : Number(ns / 1_000_000n);
@@ -165,7 +164,11 @@ function tooLargeHere(what: string): RpcError {
  * blocks, opening a device can do things) and again after (the path may have changed in between).
  * With a sandbox, `path` must be the checked real path; the opened file is checked once more.
  */
-export async function openForReading(path: string, shownPath: string, sb: FsSandbox | undefined): Promise<{ file: fsp.FileHandle; size: number }> {
+export async function openForReading(
+  path: string,
+  shownPath: string,
+  sb: FsSandbox | undefined,
+): Promise<{ file: fsp.FileHandle; size: number }> {
   const notAFile = () => RpcError.invalidRequest(`path \`${shownPath}\` is not a file`);
   if (!(await fsp.stat(path)).isFile()) throw notAFile();
   const flags = fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (sb ? fsConstants.O_NOFOLLOW : 0);

@@ -131,7 +131,10 @@ export class FsSandbox {
  * gives the path it would create. Errors are the ones the kernel would give (ENOTDIR, ELOOP, …).
  */
 export async function resolveReal(path: string, followFinal: boolean): Promise<string> {
-  const pending = path.split('/').filter((p) => p !== '').reverse();
+  const pending = path
+    .split('/')
+    .filter((p) => p !== '')
+    .reverse();
   let current = '/';
   let hops = 0;
   while (pending.length > 0) {
@@ -157,7 +160,12 @@ export async function resolveReal(path: string, followFinal: boolean): Promise<s
       if (++hops > MAX_SYMLINK_HOPS) throw errnoError('ELOOP');
       const target = await fsp.readlink(next);
       if (target.startsWith('/')) current = '/';
-      pending.push(...target.split('/').filter((p) => p !== '').reverse());
+      pending.push(
+        ...target
+          .split('/')
+          .filter((p) => p !== '')
+          .reverse(),
+      );
       continue;
     }
     if (!last && !st.isDirectory()) throw errnoError('ENOTDIR');

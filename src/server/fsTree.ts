@@ -47,7 +47,14 @@ async function copyDirectory(source: string, target: string): Promise<void> {
 
 async function direntKind(entry: Dirent, path: string): Promise<'directory' | 'file' | 'symlink' | 'other'> {
   // Some file systems do not report the type while listing; ask then.
-  const known = entry.isDirectory() || entry.isFile() || entry.isSymbolicLink() || entry.isFIFO() || entry.isSocket() || entry.isBlockDevice() || entry.isCharacterDevice();
+  const known =
+    entry.isDirectory() ||
+    entry.isFile() ||
+    entry.isSymbolicLink() ||
+    entry.isFIFO() ||
+    entry.isSocket() ||
+    entry.isBlockDevice() ||
+    entry.isCharacterDevice();
   const t = known ? entry : await fsp.lstat(path);
   if (t.isDirectory()) return 'directory';
   if (t.isFile()) return 'file';

@@ -21,7 +21,8 @@ const WALK_ITEM_OVERHEAD_BYTES = 64;
  * canonical path when links are followed), so link cycles end.
  */
 export async function walk(rootUrl: URL, options: FsWalkOptions, sb: FsSandbox | undefined): Promise<FsWalkResult> {
-  if (options.maxDirectories === 0 || options.maxEntries === 0) throw RpcError.invalidRequest('filesystem walk limits must be greater than zero');
+  if (options.maxDirectories === 0 || options.maxEntries === 0)
+    throw RpcError.invalidRequest('filesystem walk limits must be greater than zero');
   if (options.maxDepth > MAX_WALK_DEPTH || options.maxDirectories > MAX_WALK_DIRECTORIES || options.maxEntries > MAX_WALK_ENTRIES) {
     throw RpcError.invalidRequest(
       `filesystem walk limits exceed maximums: depth=${MAX_WALK_DEPTH}, directories=${MAX_WALK_DIRECTORIES}, entries=${MAX_WALK_ENTRIES}`,

@@ -244,7 +244,8 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
     }
     const url = parseUrl(params.url);
     const scheme = url.protocol.slice(0, -1);
-    if (scheme !== 'http' && scheme !== 'https') throw RpcError.invalidParams(`http/request only supports http and https URLs, got ${scheme}`);
+    if (scheme !== 'http' && scheme !== 'https')
+      throw RpcError.invalidParams(`http/request only supports http and https URLs, got ${scheme}`);
     if (!TOKEN.test(params.method)) throw RpcError.invalidParams('http/request method is invalid: invalid HTTP method');
     const headers: Header[] = [];
     for (const h of params.headers ?? []) {
@@ -253,11 +254,13 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
       let value = h.value;
       if (h.valueEnvVar !== undefined && h.valueEnvVar !== null) {
         const fromEnv = env[h.valueEnvVar];
-        if (fromEnv === undefined) throw RpcError.invalidParams(`http/request header ${h.name} requires executor environment variable ${h.valueEnvVar}`);
+        if (fromEnv === undefined)
+          throw RpcError.invalidParams(`http/request header ${h.name} requires executor environment variable ${h.valueEnvVar}`);
         // The variable is appended: `value` can carry a prefix such as "Bearer ".
         value += fromEnv;
       }
-      if (!HEADER_VALUE.test(value)) throw RpcError.invalidParams(`http/request header value is invalid for ${h.name}: failed to parse header value`);
+      if (!HEADER_VALUE.test(value))
+        throw RpcError.invalidParams(`http/request header value is invalid for ${h.name}: failed to parse header value`);
       headers.push([name, value]);
     }
     const stream = params.streamResponse === true;
@@ -269,7 +272,10 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
 
     // One deadline for the whole exchange: connect, redirects and body.
     const abort = new AbortController();
-    const timer = params.timeoutMs === undefined || params.timeoutMs === null ? undefined : setTimeout(() => abort.abort(), Math.min(params.timeoutMs, 2_147_483_647));
+    const timer =
+      params.timeoutMs === undefined || params.timeoutMs === null
+        ? undefined
+        : setTimeout(() => abort.abort(), Math.min(params.timeoutMs, 2_147_483_647));
     const onConnectionEnd = (): void => abort.abort();
     ctx.signal?.addEventListener('abort', onConnectionEnd, { once: true });
     const finish = (): void => {
@@ -315,7 +321,9 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
         });
       } catch {
         if (size > MAX_HTTP_BODY_BYTES) {
-          throw RpcError.internal(`failed to read http/request response body: it is larger than ${MAX_HTTP_BODY_BYTES} bytes; use streamResponse`);
+          throw RpcError.internal(
+            `failed to read http/request response body: it is larger than ${MAX_HTTP_BODY_BYTES} bytes; use streamResponse`,
+          );
         }
         throw RpcError.internal('failed to read http/request response body: error decoding response body');
       } finally {
@@ -333,7 +341,10 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
     response.pause();
     setImmediate(() => {
       const { congested, whenUncongested } = ctx;
-      const flow = congested && whenUncongested ? { congested: () => congested.call(ctx), whenUncongested: (cb: () => void) => whenUncongested.call(ctx, cb) } : undefined;
+      const flow =
+        congested && whenUncongested
+          ? { congested: () => congested.call(ctx), whenUncongested: (cb: () => void) => whenUncongested.call(ctx, cb) }
+          : undefined;
       pumpBody(response, gzip, (b) => delta(b, false, null), flow).then(
         () => {
           finish();

@@ -62,7 +62,13 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null)
  * output is most of what a server sends, and building it this way skips JSON.stringify over the
  * base64 text and the UTF-8 re-encoding of the whole frame on the way to the socket.
  */
-export function encodeOutputNotification(idJson: string, seq: number, stream: OutputStream, data: Buffer, into?: (bytes: number) => Buffer | undefined): Buffer {
+export function encodeOutputNotification(
+  idJson: string,
+  seq: number,
+  stream: OutputStream,
+  data: Buffer,
+  into?: (bytes: number) => Buffer | undefined,
+): Buffer {
   const head = `{"method":"process/output","params":{"processId":${idJson},"seq":${seq},"stream":"${stream}","chunk":"`;
   const headBytes = Buffer.byteLength(head);
   const b64Len = 4 * Math.ceil(data.length / 3);
@@ -145,7 +151,13 @@ export class ManagedProcess {
       if (req.tty) {
         proc.adoptPty(spawnPty(ptyLaunch(plan, argv0, req.argv[0]!, req.arg0), plan, req.ptySize ?? DEFAULT_PTY));
       } else {
-        const started = await spawnPipes(plan, plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined, req.pipeStdin, options, proc.closedSignal.promise);
+        const started = await spawnPipes(
+          plan,
+          plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined,
+          req.pipeStdin,
+          options,
+          proc.closedSignal.promise,
+        );
         proc.releaseWarm = started.release;
         proc.adopt(started.child, started.streams);
         started.begin();
@@ -167,7 +179,10 @@ export class ManagedProcess {
     [this.stdout, this.stderr] = mine as Readable[];
     this.stdin?.on('error', () => undefined); // EPIPE after the child exits: reported on the next write
     this.openStreams = 2;
-    for (const [stream, s] of [['stdout', this.stdout!], ['stderr', this.stderr!]] as const) {
+    for (const [stream, s] of [
+      ['stdout', this.stdout!],
+      ['stderr', this.stderr!],
+    ] as const) {
       s.on('data', (d: Buffer) => this.onData(stream, d));
       s.on('close', () => this.onStreamClosed());
       s.on('error', () => undefined);

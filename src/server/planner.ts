@@ -8,7 +8,9 @@ import { SandboxPlanner } from './sandbox';
  * `environment/info` tells the truth and the operator hears at once what to fix (`problem`). The
  * capability follows later checks: installing bwrap while the server runs turns it on.
  */
-export async function sandboxPlanner(opts: { bwrapPath?: string }): Promise<Pick<ExecServerOptions, 'planner' | 'sandboxAvailable'> & { problem?: string }> {
+export async function sandboxPlanner(opts: {
+  bwrapPath?: string;
+}): Promise<Pick<ExecServerOptions, 'planner' | 'sandboxAvailable'> & { problem?: string }> {
   const planner = new SandboxPlanner({ bwrapPath: opts.bwrapPath });
   const problem = await planner.check();
   return { planner: (req) => planner.plan(req), sandboxAvailable: () => planner.available, problem };

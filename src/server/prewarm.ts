@@ -193,7 +193,9 @@ export class SandboxPrewarmer {
       let text = '';
       stderr.on('data', (d: Buffer) => (text += d.toString('utf8').slice(0, 1024)));
       stderr.once('close', () => {
-        this.log(`sandbox prewarm: the waiting sandbox (pid ${child.pid}) ended before use (${signal ?? `exit ${code}`}): ${text.trim().split('\n')[0] ?? ''}`);
+        this.log(
+          `sandbox prewarm: the waiting sandbox (pid ${child.pid}) ended before use (${signal ?? `exit ${code}`}): ${text.trim().split('\n')[0] ?? ''}`,
+        );
         this.discard(entry);
       });
       stderr.resume();

@@ -77,7 +77,14 @@ export async function planStart(req: ProcessStartRequest, planner: SpawnPlanner)
   let plan: SpawnPlan;
   try {
     // The planner gets the resolved program and the name the child should see as argv[0].
-    plan = await planner({ argv: [argv0, ...req.argv.slice(1)], arg0: req.arg0 ?? req.argv[0], cwd, env, tty: req.tty, sandbox: req.sandbox ?? null });
+    plan = await planner({
+      argv: [argv0, ...req.argv.slice(1)],
+      arg0: req.arg0 ?? req.argv[0],
+      cwd,
+      env,
+      tty: req.tty,
+      sandbox: req.sandbox ?? null,
+    });
   } catch (e) {
     if (e instanceof RpcError) throw e;
     // `reason` lets clients show why without parsing the message (the message stays as it was).
@@ -93,7 +100,12 @@ export async function planStart(req: ProcessStartRequest, planner: SpawnPlanner)
  * the name it was asked for (argv[0] as given, or `arg0`), pass the name when PATH lookup in the
  * child finds the same program, and use `exec -a` in bash for an explicit `arg0`.
  */
-export function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, arg0: string | null | undefined): { file: string; args: string[] } {
+export function ptyLaunch(
+  plan: SpawnPlan,
+  resolved: string,
+  requested: string,
+  arg0: string | null | undefined,
+): { file: string; args: string[] } {
   if (plan.file !== resolved) return { file: plan.file, args: plan.args }; // a sandbox launcher handles argv[0]
   if (arg0 && arg0 !== requested && existsSync('/bin/bash')) {
     const [file, ...args] = argvWithArg0([resolved, ...plan.args], arg0);
@@ -107,7 +119,8 @@ export function ptyLaunch(plan: SpawnPlan, resolved: string, requested: string, 
 /** Starts a PTY child; the caller attaches to its events in the same turn. */
 export function spawnPty(launch: { file: string; args: string[] }, plan: SpawnPlan, size: { cols: number; rows: number }): IPty {
   // node-pty copies the env by assignment, which drops a variable named `__proto__`: `env` sets it.
-  if (Object.hasOwn(plan.env, '__proto__') && ENV_TOOL) launch = { file: ENV_TOOL, args: [`__proto__=${plan.env['__proto__']}`, launch.file, ...launch.args] };
+  if (Object.hasOwn(plan.env, '__proto__') && ENV_TOOL)
+    launch = { file: ENV_TOOL, args: [`__proto__=${plan.env['__proto__']}`, launch.file, ...launch.args] };
   return loadPty().spawn(launch.file, launch.args, {
     name: plan.env.TERM ?? 'xterm-256color',
     cols: size.cols,

@@ -94,7 +94,8 @@ export class Session {
     const id = req.processId;
     if (this.processes.has(id) || this.starting.has(id)) throw RpcError.invalidRequest(`process ${id} already exists`);
     const max = this.options.maxProcesses ?? 4096;
-    if (this.processCount >= max) throw RpcError.invalidRequest(`too many processes in this session (limit ${max}); wait for some to be released`);
+    if (this.processCount >= max)
+      throw RpcError.invalidRequest(`too many processes in this session (limit ${max}); wait for some to be released`);
     const state = { terminate: false };
     this.starting.set(id, state);
     let proc: ManagedProcess;

@@ -18,7 +18,9 @@ export function pathFromUri(uri: string, field = 'path'): string {
     throw RpcError.invalidParams(`${field} URI \`${uri}\` is not a file URI`);
   }
   if (url.hostname !== '' && url.hostname !== 'localhost') {
-    throw RpcError.invalidParams(`${field} URI \`${uri}\` is not valid on this exec-server host: '${uri}' is invalid on '${process.platform}'`);
+    throw RpcError.invalidParams(
+      `${field} URI \`${uri}\` is not valid on this exec-server host: '${uri}' is invalid on '${process.platform}'`,
+    );
   }
   try {
     return fileURLToPath(url.hostname === 'localhost' ? `file://${url.pathname}` : url);

@@ -52,13 +52,21 @@ export function privateDir(env: NodeJS.ProcessEnv = process.env): string {
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new PrivateDirError(`cannot create Exec Bridge's private directory ${dir}: ${(e as Error).message}`);
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
+      throw new PrivateDirError(`cannot create Exec Bridge's private directory ${dir}: ${(e as Error).message}`);
   }
   const uid = process.getuid?.() ?? 0;
   const st = lstatSync(dir, { throwIfNoEntry: false });
-  if (!st || !st.isDirectory() || st.isSymbolicLink()) throw new PrivateDirError(`${dir} must be a directory of Exec Bridge's (it is not a plain directory); remove it and try again`);
-  if (st.uid !== uid) throw new PrivateDirError(`${dir} belongs to uid ${st.uid}, not to this user (${uid}); remove it (or set EXEC_BRIDGE_RUNTIME_DIR) and try again`);
-  if ((st.mode & 0o077) !== 0) throw new PrivateDirError(`${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 700 ${dir}\` and try again`);
+  if (!st || !st.isDirectory() || st.isSymbolicLink())
+    throw new PrivateDirError(`${dir} must be a directory of Exec Bridge's (it is not a plain directory); remove it and try again`);
+  if (st.uid !== uid)
+    throw new PrivateDirError(
+      `${dir} belongs to uid ${st.uid}, not to this user (${uid}); remove it (or set EXEC_BRIDGE_RUNTIME_DIR) and try again`,
+    );
+  if ((st.mode & 0o077) !== 0)
+    throw new PrivateDirError(
+      `${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 700 ${dir}\` and try again`,
+    );
   cached = dir;
   return dir;
 }

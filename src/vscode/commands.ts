@@ -25,7 +25,11 @@ type Args = readonly unknown[];
  */
 type Command =
   | { readonly needsTrust: boolean; readonly needsConnection: false; readonly run: (ext: CommandContext, ...args: Args) => unknown }
-  | { readonly needsTrust: true; readonly needsConnection: true; readonly run: (ext: CommandContext, conn: ExecutorConnection, ...rest: Args) => unknown };
+  | {
+      readonly needsTrust: true;
+      readonly needsConnection: true;
+      readonly run: (ext: CommandContext, conn: ExecutorConnection, ...rest: Args) => unknown;
+    };
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 /** An executor name argument: a non-empty string, else the active executor. */
@@ -35,7 +39,11 @@ const nodeConnection = (ext: CommandContext, node: unknown) => ext.executors.get
 /** Every `execBridge.<name>` command: commandIds.ts lists the names, package.json declares them. */
 const COMMANDS: { readonly [name in CommandName]: Command } = {
   // Asks for the command line first and connects after (TerminalFeature.runCommand).
-  runCommand: { needsTrust: true, needsConnection: false, run: (ext, line, executor) => ext.terminals.runCommand(str(line), executorName(executor)) },
+  runCommand: {
+    needsTrust: true,
+    needsConnection: false,
+    run: (ext, line, executor) => ext.terminals.runCommand(str(line), executorName(executor)),
+  },
   newShell: { needsTrust: true, needsConnection: true, run: (ext, conn) => ext.terminals.newShell(conn) },
   selectExecutor: { needsTrust: true, needsConnection: false, run: (ext, name) => selectExecutor(ext, name) },
   connect: {
@@ -53,7 +61,9 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
     needsConnection: false,
     run: async (ext) => {
       const n = await ext.approvals.forgetAlwaysAllowed();
-      void vscode.window.showInformationMessage(`Exec Bridge: forgot ${n} always-allowed command${n === 1 ? '' : 's'}; the sandbox asks again for them.`);
+      void vscode.window.showInformationMessage(
+        `Exec Bridge: forgot ${n} always-allowed command${n === 1 ? '' : 's'}; the sandbox asks again for them.`,
+      );
       return n;
     },
   },
@@ -102,7 +112,8 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
     needsConnection: false,
     run: (ext, node) => {
       const run = runOfNode(ext.runs, node);
-      if (run && !ext.terminals.showRun(run.id)) void vscode.window.showInformationMessage(`The terminal of "${run.commandLine}" was closed.`);
+      if (run && !ext.terminals.showRun(run.id))
+        void vscode.window.showInformationMessage(`The terminal of "${run.commandLine}" was closed.`);
     },
   },
   'run.copyCommand': {

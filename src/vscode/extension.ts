@@ -73,10 +73,12 @@ export class Extension implements CommandContext {
         // Replaced on purpose (reconnect, settings change, shutdown): nothing to report.
         if (conn.client !== client || conn.state.kind !== 'failed') return;
         const message = conn.state.message;
-        void vscode.window.showErrorMessage(`Exec Bridge: lost the connection to ${conn.name} — ${message}`, 'Reconnect', 'Show Log').then((choice) => {
-          if (choice === 'Reconnect') void this.reconnect(conn);
-          if (choice === 'Show Log') this.log.show(true);
-        });
+        void vscode.window
+          .showErrorMessage(`Exec Bridge: lost the connection to ${conn.name} — ${message}`, 'Reconnect', 'Show Log')
+          .then((choice) => {
+            if (choice === 'Reconnect') void this.reconnect(conn);
+            if (choice === 'Show Log') this.log.show(true);
+          });
       }),
     );
   }
@@ -143,7 +145,10 @@ export class Extension implements CommandContext {
     // Bounded: a stuck MCP server must not keep the bundled executor alive.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)));
-    await Promise.race([this.mcp.shutdown().catch((e: unknown) => console.error('Exec Bridge: error while stopping MCP servers', e)), limit]);
+    await Promise.race([
+      this.mcp.shutdown().catch((e: unknown) => console.error('Exec Bridge: error while stopping MCP servers', e)),
+      limit,
+    ]);
     clearTimeout(timer);
     try {
       this.connectionScopeValue.dispose();
@@ -165,7 +170,9 @@ export function activate(context: vscode.ExtensionContext): ExecBridgeApi {
   current = ext;
   registerCommands(ext);
   const activationMs = performance.now() - t0;
-  ext.log.info(`activated in ${activationMs.toFixed(1)} ms${vscode.workspace.isTrusted ? '' : ' (untrusted workspace: nothing connects or runs until it is trusted)'}`);
+  ext.log.info(
+    `activated in ${activationMs.toFixed(1)} ms${vscode.workspace.isTrusted ? '' : ' (untrusted workspace: nothing connects or runs until it is trusted)'}`,
+  );
   return createApi(ext, activationMs);
 }
 

@@ -34,8 +34,12 @@ async function pickServer(mcp: McpFeature, arg: unknown, filter: (s: McpServer) 
 async function explainNotReady(mcp: McpFeature, server: McpServer): Promise<void> {
   if (server.state.kind === 'ready') return;
   const st = server.state;
-  const reason = st.kind === 'timedOut' || st.kind === 'crashed' ? st.reason : st.kind === 'stopped' ? (st.reason ?? 'stopped') : server.describe();
-  const choice = await vscode.window.showErrorMessage(`Exec Bridge: MCP server "${server.name}" is ${server.describe()}: ${reason}`, 'Show Output');
+  const reason =
+    st.kind === 'timedOut' || st.kind === 'crashed' ? st.reason : st.kind === 'stopped' ? (st.reason ?? 'stopped') : server.describe();
+  const choice = await vscode.window.showErrorMessage(
+    `Exec Bridge: MCP server "${server.name}" is ${server.describe()}: ${reason}`,
+    'Show Output',
+  );
   if (choice === 'Show Output') mcp.showOutput(server);
 }
 
@@ -161,7 +165,9 @@ export async function readResource(mcp: McpFeature, arg: unknown): Promise<void>
 
 export async function clearInputs(mcp: McpFeature): Promise<void> {
   const n = await mcp.forgetInputs();
-  void vscode.window.showInformationMessage(`Exec Bridge: forgot ${n} stored MCP input value(s); you will be asked again on the next start.`);
+  void vscode.window.showInformationMessage(
+    `Exec Bridge: forgot ${n} stored MCP input value(s); you will be asked again on the next start.`,
+  );
 }
 
 /** For tests and bug reports: the tree and the servers as plain data. */

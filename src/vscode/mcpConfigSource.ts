@@ -50,12 +50,22 @@ export class McpConfigSource implements Disposable {
       } catch (e) {
         if (e instanceof vscode.FileSystemError && e.code === 'FileNotFound') continue; // no mcp.json in this folder
         // Unreadable (permissions, a remote file system failing): say so instead of dropping its servers silently.
-        layers.push({ source, servers: [], inputs: [], diagnostics: [{ severity: 'error', file: uri.fsPath, message: `cannot read ${uri.fsPath}: ${errorMessage(e)}` }] });
+        layers.push({
+          source,
+          servers: [],
+          inputs: [],
+          diagnostics: [{ severity: 'error', file: uri.fsPath, message: `cannot read ${uri.fsPath}: ${errorMessage(e)}` }],
+        });
         continue;
       }
       layers.push(parseMcpJson(text, source));
     }
-    layers.push(parseSettingsServers(vscode.workspace.getConfiguration('execBridge.mcp').get<unknown>('servers'), { kind: 'settings', file: SETTINGS_LABEL }));
+    layers.push(
+      parseSettingsServers(vscode.workspace.getConfiguration('execBridge.mcp').get<unknown>('servers'), {
+        kind: 'settings',
+        file: SETTINGS_LABEL,
+      }),
+    );
     const config = mergeMcpConfig(layers);
     this.publish(config.diagnostics);
     return config;
@@ -100,13 +110,19 @@ export class McpConfigSource implements Disposable {
     const byFile = new Map<string, vscode.Diagnostic[]>();
     for (const d of all) {
       if (d.file === SETTINGS_LABEL) {
-        this.log.warn(`MCP ${d.severity}: ${d.server ? `server "${d.server}", ` : ''}${d.key ? `key "${d.key}": ` : ''}${d.message} (${SETTINGS_LABEL})`);
+        this.log.warn(
+          `MCP ${d.severity}: ${d.server ? `server "${d.server}", ` : ''}${d.key ? `key "${d.key}": ` : ''}${d.message} (${SETTINGS_LABEL})`,
+        );
         continue;
       }
       const range = d.range
         ? new vscode.Range(d.range.line, d.range.character, d.range.line, d.range.character + Math.max(1, Math.min(d.range.length, 200)))
         : new vscode.Range(0, 0, 0, 1);
-      const diag = new vscode.Diagnostic(range, d.server ? `${d.server}: ${d.message}` : d.message, d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning);
+      const diag = new vscode.Diagnostic(
+        range,
+        d.server ? `${d.server}: ${d.message}` : d.message,
+        d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning,
+      );
       diag.source = 'Exec Bridge MCP';
       byFile.set(d.file, [...(byFile.get(d.file) ?? []), diag]);
     }

@@ -39,7 +39,9 @@ export function registerStatusBar(ext: FeatureContext): void {
     const conn = ext.executors.active;
     const { icon, label } = stateText(conn.state);
     item.text = `$(${icon}) ${conn.name}`;
-    item.tooltip = new vscode.MarkdownString(`**Exec Bridge** — executor \`${conn.name}\`: ${label}\n\n${describeExecutor(conn.config)}\n\nClick to switch, reconnect or show the log.`);
+    item.tooltip = new vscode.MarkdownString(
+      `**Exec Bridge** — executor \`${conn.name}\`: ${label}\n\n${describeExecutor(conn.config)}\n\nClick to switch, reconnect or show the log.`,
+    );
     item.backgroundColor = conn.state.kind === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     item.show();
   };
@@ -67,6 +69,9 @@ export async function showStatusMenu(ext: FeatureContext): Promise<void> {
     { label: '$(refresh) Reconnect', description: active, action: () => vscode.commands.executeCommand(commandId('reconnect')) },
     { label: '$(output) Show Log', action: () => ext.log.show(true) },
   );
-  const pick = await vscode.window.showQuickPick(items, { title: 'Exec Bridge', placeHolder: 'Switch executor, reconnect, or show the log' });
+  const pick = await vscode.window.showQuickPick(items, {
+    title: 'Exec Bridge',
+    placeHolder: 'Switch executor, reconnect, or show the log',
+  });
   await pick?.action();
 }

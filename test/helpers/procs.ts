@@ -45,7 +45,11 @@ export function descendantsOf(pid: number, procs: readonly ProcInfo[] = listProc
  * Polls `probe` every 20 ms until it yields something other than `false`/`undefined`, and resolves
  * with that (for what has no event, like the OS process table); rejects after `ms`.
  */
-export async function until<T>(probe: () => T | false | undefined | Promise<T | false | undefined>, ms = 5000, what = 'condition'): Promise<T> {
+export async function until<T>(
+  probe: () => T | false | undefined | Promise<T | false | undefined>,
+  ms = 5000,
+  what = 'condition',
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await probe();

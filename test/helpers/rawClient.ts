@@ -84,7 +84,11 @@ export class RawClient {
   call(method: string, params?: unknown, id: number | string = this.nextId++, timeoutMs = 30_000): Promise<WireMessage> {
     // Only an answer that arrives after sending counts (a test may have reused the id in a raw frame).
     const from = this.received.length;
-    const p = this.waitFor((m) => m.id === id && m.method === undefined && this.received.indexOf(m) >= from, timeoutMs, `answer to ${method} #${id}`);
+    const p = this.waitFor(
+      (m) => m.id === id && m.method === undefined && this.received.indexOf(m) >= from,
+      timeoutMs,
+      `answer to ${method} #${id}`,
+    );
     this.ws.send(JSON.stringify(params === undefined ? { id, method } : { id, method, params }));
     return p;
   }
@@ -107,7 +111,11 @@ export class RawClient {
 
   /** Waits for `process/closed` of a process and returns all its notifications, in arrival order. */
   async processEvents(processId: string, timeoutMs = 30_000): Promise<WireMessage[]> {
-    await this.waitFor((m) => m.method === 'process/closed' && m.params?.processId === processId, timeoutMs, `process/closed of ${processId}`);
+    await this.waitFor(
+      (m) => m.method === 'process/closed' && m.params?.processId === processId,
+      timeoutMs,
+      `process/closed of ${processId}`,
+    );
     return this.received.filter((m) => m.method?.startsWith('process/') && m.params?.processId === processId);
   }
 

@@ -57,7 +57,10 @@ describe('token files and the no-token warning (command line)', () => {
       const p = tokenFile(`serve-${mode.toString(8)}`, mode);
       const c = cli(['serve', '--listen', 'ws://127.0.0.1:0', '--token-file', p]);
       assert.equal(await c.code, 2);
-      assert.match(c.err(), new RegExp(`--token-file ${p} is accessible by group or others \\(mode 0${mode.toString(8)}\\).*Fix: chmod 600 ${p}`));
+      assert.match(
+        c.err(),
+        new RegExp(`--token-file ${p} is accessible by group or others \\(mode 0${mode.toString(8)}\\).*Fix: chmod 600 ${p}`),
+      );
       assert.equal(c.out(), '', 'never listened');
     }
     const empty = tokenFile('serve-empty', 0o600, '\n');

@@ -57,5 +57,9 @@ export function numberedLines(n: number): string {
  * break the connection mid-stream), then `pid <pid>` again: same pid twice ⇒ never restarted.
  */
 export function streamingScript(n: number, every: number): string[] {
-  return ['bash', '-c', `echo "pid $$"; for ((i=1;i<=${n};i++)); do echo "line $i"; if ((i % ${every} == 0)); then sleep 0.05; fi; done; echo "pid $$"`];
+  return [
+    'bash',
+    '-c',
+    `echo "pid $$"; for ((i=1;i<=${n};i++)); do echo "line $i"; if ((i % ${every} == 0)); then sleep 0.05; fi; done; echo "pid $$"`,
+  ];
 }

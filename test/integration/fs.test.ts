@@ -77,7 +77,8 @@ function resolveParams(value: unknown, root: string): unknown {
 }
 
 function normalize(value: unknown, root: string, key = ''): unknown {
-  if (typeof value === 'string') return root === '' ? value : value.split(pathToFileURL(root).href).join('<root>').split(root).join('<root>');
+  if (typeof value === 'string')
+    return root === '' ? value : value.split(pathToFileURL(root).href).join('<root>').split(root).join('<root>');
   if (typeof value === 'number' && (key === 'createdAtMs' || key === 'modifiedAtMs')) return value === 0 ? 0 : 'time';
   if (Array.isArray(value)) {
     const items = value.map((v) => normalize(v, root));
@@ -251,7 +252,9 @@ describe('fs/* interop with codex exec-server', () => {
       ['fs/canonicalize', { path: '@/missing' }],
       ['fs/canonicalize', { path: '@/f.txt/x' }],
     ]);
-    assert.deepEqual(codex[2], { result: { isDirectory: false, isFile: true, isSymlink: true, size: 6, createdAtMs: 0, modifiedAtMs: 'time' } });
+    assert.deepEqual(codex[2], {
+      result: { isDirectory: false, isFile: true, isSymlink: true, size: 6, createdAtMs: 0, modifiedAtMs: 'time' },
+    });
   });
 
   test('copy', async () => {
@@ -421,7 +424,14 @@ describe('http/request interop with codex exec-server', () => {
         } else {
           // Echo what matters of the request (what the clients add differs: see below).
           res.setHeader('content-type', 'application/json');
-          res.end(JSON.stringify({ method: req.method, url: req.url, authorization: req.headers.authorization ?? null, xa: req.headers['x-a'] ?? null }));
+          res.end(
+            JSON.stringify({
+              method: req.method,
+              url: req.url,
+              authorization: req.headers.authorization ?? null,
+              xa: req.headers['x-a'] ?? null,
+            }),
+          );
         }
       });
     });
@@ -462,7 +472,10 @@ describe('http/request interop with codex exec-server', () => {
           ],
         },
       ],
-      ['http/request', { method: 'GET', url: `${base}/echo`, requestId: 'e1', headers: [{ name: 'X', value: 'v', valueEnvVar: 'FS_INTEROP_UNSET' }] }],
+      [
+        'http/request',
+        { method: 'GET', url: `${base}/echo`, requestId: 'e1', headers: [{ name: 'X', value: 'v', valueEnvVar: 'FS_INTEROP_UNSET' }] },
+      ],
       ['http/request', { method: 'GET', url: 'ftp://x/', requestId: 'e2' }],
       ['http/request', { method: 'GET', url: 'not a url', requestId: 'e3' }],
       ['http/request', { method: 'G T', url: `${base}/echo`, requestId: 'e4' }],
@@ -483,8 +496,13 @@ describe('http/request interop with codex exec-server', () => {
   });
 
   test('gzip bodies are decoded by both (header order after decoding differs)', async () => {
-    const sorted = (r: WireMessage) => ({ ...r.result, headers: [...r.result.headers].filter((h) => h.name !== 'date').sort((a, b) => a.name.localeCompare(b.name)) });
-    const [ours, codex] = await Promise.all(KINDS.map((k) => targets.get(k)!.client.call('http/request', { method: 'GET', url: `${base}/gzip`, requestId: 'g' })));
+    const sorted = (r: WireMessage) => ({
+      ...r.result,
+      headers: [...r.result.headers].filter((h) => h.name !== 'date').sort((a, b) => a.name.localeCompare(b.name)),
+    });
+    const [ours, codex] = await Promise.all(
+      KINDS.map((k) => targets.get(k)!.client.call('http/request', { method: 'GET', url: `${base}/gzip`, requestId: 'g' })),
+    );
     assert.deepEqual(sorted(ours!), sorted(codex!));
     assert.equal(Buffer.from(codex!.result.bodyBase64, 'base64').toString(), 'zipped!');
   });
@@ -525,7 +543,9 @@ describe('fs/readFile of files whose stat size lies (security issue 9)', () => {
     const before = peakMiB();
     const t0 = Date.now();
     const answers = await Promise.all(
-      ['file:///proc/self/pagemap', 'file:///dev/zero', pathToFileURL(join(root, 'fifo')).href].map((path) => client.call('fs/readFile', { path }, undefined, 15_000)),
+      ['file:///proc/self/pagemap', 'file:///dev/zero', pathToFileURL(join(root, 'fifo')).href].map((path) =>
+        client.call('fs/readFile', { path }, undefined, 15_000),
+      ),
     );
     const elapsed = Date.now() - t0;
     assert.equal(answers[0]!.error?.code, -32603);
@@ -537,7 +557,9 @@ describe('fs/readFile of files whose stat size lies (security issue 9)', () => {
     const grown = peakMiB() - before;
     assert.ok(grown < 600, `peak RSS grew by ${grown.toFixed(0)} MiB`);
     // The server is still fine.
-    assert.deepEqual((await client.call('fs/readFile', { path: pathToFileURL(join(root, 'f.txt')).href })).result, { dataBase64: 'aGVsbG8K' });
+    assert.deepEqual((await client.call('fs/readFile', { path: pathToFileURL(join(root, 'f.txt')).href })).result, {
+      dataBase64: 'aGVsbG8K',
+    });
   });
 });
 

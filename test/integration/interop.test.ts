@@ -89,7 +89,8 @@ function shape(arrived: WireMessage[]): Shape {
   return {
     kinds,
     exitCode: exits[0]?.params.exitCode ?? null,
-    wellFormed: events.every((e, i) => e.params.seq === i + 1) && exits.length === 1 && events[events.length - 1]?.method === 'process/closed',
+    wellFormed:
+      events.every((e, i) => e.params.seq === i + 1) && exits.length === 1 && events[events.length - 1]?.method === 'process/closed',
   };
 }
 
@@ -106,7 +107,10 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       startServer('ours', ['--token-file', tokenFile], SERVER_ENV),
       startServer('codex', ['--ws-auth', 'capability-token', '--ws-token-file', tokenFile], SERVER_ENV),
     ]);
-    for (const [kind, server] of [['ours', ours], ['codex', codex]] as const) {
+    for (const [kind, server] of [
+      ['ours', ours],
+      ['codex', codex],
+    ] as const) {
       targets[kind] = { kind, server, token, dir: mkdtempSync(join(scratch, `${kind}-`)) };
     }
   });
@@ -136,7 +140,10 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
   const normalize = <T>(t: Target, value: T, sessionIds: string[] = []): T => {
     let s = JSON.stringify(value);
     for (const id of sessionIds) s = s.split(id).join('<session>');
-    s = s.split(t.dir).join('<tmp>').replace(/\/dev\/pts\/\d+/g, '/dev/pts/N');
+    s = s
+      .split(t.dir)
+      .join('<tmp>')
+      .replace(/\/dev\/pts\/\d+/g, '/dev/pts/N');
     return JSON.parse(s) as T;
   };
 
@@ -148,7 +155,8 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     test(name, async () => {
       const [ours, codex] = await Promise.all(KINDS.map((k) => scenario(targets[k])));
       if (typeof expected === 'function') (expected as (obs: T) => void)(codex as T);
-      else if (expected !== undefined) assert.deepEqual(codex, expected, 'codex (the reference) answered differently than the scenario expects');
+      else if (expected !== undefined)
+        assert.deepEqual(codex, expected, 'codex (the reference) answered differently than the scenario expects');
       assert.deepEqual(ours, codex, 'ours differs from codex');
     });
   };
@@ -286,7 +294,16 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     'malformed frames are answered with id -1 / -32600 and the connection stays open',
     async (t) => {
       const { c } = await session(t);
-      const frames = ['{not json', '42', '[]', JSON.stringify([{ id: 1, method: 'environment/status' }]), '{}', '{"id":99.5,"method":"environment/status"}', '{"id":null,"method":"environment/status"}', '"str"'];
+      const frames = [
+        '{not json',
+        '42',
+        '[]',
+        JSON.stringify([{ id: 1, method: 'environment/status' }]),
+        '{}',
+        '{"id":99.5,"method":"environment/status"}',
+        '{"id":null,"method":"environment/status"}',
+        '"str"',
+      ];
       const out: unknown[] = [];
       for (const f of frames) {
         const n = c.received.length;
@@ -331,7 +348,9 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       for (const m of names) out.push(answer(await c.call(m, {})));
       return out;
     },
-    ['foo/bar', 'process/kill', 'process/list', 'fs/rename'].map((m) => ({ error: { code: -32601, message: `exec-server stub does not implement \`${m}\` yet` } })),
+    ['foo/bar', 'process/kill', 'process/list', 'fs/rename'].map((m) => ({
+      error: { code: -32601, message: `exec-server stub does not implement \`${m}\` yet` },
+    })),
   );
 
   interop(
@@ -375,7 +394,10 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       emptyArgv: { error: { code: -32602, message: 'argv must not be empty' } },
       plainCwd: { error: { code: -32602, message: 'invalid URI: relative URL without a base' } },
       relativeCwd: {
-        error: { code: -32602, message: "cwd URI `file://relative/path` is not valid on this exec-server host: 'file://relative/path' is invalid on 'linux'" },
+        error: {
+          code: -32602,
+          message: "cwd URI `file://relative/path` is not valid on this exec-server host: 'file://relative/path' is invalid on 'linux'",
+        },
       },
       missingBinary: { error: { code: -32603, message: 'No such file or directory (os error 2)', data: { kind: 'spawnNotFound' } } },
       missingCwd: { error: { code: -32603, message: 'No such file or directory (os error 2)', data: { kind: 'spawnNotFound' } } },
@@ -393,7 +415,10 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     'seq model: stdout and stderr share one counter, then exited, then closed; read returns the same',
     async (t) => {
       const { c } = await session(t);
-      const start = await c.call('process/start', startParams('p1', ['bash', '-c', 'echo hi; sleep 0.05; echo err >&2; sleep 0.05; exit 3']));
+      const start = await c.call(
+        'process/start',
+        startParams('p1', ['bash', '-c', 'echo hi; sleep 0.05; echo err >&2; sleep 0.05; exit 3']),
+      );
       const events = await c.processEvents('p1');
       const read = await c.call('process/read', { processId: 'p1' });
       return {
@@ -508,8 +533,20 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     {
       max1: [[[1, 'line1\n']], 2],
       max0: [[[2, 'line2\n']], 3],
-      budget: [[[1, 'line1\n'], [2, 'line2\n']], 3],
-      rest: [[[2, 'line2\n'], [3, 'line3\n']], 6],
+      budget: [
+        [
+          [1, 'line1\n'],
+          [2, 'line2\n'],
+        ],
+        3,
+      ],
+      rest: [
+        [
+          [2, 'line2\n'],
+          [3, 'line3\n'],
+        ],
+        6,
+      ],
       nulls: [3, 6],
       unknown: { error: { code: -32600, message: 'unknown process id nope' } },
     },
@@ -557,7 +594,8 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
         retainedInWindow: bytes <= 1024 * 1024 && bytes > 1024 * 1024 - 64 * 1024,
         endsAtLastOutput: chunks[chunks.length - 1]!.seq === lastOutputSeq,
         contiguous: chunks.every((x, i) => i === 0 || x.seq === chunks[i - 1]!.seq + 1),
-        oneChunk: one.result.chunks.length === 1 && one.result.chunks[0].seq === chunks[0]!.seq && one.result.nextSeq === chunks[0]!.seq + 1,
+        oneChunk:
+          one.result.chunks.length === 1 && one.result.chunks[0].seq === chunks[0]!.seq && one.result.nextSeq === chunks[0]!.seq + 1,
       };
     },
     { liveBytes: 3000005, gap: true, retainedInWindow: true, endsAtLastOutput: true, contiguous: true, oneChunk: true },
@@ -622,7 +660,8 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       await c.call('process/start', startParams('x2', ['sh', '-c', 'exec 0<&-; echo closed; sleep 5'], { pipeStdin: true }));
       await until(`${t.kind}: stdin closed`, () => c.output('x2') === 'closed\n');
       const closedStdin = [];
-      for (let i = 0; i < 3; i++) closedStdin.push(answer(await c.call('process/write', { processId: 'x2', chunk: b64('x\n'), writeId: `c${i}` })));
+      for (let i = 0; i < 3; i++)
+        closedStdin.push(answer(await c.call('process/write', { processId: 'x2', chunk: b64('x\n'), writeId: `c${i}` })));
       await c.call('process/terminate', { processId: 'x2' });
       return { out: c.output('x1'), afterExit, closedStdin };
     },
@@ -696,7 +735,8 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       await until(`${t.kind}: ready`, () => c.output('xterminate').includes('ready'));
       await c.call('process/terminate', { processId: 'xterminate' });
       const codes: Record<string, number> = {};
-      for (const id of [...cases.map((x) => x[0]), 'xterminate']) codes[id] = (await c.processEvents(id)).find((e) => e.method === 'process/exited')!.params.exitCode;
+      for (const id of [...cases.map((x) => x[0]), 'xterminate'])
+        codes[id] = (await c.processEvents(id)).find((e) => e.method === 'process/exited')!.params.exitCode;
       return codes;
     },
     {
@@ -712,7 +752,10 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     'process/signal interrupt runs a trap; unknown ids answer {}; other signal names are invalid params',
     async (t) => {
       const { c } = await session(t);
-      await c.call('process/start', startParams('s1', ['bash', '-c', 'trap "echo got-int; exit 42" INT; echo ready; while true; do sleep 0.05; done']));
+      await c.call(
+        'process/start',
+        startParams('s1', ['bash', '-c', 'trap "echo got-int; exit 42" INT; echo ready; while true; do sleep 0.05; done']),
+      );
       await until(`${t.kind}: ready`, () => c.output('s1') === 'ready\n');
       const sig = answer(await c.call('process/signal', { processId: 's1', signal: 'interrupt' }));
       const events = await c.processEvents('s1');
@@ -774,7 +817,14 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
         .filter(Boolean)
         .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
     );
-  const policy = (inherit: string, extra: Record<string, unknown> = {}) => ({ inherit, ignoreDefaultExcludes: false, exclude: [], set: {}, includeOnly: [], ...extra });
+  const policy = (inherit: string, extra: Record<string, unknown> = {}) => ({
+    inherit,
+    ignoreDefaultExcludes: false,
+    exclude: [],
+    set: {},
+    includeOnly: [],
+    ...extra,
+  });
 
   interop(
     'env without envPolicy is the whole environment; envPolicy none/core/all overlay set then env; a missing policy field is invalid',
@@ -789,7 +839,10 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       const none = await run('none', { env: { B: 'env', A: 'env' }, envPolicy: policy('none', { set: { A: 'set', C: 'set' } }) });
       const core = await run('core', { env: { X: 'env' }, envPolicy: policy('core', { set: { X: 'set', Y: 'set' } }) });
       const all = await run('all', { env: {}, envPolicy: policy('all') });
-      const allRaw = await run('allRaw', { env: {}, envPolicy: policy('all', { ignoreDefaultExcludes: true, exclude: ['INTEROP_MARKER'] }) });
+      const allRaw = await run('allRaw', {
+        env: {},
+        envPolicy: policy('all', { ignoreDefaultExcludes: true, exclude: ['INTEROP_MARKER'] }),
+      });
       const missing = answer(await c.call('process/start', { ...startParams('m', ['true']), envPolicy: { inherit: 'core' } }));
       // PATH may be prefixed with the server's helper dirs (codex does); it must end with the server's PATH.
       const pathOk = (e: Record<string, string>) => e.PATH === undefined || e.PATH.endsWith(SERVER_ENV.PATH!);
@@ -799,8 +852,18 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
         none: strip(none),
         core: strip(core),
         corePath: core.PATH !== undefined && pathOk(core),
-        all: { marker: all.INTEROP_MARKER, apiKey: all.INTEROP_API_KEY ?? null, token: all.INTEROP_PLAIN_TOKEN ?? null, home: all.HOME === SERVER_ENV.HOME, pathOk: pathOk(all) },
-        allRaw: { marker: allRaw.INTEROP_MARKER ?? null, apiKey: allRaw.INTEROP_API_KEY ?? null, token: allRaw.INTEROP_PLAIN_TOKEN ?? null },
+        all: {
+          marker: all.INTEROP_MARKER,
+          apiKey: all.INTEROP_API_KEY ?? null,
+          token: all.INTEROP_PLAIN_TOKEN ?? null,
+          home: all.HOME === SERVER_ENV.HOME,
+          pathOk: pathOk(all),
+        },
+        allRaw: {
+          marker: allRaw.INTEROP_MARKER ?? null,
+          apiKey: allRaw.INTEROP_API_KEY ?? null,
+          token: allRaw.INTEROP_PLAIN_TOKEN ?? null,
+        },
         missing: missing.error?.code ?? null,
       };
     },
@@ -829,7 +892,11 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       for (const id of ['a1', 'a2', 'a3']) await c.processEvents(id);
       return { a1: c.output('a1'), a2: c.output('a2'), a3: c.output('a3').replace(/\r\n$/, '') };
     },
-    { a1: `custom-name -c ${'tr "\\0" " " < /proc/$$/cmdline'} `, a2: `bash -c ${'tr "\\0" " " < /proc/$$/cmdline'} `, a3: `tty-name -c ${'tr "\\0" " " < /proc/$$/cmdline'} ` },
+    {
+      a1: `custom-name -c ${'tr "\\0" " " < /proc/$$/cmdline'} `,
+      a2: `bash -c ${'tr "\\0" " " < /proc/$$/cmdline'} `,
+      a3: `tty-name -c ${'tr "\\0" " " < /proc/$$/cmdline'} `,
+    },
   );
 
   // ---------- environment/* (§9) ----------
@@ -841,7 +908,8 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       const info = (await c.call('environment/info', {})).result;
       const noParams = (await c.call('environment/info')).result;
       const status = answer(await c.call('environment/status', {}));
-      const typeMap = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v]));
+      const typeMap = (o: Record<string, unknown>) =>
+        Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v]));
       const { capabilities, ...rest } = info as Record<string, unknown> & { capabilities: Record<string, unknown> };
       const caps = typeMap(capabilities);
       if (t.kind === 'ours') {
@@ -883,7 +951,9 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       await until(`${t.kind}: first ticks`, () => a.output('rp').includes('tick2\n'));
       const b = await connect(t);
       const attached = normalize(t, answer(await b.call('initialize', { clientName: 'b', resumeSessionId: sessionId })), [sessionId]);
-      const lastSeenByA = Math.max(...a.received.filter((m) => m.method === 'process/output' && m.params.processId === 'rp').map((m) => m.params.seq as number));
+      const lastSeenByA = Math.max(
+        ...a.received.filter((m) => m.method === 'process/output' && m.params.processId === 'rp').map((m) => m.params.seq as number),
+      );
       a.close();
       let resumed: WireMessage | undefined;
       for (let i = 0; i < 100; i++) {
@@ -894,7 +964,9 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       b.notify('initialized', {});
       // Catch up from what A saw, merging reads and live notifications by seq.
       const bySeq = new Map<number, string>();
-      for (const m of a.received) if (m.method === 'process/output' && m.params.processId === 'rp' && m.params.seq <= lastSeenByA) bySeq.set(m.params.seq, unb64(m.params.chunk));
+      for (const m of a.received)
+        if (m.method === 'process/output' && m.params.processId === 'rp' && m.params.seq <= lastSeenByA)
+          bySeq.set(m.params.seq, unb64(m.params.chunk));
       let after = lastSeenByA;
       let closed = false;
       for (let i = 0; i < 100 && !closed; i++) {
@@ -903,8 +975,12 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
         after = r.result.nextSeq - 1;
         closed = r.result.closed;
       }
-      for (const m of b.received) if (m.method === 'process/output' && m.params.processId === 'rp') bySeq.set(m.params.seq, unb64(m.params.chunk));
-      const text = [...bySeq.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1]).join('');
+      for (const m of b.received)
+        if (m.method === 'process/output' && m.params.processId === 'rp') bySeq.set(m.params.seq, unb64(m.params.chunk));
+      const text = [...bySeq.entries()]
+        .sort((x, y) => x[0] - y[0])
+        .map((e) => e[1])
+        .join('');
       return { attached, sameSession: resumed?.result?.sessionId === sessionId, closed, text };
     },
     {
@@ -928,7 +1004,15 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
         host: url.hostname,
         port: Number(url.port),
         path,
-        headers: upgrade ? { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64'), ...headers } : headers,
+        headers: upgrade
+          ? {
+              connection: 'Upgrade',
+              upgrade: 'websocket',
+              'sec-websocket-version': '13',
+              'sec-websocket-key': randomBytes(16).toString('base64'),
+              ...headers,
+            }
+          : headers,
         timeout: 5000,
       });
       req.on('upgrade', (res, socket) => {
@@ -1000,8 +1084,14 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
 
   test('differs on purpose: process/resize and ptySize exist only in ours', async () => {
     const [ours, codex] = await Promise.all([session(targets.ours), session(targets.codex)]);
-    for (const [t, { c }] of [[targets.ours, ours], [targets.codex, codex]] as const) {
-      await c.call('process/start', startParams('rz', ['bash', '-c', 'stty size; read x; stty size'], { tty: true, ptySize: { cols: 120, rows: 40 } }));
+    for (const [t, { c }] of [
+      [targets.ours, ours],
+      [targets.codex, codex],
+    ] as const) {
+      await c.call(
+        'process/start',
+        startParams('rz', ['bash', '-c', 'stty size; read x; stty size'], { tty: true, ptySize: { cols: 120, rows: 40 } }),
+      );
       await until(`${t.kind}: first size`, () => c.output('rz').endsWith('\r\n'));
       const rz = await c.call('process/resize', { processId: 'rz', cols: 100, rows: 30 });
       await c.call('process/write', { processId: 'rz', chunk: b64('go\r'), writeId: '1' });
@@ -1123,9 +1213,26 @@ describe('interop: fs/* with a sandbox field, same answers (code and message) as
   const d = b64('new\n');
   const steps: FsStep[] = [
     // The issue's case: /etc under read-only and workspace-write.
-    ['fs/writeFile', (r) => ({ path: 'file:///etc/eb-fs-sandbox-probe', dataBase64: d, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(r, 'ws') }) })],
-    ['fs/writeFile', (r) => ({ path: 'file:///etc/eb-fs-sandbox-probe', dataBase64: d, sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(r, 'ws') }) })],
-    ['fs/writeFile', (r) => ({ path: uri(r, 'ws/ro.txt'), dataBase64: d, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(r, 'ws') }) })],
+    [
+      'fs/writeFile',
+      (r) => ({
+        path: 'file:///etc/eb-fs-sandbox-probe',
+        dataBase64: d,
+        sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(r, 'ws') }),
+      }),
+    ],
+    [
+      'fs/writeFile',
+      (r) => ({
+        path: 'file:///etc/eb-fs-sandbox-probe',
+        dataBase64: d,
+        sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(r, 'ws') }),
+      }),
+    ],
+    [
+      'fs/writeFile',
+      (r) => ({ path: uri(r, 'ws/ro.txt'), dataBase64: d, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(r, 'ws') }) }),
+    ],
     ['fs/writeFile', (r) => ({ path: uri(r, 'ws/new.txt'), dataBase64: d, sandbox: policy(r) })],
     ['fs/readFile', (r) => ({ path: uri(r, 'ws/new.txt'), sandbox: policy(r) })],
     ['fs/writeFile', (r) => ({ path: uri(r, 'out/new.txt'), dataBase64: d, sandbox: policy(r) })],
@@ -1151,7 +1258,10 @@ describe('interop: fs/* with a sandbox field, same answers (code and message) as
     ['fs/remove', (r) => ({ path: uri(r, 'out/missing'), force: false, sandbox: policy(r) })],
     ['fs/copy', (r) => ({ sourcePath: uri(r, 'ws/a.txt'), destinationPath: uri(r, 'out/c.txt'), recursive: false, sandbox: policy(r) })],
     ['fs/copy', (r) => ({ sourcePath: uri(r, 'out/s.txt'), destinationPath: uri(r, 'ws/c.txt'), recursive: false, sandbox: policy(r) })],
-    ['fs/copy', (r) => ({ sourcePath: uri(r, 'ws/a.txt'), destinationPath: uri(r, 'ws/.git/c.txt'), recursive: false, sandbox: policy(r) })],
+    [
+      'fs/copy',
+      (r) => ({ sourcePath: uri(r, 'ws/a.txt'), destinationPath: uri(r, 'ws/.git/c.txt'), recursive: false, sandbox: policy(r) }),
+    ],
     ['fs/open', (r) => ({ handleId: 'w1', path: uri(r, 'out/w.txt'), mode: 'replace', sandbox: policy(r) })],
     // Denied reads.
     ['fs/readFile', (r) => ({ path: uri(r, 'out/s.txt'), sandbox: policy(r) })],
@@ -1162,7 +1272,17 @@ describe('interop: fs/* with a sandbox field, same answers (code and message) as
     ['fs/readFile', (r) => ({ path: uri(r, 'out/o.txt'), sandbox: policy(r) })],
     // Invalid sandbox values.
     ['fs/readFile', (r) => ({ path: uri(r, 'ws/a.txt'), sandbox: {} })],
-    ['fs/readFile', (r) => ({ path: uri(r, 'ws/a.txt'), sandbox: { ...policy(r), cwd: undefined, permissions: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(r, 'ws') }).permissions } })],
+    [
+      'fs/readFile',
+      (r) => ({
+        path: uri(r, 'ws/a.txt'),
+        sandbox: {
+          ...policy(r),
+          cwd: undefined,
+          permissions: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(r, 'ws') }).permissions,
+        },
+      }),
+    ],
   ];
 
   test('writes outside writable roots, carve-outs, symlinks out, dot tricks, missing parents, denied reads', async () => {
@@ -1179,7 +1299,9 @@ describe('interop: fs/* with a sandbox field, same answers (code and message) as
       }),
     );
     const mismatches = steps.flatMap(([method], i) =>
-      isDeepStrictEqual(seen.ours[i], seen.codex[i]) ? [] : [`#${i} ${method}\n  ours:  ${JSON.stringify(seen.ours[i])}\n  codex: ${JSON.stringify(seen.codex[i])}`],
+      isDeepStrictEqual(seen.ours[i], seen.codex[i])
+        ? []
+        : [`#${i} ${method}\n  ours:  ${JSON.stringify(seen.ours[i])}\n  codex: ${JSON.stringify(seen.codex[i])}`],
     );
     assert.deepEqual(mismatches, [], mismatches.join('\n'));
     // Not a vacuous agreement: codex refused the writes it should refuse.

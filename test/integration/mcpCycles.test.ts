@@ -50,6 +50,10 @@ describeOnExecutors('MCP start/stop/crash cycles', (exec) => {
       await m.shutdown();
     }
     await until(() => tagged(tag).length === 0, 5000, 'no tagged process left');
-    await until(() => descendants(serverPid).length === treeBefore, 5000, `executor tree back to ${treeBefore} processes (now ${descendants(serverPid).length})`);
+    await until(
+      () => descendants(serverPid).length === treeBefore,
+      5000,
+      `executor tree back to ${treeBefore} processes (now ${descendants(serverPid).length})`,
+    );
   });
 });

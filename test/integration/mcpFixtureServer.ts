@@ -40,16 +40,24 @@ server.registerTool('echo', { description: 'Echoes its text', inputSchema: { tex
   content: [{ type: 'text', text }],
 }));
 
-server.registerTool('crash', { description: 'Exits with the given code after writing to stderr', inputSchema: { code: z.number().int() } }, ({ code }) => {
-  for (let i = 1; i <= 25; i++) process.stderr.write(`fixture: crash line ${i}\n`);
-  process.stderr.write('fixture: last words', () => process.exit(code));
-  return { content: [{ type: 'text', text: 'crashing' }] };
-});
+server.registerTool(
+  'crash',
+  { description: 'Exits with the given code after writing to stderr', inputSchema: { code: z.number().int() } },
+  ({ code }) => {
+    for (let i = 1; i <= 25; i++) process.stderr.write(`fixture: crash line ${i}\n`);
+    process.stderr.write('fixture: last words', () => process.exit(code));
+    return { content: [{ type: 'text', text: 'crashing' }] };
+  },
+);
 
-server.registerTool('add_tool', { description: 'Registers a new tool (sends tools/list_changed)', inputSchema: { name: z.string() } }, ({ name }) => {
-  server.registerTool(name, { description: `added at runtime: ${name}` }, () => ({ content: [{ type: 'text', text: name }] }));
-  return { content: [{ type: 'text', text: `added ${name}` }] };
-});
+server.registerTool(
+  'add_tool',
+  { description: 'Registers a new tool (sends tools/list_changed)', inputSchema: { name: z.string() } },
+  ({ name }) => {
+    server.registerTool(name, { description: `added at runtime: ${name}` }, () => ({ content: [{ type: 'text', text: name }] }));
+    return { content: [{ type: 'text', text: `added ${name}` }] };
+  },
+);
 
 const transport = new StdioServerTransport();
 void server.connect(transport);

@@ -106,7 +106,11 @@ export async function startExecutor(
  * One `describe` per exec-server (ours, then the real codex), each with its own executor started
  * before its tests and closed after them. `exec()` is that executor inside a test.
  */
-export function describeOnExecutors(title: string, body: (exec: () => Executor) => void, options?: Parameters<typeof startExecutor>[1]): void {
+export function describeOnExecutors(
+  title: string,
+  body: (exec: () => Executor) => void,
+  options?: Parameters<typeof startExecutor>[1],
+): void {
   for (const kind of ['ours', 'codex'] as ServerKind[]) {
     describe(`${title} on ${kind} exec-server`, () => {
       let executor: Executor | undefined;
@@ -133,7 +137,12 @@ export function configOf(servers: Record<string, object>): McpConfig {
 }
 
 /** Resolves when `pred(server.state)` holds (checked now and on every change); rejects after `timeoutMs` with the log tail. */
-export function waitForState(server: McpServer, pred: (s: McpServerState) => boolean, timeoutMs = 20_000, what = 'state'): Promise<McpServerState> {
+export function waitForState(
+  server: McpServer,
+  pred: (s: McpServerState) => boolean,
+  timeoutMs = 20_000,
+  what = 'state',
+): Promise<McpServerState> {
   return new Promise((resolve, reject) => {
     if (pred(server.state)) return resolve(server.state);
     const timer = setTimeout(() => {
@@ -143,7 +152,9 @@ export function waitForState(server: McpServer, pred: (s: McpServerState) => boo
         .slice(-15)
         .map((e) => `  ${e.kind}: ${e.text}`)
         .join('\n');
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} of "${server.name}"; now ${JSON.stringify(server.state)}\n${tail}`));
+      reject(
+        new Error(`timed out after ${timeoutMs} ms waiting for ${what} of "${server.name}"; now ${JSON.stringify(server.state)}\n${tail}`),
+      );
     }, timeoutMs);
     const sub = server.onDidChange(() => {
       if (!pred(server.state)) return;
@@ -200,7 +211,12 @@ export function newTag(): string {
 }
 
 /** Short timings so failure paths run in test time. */
-export const TIMINGS: Partial<McpTimings> = { graceMs: 300, closeConfirmMs: 3000, restartDelaysMs: [100, 200, 400], listChangedDebounceMs: 50 };
+export const TIMINGS: Partial<McpTimings> = {
+  graceMs: 300,
+  closeConfirmMs: 3000,
+  restartDelaysMs: [100, 200, 400],
+  listChangedDebounceMs: 50,
+};
 
 export function manager(host: McpExecutorHost, timings: Partial<McpTimings> = {}): McpServerManager {
   return new McpServerManager({ host, timings: { ...TIMINGS, ...timings }, clientInfo: { name: 'exec-bridge-test', version: '0.0.0' } });

@@ -27,7 +27,11 @@ describeOnExecutors(
       const tag = newTag();
       const m = manager(exec().host);
       try {
-        m.applyConfig(configOf({ memory: { command: NODE, args: [SERVER_MEMORY], env: { MCP_TEST_TAG: tag, MEMORY_FILE_PATH: join(tmpdir(), `${tag}.jsonl`) } } }));
+        m.applyConfig(
+          configOf({
+            memory: { command: NODE, args: [SERVER_MEMORY], env: { MCP_TEST_TAG: tag, MEMORY_FILE_PATH: join(tmpdir(), `${tag}.jsonl`) } },
+          }),
+        );
         const s = m.get('memory')!;
         await s.start();
         assert.equal(s.state.kind, 'ready');
@@ -66,7 +70,11 @@ describeOnExecutors(
 describe('MCP servers when recovery fails (ours, short session TTL)', () => {
   let exec: Executor;
   before(async () => {
-    exec = await startExecutor('ours', { proxy: true, client: { deadlineMs: 1000, keepalive: { intervalMs: 200, timeoutMs: 300 } }, serverArgs: ['--session-ttl-ms', '1500'] });
+    exec = await startExecutor('ours', {
+      proxy: true,
+      client: { deadlineMs: 1000, keepalive: { intervalMs: 200, timeoutMs: 300 } },
+      serverArgs: ['--session-ttl-ms', '1500'],
+    });
   });
   after(async () => {
     await exec?.close();

@@ -41,9 +41,20 @@ describeOnExecutors('MCP servers', (exec) => {
     try {
       m.applyConfig(
         configOf({
-          memory: { command: NODE, args: [SERVER_MEMORY], env: { MEMORY_FILE_PATH: join(scratch, 'mem.jsonl'), MCP_TEST_TAG: tag }, autoStart: true },
+          memory: {
+            command: NODE,
+            args: [SERVER_MEMORY],
+            env: { MEMORY_FILE_PATH: join(scratch, 'mem.jsonl'), MCP_TEST_TAG: tag },
+            autoStart: true,
+          },
           everything: { command: NODE, args: [SERVER_EVERYTHING, 'stdio'], env: { MCP_TEST_TAG: tag }, autoStart: true },
-          filesystem: { command: NODE, args: [SERVER_FILESYSTEM, scratch], env: { MCP_TEST_TAG: tag }, autoStart: true, disabledTools: ['write_file'] },
+          filesystem: {
+            command: NODE,
+            args: [SERVER_FILESYSTEM, scratch],
+            env: { MCP_TEST_TAG: tag },
+            autoStart: true,
+            disabledTools: ['write_file'],
+          },
         }),
       );
       const [memory, everything, filesystem] = ['memory', 'everything', 'filesystem'].map((n) => m.get(n)!);
@@ -108,8 +119,15 @@ describeOnExecutors('MCP servers', (exec) => {
           }
         });
       });
-      await everything.callTool('gzip-file-as-resource', { name: 'x.gz', data: 'data:text/plain;base64,aGVsbG8=', outputType: 'resourceLink' });
-      await Promise.race([listsChanged, new Promise((_, reject) => setTimeout(() => reject(new Error('no resources list_changed')), 10_000))]);
+      await everything.callTool('gzip-file-as-resource', {
+        name: 'x.gz',
+        data: 'data:text/plain;base64,aGVsbG8=',
+        outputType: 'resourceLink',
+      });
+      await Promise.race([
+        listsChanged,
+        new Promise((_, reject) => setTimeout(() => reject(new Error('no resources list_changed')), 10_000)),
+      ]);
       assert.ok(everything.resources.some((r) => r.name === 'x.gz'));
     } finally {
       await m.shutdown();
@@ -123,7 +141,12 @@ describeOnExecutors('MCP servers', (exec) => {
     try {
       m.applyConfig(
         configOf({
-          silent: { command: 'bash', args: ['-c', 'echo "loading a very large model" >&2; exec sleep 300'], env: { MCP_TEST_TAG: tag }, startupTimeoutMs: 1500 },
+          silent: {
+            command: 'bash',
+            args: ['-c', 'echo "loading a very large model" >&2; exec sleep 300'],
+            env: { MCP_TEST_TAG: tag },
+            startupTimeoutMs: 1500,
+          },
         }),
       );
       const s = m.get('silent')!;
@@ -155,7 +178,10 @@ describeOnExecutors('MCP servers', (exec) => {
       await atStart.start();
       assert.equal(atStart.state.kind, 'crashed');
       assert.ok(atStart.state.kind === 'crashed' && atStart.state.exitCode === 3, JSON.stringify(atStart.state));
-      assert.deepEqual(atStart.state.kind === 'crashed' && atStart.state.stderrTail, ['fixture: reading configuration', 'fixture: fatal: missing API key']);
+      assert.deepEqual(atStart.state.kind === 'crashed' && atStart.state.stderrTail, [
+        'fixture: reading configuration',
+        'fixture: fatal: missing API key',
+      ]);
 
       const later = m.get('later')!;
       await later.start();

@@ -42,7 +42,10 @@ describeOnExecutors('MCP shutdown', (exec) => {
       const took = Date.now() - t0;
       assert.equal(s.state.kind, 'stopped');
       assert.ok(took < TIMINGS.graceMs! + 3000, `stop took ${took} ms`);
-      assert.ok(s.log.all().some((e) => e.text.startsWith('terminated (process group killed)')), 'escalated to terminate');
+      assert.ok(
+        s.log.all().some((e) => e.text.startsWith('terminated (process group killed)')),
+        'escalated to terminate',
+      );
       await until(() => tagged(tag).length === 0, 5000, 'grandchild gone');
     } finally {
       await m.shutdown();
@@ -60,7 +63,12 @@ describeOnExecutors('MCP shutdown', (exec) => {
       await waitForState(drop, (s) => s.kind === 'ready');
       const keepPid = m.get('keep')!.processId;
 
-      m.applyConfig(configOf({ keep: { ...base, autoStart: true, args: [FIXTURE_SERVER, '--changed'], disabledTools: ['crash'] }, added: { ...base, autoStart: true } }));
+      m.applyConfig(
+        configOf({
+          keep: { ...base, autoStart: true, args: [FIXTURE_SERVER, '--changed'], disabledTools: ['crash'] },
+          added: { ...base, autoStart: true },
+        }),
+      );
       const keep = m.get('keep')!;
       assert.equal(keep.stale, true, 'a changed launch shows "restart to apply"');
       assert.equal(keep.processId, keepPid, 'and keeps running meanwhile');
@@ -85,7 +93,12 @@ describeOnExecutors('MCP shutdown', (exec) => {
     const m = manager(exec().host);
     try {
       exec().host.set('other', other);
-      m.applyConfig(configOf({ mover: { command: NODE, args: [FIXTURE_SERVER], env: { MCP_TEST_TAG: tag } }, pinned: { command: NODE, args: [FIXTURE_SERVER], env: { MCP_TEST_TAG: tag }, executor: 'local' } }));
+      m.applyConfig(
+        configOf({
+          mover: { command: NODE, args: [FIXTURE_SERVER], env: { MCP_TEST_TAG: tag } },
+          pinned: { command: NODE, args: [FIXTURE_SERVER], env: { MCP_TEST_TAG: tag }, executor: 'local' },
+        }),
+      );
       await Promise.all([m.start('mover'), m.start('pinned')]);
       const mover = m.get('mover')!;
       const pinned = m.get('pinned')!;

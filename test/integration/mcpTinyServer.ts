@@ -16,7 +16,11 @@ if (env['FIXTURE_GRANDCHILD'] === '1') {
 type Id = string | number;
 const send = (id: Id, result: unknown) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result }) + '\n');
 const tools = [
-  { name: 'echo', description: 'Echoes its text', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+  {
+    name: 'echo',
+    description: 'Echoes its text',
+    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  },
   { name: 'crash', description: 'Exits with the given code', inputSchema: { type: 'object', properties: { code: { type: 'integer' } } } },
 ];
 
@@ -27,11 +31,19 @@ process.stdin.on('data', (d: Buffer) => {
     const line = buffer.slice(0, nl);
     buffer = buffer.slice(nl + 1);
     if (line.trim() === '') continue;
-    const msg = JSON.parse(line) as { id?: Id; method?: string; params?: { protocolVersion?: string; name?: string; arguments?: Record<string, unknown> } };
+    const msg = JSON.parse(line) as {
+      id?: Id;
+      method?: string;
+      params?: { protocolVersion?: string; name?: string; arguments?: Record<string, unknown> };
+    };
     if (msg.id === undefined || msg.method === undefined) continue;
     switch (msg.method) {
       case 'initialize':
-        send(msg.id, { protocolVersion: msg.params?.protocolVersion ?? '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'tiny', version: '1.0.0' } });
+        send(msg.id, {
+          protocolVersion: msg.params?.protocolVersion ?? '2025-06-18',
+          capabilities: { tools: {} },
+          serverInfo: { name: 'tiny', version: '1.0.0' },
+        });
         break;
       case 'ping':
         send(msg.id, {});

@@ -125,7 +125,14 @@ describe('run --bundled', () => {
   });
 
   test('Ctrl-C becomes an interrupt of the remote command', async () => {
-    const r = run(['--bundled', '--no-stdin', '--', 'bash', '-c', `trap 'echo got-int; kill $!; exit 42' INT; echo ready; sleep 10 & wait`]);
+    const r = run([
+      '--bundled',
+      '--no-stdin',
+      '--',
+      'bash',
+      '-c',
+      `trap 'echo got-int; kill $!; exit 42' INT; echo ready; sleep 10 & wait`,
+    ]);
     await until(() => r.stdout().includes('ready'), 15_000, 'ready');
     r.child.kill('SIGINT');
     assert.equal(await r.exit, 42);
@@ -191,7 +198,17 @@ for (const kind of ['ours', 'codex'] as const) {
     });
 
     test('keeps output exact across repeated cuts and reports the recovery', async () => {
-      const r = run(['--url', proxy.url, '--token-file', join(dir, 'token'), '--no-stdin', '--cwd', '/tmp', '--', ...streamingScript(2000, 100)]);
+      const r = run([
+        '--url',
+        proxy.url,
+        '--token-file',
+        join(dir, 'token'),
+        '--no-stdin',
+        '--cwd',
+        '/tmp',
+        '--',
+        ...streamingScript(2000, 100),
+      ]);
       for (const at of [400, 1000, 1600]) {
         await until(() => r.stdout().includes(`line ${at}\n`), 15_000, `line ${at}`);
         proxy.cut();

@@ -64,7 +64,10 @@ describe('sandbox end to end', { skip: process.platform !== 'linux' && 'the bubb
   });
 
   test('an ordinary failure inside the sandbox is not a denial; a run without a sandbox never is', async () => {
-    const sandboxed = await client.call('process/start', start('plain-fail', ['sh', '-c', 'echo "no match" >&2; exit 3'], sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) })));
+    const sandboxed = await client.call(
+      'process/start',
+      start('plain-fail', ['sh', '-c', 'echo "no match" >&2; exit 3'], sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) })),
+    );
     assert.equal(sandboxed.result.sandboxType, 'linuxSeccomp');
     const e1 = (await client.processEvents('plain-fail')).find((m) => m.method === 'process/exited')!;
     assert.deepEqual([e1.params.exitCode, e1.params.sandboxDenied], [3, false]);
@@ -82,7 +85,10 @@ describe('sandbox end to end', { skip: process.platform !== 'linux' && 'the bubb
     assert.equal(denied.params.sandboxDenied, true);
 
     const policy = new ApprovalPolicy({ mode: () => 'ask', store: new MemoryAlwaysAllowStore(), ask: async () => 'once' });
-    const outcome = await policy.approve({ commandLine: first.argv.join(' '), argv: first.argv, cwd: ws, executor: server.url, sandboxLabel: 'workspace-write', exitCode: 1 }, new AbortController().signal);
+    const outcome = await policy.approve(
+      { commandLine: first.argv.join(' '), argv: first.argv, cwd: ws, executor: server.url, sandboxLabel: 'workspace-write', exitCode: 1 },
+      new AbortController().signal,
+    );
     assert.equal(outcome.approved, true);
     const { unsandboxedRetry: marked, ...retry } = unsandboxedRetry({ ...first, processId: 'retry-2' });
     assert.equal(marked, true);
@@ -94,7 +100,10 @@ describe('sandbox end to end', { skip: process.platform !== 'linux' && 'the bubb
   });
 
   test('full access with the network on runs unsandboxed; an invalid sandbox is invalid params', async () => {
-    const res = await client.call('process/start', start('full', ['sh', '-c', `touch ${outside}/full`], sandboxForPolicy({ policy: 'full-access', network: true, cwd: uri(ws) })));
+    const res = await client.call(
+      'process/start',
+      start('full', ['sh', '-c', `touch ${outside}/full`], sandboxForPolicy({ policy: 'full-access', network: true, cwd: uri(ws) })),
+    );
     assert.equal(res.result.sandboxType, 'none');
     const exited = (await client.processEvents('full')).find((m) => m.method === 'process/exited')!;
     assert.equal(exited.params.exitCode, 0);
@@ -107,12 +116,19 @@ describe('sandbox end to end', { skip: process.platform !== 'linux' && 'the bubb
     try {
       // Said at start-up, and announced: no sandbox here (the working server announces one).
       // (stderr and the URL on stdout are two pipes: the warning may be read a moment later)
-      await until(() => /sandboxed commands will be refused until this is fixed: .*apt-get install -y bubblewrap/.test(broken.stderr()), 5000, 'the start-up warning');
+      await until(
+        () => /sandboxed commands will be refused until this is fixed: .*apt-get install -y bubblewrap/.test(broken.stderr()),
+        5000,
+        'the start-up warning',
+      );
       const { client: c, init } = await RawClient.session(broken.url);
       assert.equal(init.result.environmentInfo.capabilities.execBridgeSandbox, false);
       assert.equal((await client.call('environment/info', {})).result.capabilities.execBridgeSandbox, true);
       const marker = join(outside, 'must-not-exist');
-      const res = await c.call('process/start', start('nobwrap', ['touch', marker], sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) })));
+      const res = await c.call(
+        'process/start',
+        start('nobwrap', ['touch', marker], sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) })),
+      );
       assert.equal(res.error?.code, -32603);
       assert.match(res.error!.message, /apt-get install -y bubblewrap/);
       assert.equal(existsSync(marker), false, 'never ran unsandboxed');
@@ -129,7 +145,10 @@ describe('sandbox end to end', { skip: process.platform !== 'linux' && 'the bubb
     const codex = await startServer('codex');
     try {
       const { client: c } = await RawClient.session(codex.url);
-      const res = await c.call('process/start', start('cx', ['sh', '-c', `touch ${outside}/codex-x`], sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) })));
+      const res = await c.call(
+        'process/start',
+        start('cx', ['sh', '-c', `touch ${outside}/codex-x`], sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) })),
+      );
       assert.deepEqual(res.result, { processId: 'cx', sandboxType: 'linuxSeccomp' }, JSON.stringify(res.error));
       const exited = (await c.processEvents('cx')).find((m) => m.method === 'process/exited')!;
       assert.equal(exited.params.exitCode, 1);

@@ -65,15 +65,28 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
       assert.equal(warm.error, undefined);
       await client.processEvents(`warm-${policy}`);
       const attacker = `attacker-${policy}`;
-      const res = await client.call('process/start', start(attacker, ['bash', '-c', FIFO_ATTACK], sandboxForPolicy({ policy, cwd: uri(ws) }), { env: { ...ENV, LINE: `touch ${marker}` } }));
+      const res = await client.call(
+        'process/start',
+        start(attacker, ['bash', '-c', FIFO_ATTACK], sandboxForPolicy({ policy, cwd: uri(ws) }), {
+          env: { ...ENV, LINE: `touch ${marker}` },
+        }),
+      );
       assert.equal(res.error, undefined, JSON.stringify(res.error));
-      await client.waitFor((m) => m.method === 'process/output' && client.output(attacker).includes('opened='), 20_000, 'the attacker to report');
+      await client.waitFor(
+        (m) => m.method === 'process/output' && client.output(attacker).includes('opened='),
+        20_000,
+        'the attacker to report',
+      );
       // The victim: an unsandboxed shell reading commands from its piped stdin.
       const victim = `victim-${policy}`;
       const v = await client.call('process/start', start(victim, ['bash', '-s'], undefined, { pipeStdin: true }));
       assert.equal(v.error, undefined, JSON.stringify(v.error));
       try {
-        await client.call('process/write', { processId: victim, writeId: 'w1', chunk: Buffer.from('echo victim-done\nexit 0\n').toString('base64') });
+        await client.call('process/write', {
+          processId: victim,
+          writeId: 'w1',
+          chunk: Buffer.from('echo victim-done\nexit 0\n').toString('base64'),
+        });
         await client.processEvents(victim, 15_000);
       } finally {
         await client.call('process/terminate', { processId: attacker });
@@ -83,7 +96,11 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
       // (FIFOs of other, older servers may lie in /tmp; none of a current server's may be reachable.)
       const reached = [...client.output(attacker).matchAll(/^fifo=(.*)$/gm)].map((m) => m[1]!);
       assert.match(client.output(attacker), /opened=\d+\n/);
-      assert.deepEqual(reached.filter((f) => privateDirCandidates().some((d) => f.startsWith(`${d}/`))), [], 'the sandbox opened FIFOs of ours');
+      assert.deepEqual(
+        reached.filter((f) => privateDirCandidates().some((d) => f.startsWith(`${d}/`))),
+        [],
+        'the sandbox opened FIFOs of ours',
+      );
       assert.equal(existsSync(marker), false, 'the unsandboxed shell ran the line the sandbox planted');
     });
   }
@@ -96,7 +113,10 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
       for (const network of [false, true]) {
         const id = `peek-${network}`;
         const script = `ls -a ${privateDir()} 2>&1; echo ls=$?; cat ${token} 2>&1; echo cat=$?; grep -rls --include=token secret-token-value /tmp 2>/dev/null | wc -l`;
-        const res = await client.call('process/start', start(id, ['sh', '-c', script], sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) })));
+        const res = await client.call(
+          'process/start',
+          start(id, ['sh', '-c', script], sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) })),
+        );
         assert.equal(res.error, undefined, JSON.stringify(res.error));
         await client.processEvents(id);
         const out = client.output(id);
@@ -105,7 +125,10 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
         assert.match(out, /cat=1\n/, out);
         assert.match(out, /\n0\n$/, out);
         // An fs call made with the same sandbox sees what the command sees.
-        const read = await client.call('fs/readFile', { path: uri(token), sandbox: sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) }) });
+        const read = await client.call('fs/readFile', {
+          path: uri(token),
+          sandbox: sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) }),
+        });
         assert.equal(read.result, undefined, 'the token was readable through a sandboxed fs/readFile');
         assert.deepEqual(read.error, { code: -32600, message: 'Permission denied (os error 13)' });
       }
@@ -116,10 +139,14 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
 
   test('run --bundled --sandbox-network: the command cannot read the bundled server token', async () => {
     const script = 'cat /tmp/exec-bridge-run-*/token /tmp/exec-bridge-*/token-*/token 2>/dev/null | wc -c';
-    const r = spawnSync(process.execPath, [CLI_JS, 'run', '--bundled', '--sandbox', 'workspace-write', '--sandbox-network', '--cwd', ws, '--', 'sh', '-c', script], {
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
+    const r = spawnSync(
+      process.execPath,
+      [CLI_JS, 'run', '--bundled', '--sandbox', 'workspace-write', '--sandbox-network', '--cwd', ws, '--', 'sh', '-c', script],
+      {
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), '0', `token bytes readable from the sandbox: ${r.stdout}`);
   });
@@ -136,7 +163,10 @@ describe('children die with the server', { skip: process.platform !== 'linux' &&
       const pids: number[] = [];
       for (const tty of [false, true]) {
         const id = `kids-${tty}`;
-        const res = await client.call('process/start', start(id, ['sh', '-c', 'sleep 300 & echo "bg=$!"; echo "fg=$$"; exec sleep 301'], undefined, { tty }));
+        const res = await client.call(
+          'process/start',
+          start(id, ['sh', '-c', 'sleep 300 & echo "bg=$!"; echo "fg=$$"; exec sleep 301'], undefined, { tty }),
+        );
         assert.equal(res.error, undefined, JSON.stringify(res.error));
         await client.waitFor(() => /fg=\d+/.test(client.output(id)), 10_000, `${id} to print its pids`);
         for (const m of client.output(id).matchAll(/(?:bg|fg)=(\d+)/g)) pids.push(Number(m[1]));
@@ -161,7 +191,9 @@ describe('children die with the server', { skip: process.platform !== 'linux' &&
   });
 
   test('a server that exits normally leaves no child either', async () => {
-    const child = spawn(process.execPath, [CLI_JS, 'serve', '--listen', 'ws://127.0.0.1:0', '--exit-with-stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI_JS, 'serve', '--listen', 'ws://127.0.0.1:0', '--exit-with-stdin'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const url = await new Promise<string>((resolve, reject) => {
       let out = '';
       child.stdout.on('data', (d: Buffer) => {

@@ -6,7 +6,21 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { spawn as ptySpawn } from 'node-pty';
 import { constants as osConstants, tmpdir } from 'node:os';
@@ -62,9 +76,20 @@ function runPlan(plan: SandboxedSpawnPlan, timeoutMs = 20_000): Promise<Ran> {
   });
 }
 
-async function sh(intent: Omit<SandboxIntent, 'cwd'> & { cwd?: string }, script: string, opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<Ran> {
+async function sh(
+  intent: Omit<SandboxIntent, 'cwd'> & { cwd?: string },
+  script: string,
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<Ran> {
   const cwd = opts.cwd ?? ws;
-  const plan = await planSpawn({ argv: ['/bin/sh', '-c', script], arg0: null, cwd, env: { ...ENV, ...opts.env }, tty: false, sandbox: sandboxForPolicy({ cwd: uri(intent.cwd ?? cwd), ...intent }) });
+  const plan = await planSpawn({
+    argv: ['/bin/sh', '-c', script],
+    arg0: null,
+    cwd,
+    env: { ...ENV, ...opts.env },
+    tty: false,
+    sandbox: sandboxForPolicy({ cwd: uri(intent.cwd ?? cwd), ...intent }),
+  });
   return runPlan(plan);
 }
 
@@ -120,7 +145,11 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     assert.equal(existsSync(join(ws, 'new.txt')), false);
     assert.equal(existsSync(hostTmpFile), false, 'the private /tmp never reaches the host');
     assert.equal(r.plan.sandboxType, 'linuxSeccomp');
-    assert.deepEqual(r.plan.classify(r.code, r.output), { denied: true, kind: 'fs', evidence: '/bin/sh: 1: cannot create new.txt: Read-only file system' });
+    assert.deepEqual(r.plan.classify(r.code, r.output), {
+      denied: true,
+      kind: 'fs',
+      evidence: '/bin/sh: 1: cannot create new.txt: Read-only file system',
+    });
   });
 
   test('workspace-write: the workspace and /tmp are writable; outside, .git, .vscode and .codex are not', async () => {
@@ -163,7 +192,14 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     const shared = join(base, 'shared-ws');
     mkdirSync(shared, { recursive: true });
     const [a, b] = [new SandboxPlanner(), new SandboxPlanner()];
-    const req = (script: string) => ({ argv: ['/bin/sh', '-c', script], arg0: null, cwd: shared, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(shared) }) });
+    const req = (script: string) => ({
+      argv: ['/bin/sh', '-c', script],
+      arg0: null,
+      cwd: shared,
+      env: ENV,
+      tty: false,
+      sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(shared) }),
+    });
     const planA = await a.plan(req('true'));
     const planB = await b.plan(req('sleep 0.6; mkdir .vscode; echo vscode=$?; touch .vscode/x; echo x=$?'));
     assert.ok(planB.args.includes(join(shared, '.vscode')), 'B protects .vscode too');
@@ -202,7 +238,11 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     writeFileSync(join(gitdir, 'HEAD'), 'ref: refs/heads/main\n');
     writeFileSync(join(wt, '.git'), `gitdir: ${gitdir}\n`);
     const plan = await planSpawn({
-      argv: ['/bin/sh', '-c', `echo x > .git; echo file=$?; echo x > ${gitdir}/HEAD; echo target=$?; echo ok > w.txt; echo own=$?; echo ok > ${admin}/a.txt; echo admin=$?`],
+      argv: [
+        '/bin/sh',
+        '-c',
+        `echo x > .git; echo file=$?; echo x > ${gitdir}/HEAD; echo target=$?; echo ok > w.txt; echo own=$?; echo ok > ${admin}/a.txt; echo admin=$?`,
+      ],
       cwd: wt,
       env: ENV,
       tty: false,
@@ -234,7 +274,13 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
       },
       windowsSandboxLevel: 'disabled',
     };
-    const plan = await planSpawn({ argv: ['/bin/sh', '-c', 'cat secrets/key; echo dir=$?; cat token.txt; echo file=$?; echo x > secrets/new; echo write=$?; exit 1'], cwd: ws, env: ENV, tty: false, sandbox });
+    const plan = await planSpawn({
+      argv: ['/bin/sh', '-c', 'cat secrets/key; echo dir=$?; cat token.txt; echo file=$?; echo x > secrets/new; echo write=$?; exit 1'],
+      cwd: ws,
+      env: ENV,
+      tty: false,
+      sandbox,
+    });
     const r = await runPlan(plan);
     assert.match(r.stdout, /^dir=1\nfile=1\nwrite=2\n$/, r.stderr);
     assert.deepEqual([r.plan.classify(r.code, r.output).kind], ['permission']);
@@ -267,7 +313,10 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     assert.doesNotMatch(r.stdout, /\.bpf|exec-bridge-sandbox/, 'the seccomp fd does not leak into the command');
     assert.deepEqual({ tcp: hostConnections, unix: unixConnections }, before);
     // The same with the network on reaches the host's loopback.
-    const on = await sh({ policy: 'workspace-write', network: true }, `${process.execPath} -e 'require("net").connect(${hostPort},"127.0.0.1").on("data",d=>process.stdout.write(d)).on("error",e=>console.log("tcp",e.code))'`);
+    const on = await sh(
+      { policy: 'workspace-write', network: true },
+      `${process.execPath} -e 'require("net").connect(${hostPort},"127.0.0.1").on("data",d=>process.stdout.write(d)).on("error",e=>console.log("tcp",e.code))'`,
+    );
     assert.equal(on.stdout, 'hi\n', on.stderr);
     assert.equal(hostConnections, before.tcp + 1);
     const v = r.plan.classify(1, [Buffer.from('connect EPERM 203.0.113.1:80 - Local (undefined:undefined)\n')]);
@@ -311,7 +360,24 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     const fd = openSync(bpf, 'r');
     try {
       // Not spawnSync: the host server answering the connect runs in this process.
-      const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--seccomp', '3', '--chdir', ws, '/bin/sh', '-c', `${probe}; ${process.execPath} -e 'require("net").connect(${hostPort},"127.0.0.1").on("data",d=>process.stdout.write(d))'`];
+      const args = [
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev',
+        '/dev',
+        '--proc',
+        '/proc',
+        '--unshare-user',
+        '--unshare-pid',
+        '--seccomp',
+        '3',
+        '--chdir',
+        ws,
+        '/bin/sh',
+        '-c',
+        `${probe}; ${process.execPath} -e 'require("net").connect(${hostPort},"127.0.0.1").on("data",d=>process.stdout.write(d))'`,
+      ];
       const child = spawn('bwrap', args, { stdio: ['ignore', 'pipe', 'pipe', fd] });
       let out = '';
       let err = '';
@@ -341,14 +407,24 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
         'mount -t tmpfs none .git 2>/dev/null; echo mountgit=$?',
       ].join('\n'),
     );
-    assert.match(r.stdout, /remount=32\netc=1\ncorew=1\ncore=2\nsysctl=2\nCapEff:\s+0000000000000000\nNoNewPrivs:\s+1\nuserns=1\nmountgit=32\n/, r.stderr);
+    assert.match(
+      r.stdout,
+      /remount=32\netc=1\ncorew=1\ncore=2\nsysctl=2\nCapEff:\s+0000000000000000\nNoNewPrivs:\s+1\nuserns=1\nmountgit=32\n/,
+      r.stderr,
+    );
     assert.equal(existsSync('/etc/escape-probe'), false);
     assert.doesNotMatch(readFileSync('/proc/sys/kernel/core_pattern', 'utf8'), /false/);
   });
 
   test('no sandbox can touch the seccomp filter of the next one (shared /tmp, network on or off)', async () => {
     const planner = new SandboxPlanner({});
-    const netOff = await planner.plan({ argv: ['/bin/true'], cwd: ws, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }) });
+    const netOff = await planner.plan({
+      argv: ['/bin/true'],
+      cwd: ws,
+      env: ENV,
+      tty: false,
+      sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }),
+    });
     netOff.dispose();
     const dir = planner.stateDirectory;
     const [bpfName] = readdirSync(dir).filter((f) => f.endsWith('.bpf'));
@@ -357,7 +433,11 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     const before = readFileSync(bpfPath);
     for (const network of [true, false]) {
       const plan = await planner.plan({
-        argv: ['/bin/sh', '-c', `true > ${bpfPath}; echo trunc=$?; rm -f ${bpfPath}; echo rm=$?; echo x > ${dir}/evil.bpf; echo new=$?; mv ${dir} ${dir}.moved; echo mv=$?`],
+        argv: [
+          '/bin/sh',
+          '-c',
+          `true > ${bpfPath}; echo trunc=$?; rm -f ${bpfPath}; echo rm=$?; echo x > ${dir}/evil.bpf; echo new=$?; mv ${dir} ${dir}.moved; echo mv=$?`,
+        ],
         cwd: ws,
         env: ENV,
         tty: false,
@@ -370,19 +450,35 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
   });
 
   test('full-access with the network off: the disk is writable, the network is not', async () => {
-    const r = await sh({ policy: 'full-access' }, `echo yes > ${outside}/full.txt && echo WROTE; ${process.execPath} -e 'require("net").connect(${hostPort},"127.0.0.1").on("error",e=>console.log(e.code))'`);
+    const r = await sh(
+      { policy: 'full-access' },
+      `echo yes > ${outside}/full.txt && echo WROTE; ${process.execPath} -e 'require("net").connect(${hostPort},"127.0.0.1").on("error",e=>console.log(e.code))'`,
+    );
     assert.equal(r.stdout, 'WROTE\nEPERM\n', r.stderr);
     assert.equal(readFileSync(join(outside, 'full.txt'), 'utf8'), 'yes\n');
     assert.equal(r.plan.restricted, true);
     // Full access with the network on is no sandbox at all.
-    const plan = await planSpawn({ argv: ['/bin/true'], cwd: ws, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'full-access', network: true, cwd: uri(ws) }) });
-    assert.deepEqual([plan.file, plan.args, plan.sandboxType, plan.restricted, plan.isDenial(1, [Buffer.from('Read-only file system')])], ['/bin/true', [], 'none', false, false]);
+    const plan = await planSpawn({
+      argv: ['/bin/true'],
+      cwd: ws,
+      env: ENV,
+      tty: false,
+      sandbox: sandboxForPolicy({ policy: 'full-access', network: true, cwd: uri(ws) }),
+    });
+    assert.deepEqual(
+      [plan.file, plan.args, plan.sandboxType, plan.restricted, plan.isDenial(1, [Buffer.from('Read-only file system')])],
+      ['/bin/true', [], 'none', false, false],
+    );
   });
 
   test('killing the process group leaves no survivor (setsid, nohup, TERM-ignoring children)', async () => {
     const tag = `${Math.floor(Math.random() * 1e6)}.${process.pid % 1000}`;
     const plan = await planSpawn({
-      argv: ['/bin/sh', '-c', `sleep 300${tag} & setsid sleep 301${tag} & (trap "" TERM HUP; sleep 302${tag}) & nohup sleep 303${tag} >/dev/null 2>&1 & echo ready; wait`],
+      argv: [
+        '/bin/sh',
+        '-c',
+        `sleep 300${tag} & setsid sleep 301${tag} & (trap "" TERM HUP; sleep 302${tag}) & nohup sleep 303${tag} >/dev/null 2>&1 & echo ready; wait`,
+      ],
       cwd: ws,
       env: ENV,
       tty: false,
@@ -399,7 +495,8 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
       });
     });
     // The four sleeps themselves (not bwrap or the shell, whose command lines carry the tag too).
-    const survivors = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p) && /^sleep\x0030[0-3]/.test(cmdline(p)) && cmdline(p).includes(tag));
+    const survivors = () =>
+      readdirSync('/proc').filter((p) => /^\d+$/.test(p) && /^sleep\x0030[0-3]/.test(cmdline(p)) && cmdline(p).includes(tag));
     await until(() => survivors().length === 4, 5_000, 'all four sleeps running');
     const closed = new Promise((r) => child.on('close', r));
     process.kill(-child.pid!, 'SIGKILL');
@@ -409,7 +506,13 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
   });
 
   test('tty: the sandbox runs under a PTY and still judges denials', async () => {
-    const plan = await planSpawn({ argv: ['/bin/sh', '-c', 'test -t 0 && test -t 1 && echo TTY-OK; touch /etc/x'], cwd: ws, env: ENV, tty: true, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) }) });
+    const plan = await planSpawn({
+      argv: ['/bin/sh', '-c', 'test -t 0 && test -t 1 && echo TTY-OK; touch /etc/x'],
+      cwd: ws,
+      env: ENV,
+      tty: true,
+      sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) }),
+    });
     assert.ok(!plan.args.includes('--new-session'));
     const term = ptySpawn(plan.file, plan.args, { cwd: plan.cwd, env: plan.env, cols: 80, rows: 24 });
     const chunks: Buffer[] = [];
@@ -429,11 +532,27 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
   });
 
   test('arg0 and the environment reach the command unchanged', async () => {
-    const plan = await planSpawn({ argv: ['/bin/sh', '-c', 'echo "$0"; echo "A=$A"'], arg0: 'custom-name', cwd: ws, env: { ...ENV, A: 'b c' }, tty: false, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) }) });
+    const plan = await planSpawn({
+      argv: ['/bin/sh', '-c', 'echo "$0"; echo "A=$A"'],
+      arg0: 'custom-name',
+      cwd: ws,
+      env: { ...ENV, A: 'b c' },
+      tty: false,
+      sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) }),
+    });
     const r = await runPlan(plan);
     assert.equal(r.stdout, 'custom-name\nA=b c\n', r.stderr);
     // The runner hands argv[0] resolved; the name it came from is kept when it resolves the same.
-    const named = await runPlan(await planSpawn({ argv: ['/bin/sh', '-c', 'echo "$0"'], arg0: 'sh', cwd: ws, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) }) }));
+    const named = await runPlan(
+      await planSpawn({
+        argv: ['/bin/sh', '-c', 'echo "$0"'],
+        arg0: 'sh',
+        cwd: ws,
+        env: ENV,
+        tty: false,
+        sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) }),
+      }),
+    );
     assert.equal(named.stdout, 'sh\n');
   });
 
@@ -450,14 +569,20 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
 
   test('fails closed: bwrap missing, or unable to create namespaces — with how to fix it', async () => {
     const req = { argv: ['/bin/true'], cwd: ws, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: uri(ws) }) };
-    await assert.rejects(planSpawn(req, { bwrapPath: join(base, 'no-such-bwrap') }), (e: Error) => e instanceof SandboxUnavailableError && /apt-get install -y bubblewrap/.test(e.message) && /not run/.test(e.message));
+    await assert.rejects(
+      planSpawn(req, { bwrapPath: join(base, 'no-such-bwrap') }),
+      (e: Error) => e instanceof SandboxUnavailableError && /apt-get install -y bubblewrap/.test(e.message) && /not run/.test(e.message),
+    );
     const empty = await new SandboxPlanner({}).plan({ ...req, sandbox: null });
     assert.equal(empty.sandboxType, 'none', 'no sandbox asked: no bwrap needed');
     // A bwrap that cannot set up user namespaces (what a locked-down kernel answers).
     const fake = join(base, 'fake-bwrap');
     writeFileSync(fake, "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n");
     chmodSync(fake, 0o755);
-    await assert.rejects(new SandboxPlanner({ bwrapPath: fake }).plan(req), (e: Error) => e instanceof SandboxUnavailableError && /user namespaces/.test(e.message) && /sysctl/.test(e.message));
+    await assert.rejects(
+      new SandboxPlanner({ bwrapPath: fake }).plan(req),
+      (e: Error) => e instanceof SandboxUnavailableError && /user namespaces/.test(e.message) && /sysctl/.test(e.message),
+    );
     // Other platforms have no sandbox: refuse rather than run unsandboxed.
     await assert.rejects(new SandboxPlanner({ platform: 'win32' }).plan(req), /no sandbox is available on win32/);
   });
@@ -476,9 +601,17 @@ describe('Linux sandbox (bwrap)', { skip: process.platform !== 'linux' && 'the b
     mkdirSync(state, { mode: 0o700 });
     if (asRoot) chownSync(state, 65534, 65534);
     const planner = new SandboxPlanner({ stateDir: state });
-    const plan = await planner.plan({ argv: ['/bin/sh', '-c', 'id -u; echo ok > mine.txt; touch /etc/x'], cwd: home, env: ENV, tty: false, sandbox: sandboxForPolicy({ policy: 'workspace-write', network: true, cwd: uri(home) }) });
+    const plan = await planner.plan({
+      argv: ['/bin/sh', '-c', 'id -u; echo ok > mine.txt; touch /etc/x'],
+      cwd: home,
+      env: ENV,
+      tty: false,
+      sandbox: sandboxForPolicy({ policy: 'workspace-write', network: true, cwd: uri(home) }),
+    });
     if (asRoot) for (const f of readdirSync(state)) chownSync(join(state, f), 65534, 65534);
-    const [cmd, args] = asRoot ? ['setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', plan.file, ...plan.args]] : [plan.file, plan.args];
+    const [cmd, args] = asRoot
+      ? ['setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', plan.file, ...plan.args]]
+      : [plan.file, plan.args];
     const r = spawnSync(cmd, args, { cwd: home, env: plan.env, encoding: 'utf8', timeout: 15_000 });
     plan.dispose();
     assert.equal(r.stdout, `${uid}\n`, r.stderr);
@@ -494,4 +627,3 @@ function cmdline(pid: string): string {
     return '';
   }
 }
-

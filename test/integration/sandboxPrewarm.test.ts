@@ -64,7 +64,12 @@ async function run(client: RawClient, argv: string[], sandbox: unknown, extra: R
   const res = await client.call('process/start', { processId, argv, cwd: uri(ws), env: ENV, tty: false, arg0: null, sandbox, ...extra });
   assert.equal(res.error, undefined, JSON.stringify(res.error));
   const exited = (await client.processEvents(processId)).find((m) => m.method === 'process/exited')!;
-  return { stdout: client.output(processId, 'stdout'), stderr: client.output(processId, 'stderr'), exitCode: exited.params.exitCode, sandboxDenied: exited.params.sandboxDenied };
+  return {
+    stdout: client.output(processId, 'stdout'),
+    stderr: client.output(processId, 'stderr'),
+    exitCode: exited.params.exitCode,
+    sandboxDenied: exited.params.sandboxDenied,
+  };
 }
 
 describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' && 'the bubblewrap sandbox is Linux-only' }, () => {
@@ -97,7 +102,11 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
     const dir = fileURLToPath(extra.cwd as string);
     await run(wc, ['/bin/true'], sandbox, extra);
     let found: { stub: number; bwrap: number } | undefined;
-    await until(() => (found = waiting(warm.child.pid!).find((w) => w.cwd === dir)) !== undefined, 10_000, `a sandbox ready for ${dir}`).catch((e: Error) => {
+    await until(
+      () => (found = waiting(warm.child.pid!).find((w) => w.cwd === dir)) !== undefined,
+      10_000,
+      `a sandbox ready for ${dir}`,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}; waiting: ${JSON.stringify(waiting(warm.child.pid!))}\n${warm.stderr().slice(-1500)}`);
     });
     return found!;
@@ -128,19 +137,38 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
     await run(wc, ['/bin/true'], sandbox, { pipeStdin: true });
     await until(() => waiting(serverPid).length === 1, 10_000, 'one waiting sandbox');
     const [w] = waiting(serverPid);
-    await wc.call('process/start', { processId: 'held', argv: ['/bin/sh', '-c', 'read line; echo "got $line"; exec sleep 29.125'], cwd: uri(ws), env: ENV, tty: false, arg0: null, sandbox, pipeStdin: true });
+    await wc.call('process/start', {
+      processId: 'held',
+      argv: ['/bin/sh', '-c', 'read line; echo "got $line"; exec sleep 29.125'],
+      cwd: uri(ws),
+      env: ENV,
+      tty: false,
+      arg0: null,
+      sandbox,
+      pipeStdin: true,
+    });
     await wc.call('process/write', { processId: 'held', chunk: Buffer.from('hello\n').toString('base64'), writeId: 'w1' });
     await wc.waitFor((m) => m.method === 'process/output' && m.params.processId === 'held', 10_000, 'output of held');
     await until(() => wc.output('held', 'stdout') === 'got hello\n', 5000, 'got hello');
     // The command now lives inside the bwrap that was waiting before the start.
-    await until(() => collectTree(w!.bwrap).some((pid) => cmdline(pid).join(' ') === 'sleep 29.125'), 5000, 'sleep inside the pre-started sandbox');
+    await until(
+      () => collectTree(w!.bwrap).some((pid) => cmdline(pid).join(' ') === 'sleep 29.125'),
+      5000,
+      'sleep inside the pre-started sandbox',
+    );
     await wc.call('process/terminate', { processId: 'held' });
     await wc.processEvents('held');
     assert.equal(isAlive(w!.bwrap), false);
   });
 
   test('a command behaves the same in a pre-started sandbox and in one built on the spot', async () => {
-    const cases: Array<{ name: string; argv: string[]; sandbox: () => unknown; extra?: Record<string, unknown>; expect?: (r: Run) => void }> = [
+    const cases: Array<{
+      name: string;
+      argv: string[];
+      sandbox: () => unknown;
+      extra?: Record<string, unknown>;
+      expect?: (r: Run) => void;
+    }> = [
       {
         name: 'argv with quotes, newlines, globs, empty and non-ASCII words',
         argv: ['/usr/bin/printf', '[%s]', 'a b', "it's", 'x\ny', '$HOME', '`id`', '*', '', 'ünï', '-i', '--', 'A=B'],
@@ -151,12 +179,27 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
         name: 'exactly the given environment (odd names, multi-line values) plus PWD, as bwrap --chdir sets it',
         argv: ['/usr/bin/env'],
         sandbox: readOnly,
-        extra: { env: { PATH: ENV.PATH, 'WEIRD-NAME.x': 'v', MULTI: 'l1\nl2', Q: `'"$\\` , '-dash': '1', EMPTY: '' } },
-        expect: (r) => assert.deepEqual(r.stdout.split('\n').filter(Boolean).sort(), ['-dash=1', 'EMPTY=', 'MULTI=l1', 'PATH=' + ENV.PATH, 'PWD=<cwd>', `Q='"$\\`, 'WEIRD-NAME.x=v', 'l2'].sort()),
+        extra: { env: { PATH: ENV.PATH, 'WEIRD-NAME.x': 'v', MULTI: 'l1\nl2', Q: `'"$\\`, '-dash': '1', EMPTY: '' } },
+        expect: (r) =>
+          assert.deepEqual(
+            r.stdout.split('\n').filter(Boolean).sort(),
+            ['-dash=1', 'EMPTY=', 'MULTI=l1', 'PATH=' + ENV.PATH, 'PWD=<cwd>', `Q='"$\\`, 'WEIRD-NAME.x=v', 'l2'].sort(),
+          ),
       },
       { name: 'cwd', argv: ['/bin/pwd'], sandbox: readOnly, expect: (r) => assert.equal(r.stdout, '<cwd>\n') },
-      { name: 'arg0', argv: ['sh', '-c', 'echo "$0"'], sandbox: readOnly, extra: { arg0: 'custom-zero' }, expect: (r) => assert.equal(r.stdout, 'custom-zero\n') },
-      { name: 'exit code', argv: ['/bin/sh', '-c', 'echo out; echo err >&2; exit 7'], sandbox: readOnly, expect: (r) => assert.deepEqual([r.stdout, r.stderr, r.exitCode], ['out\n', 'err\n', 7]) },
+      {
+        name: 'arg0',
+        argv: ['sh', '-c', 'echo "$0"'],
+        sandbox: readOnly,
+        extra: { arg0: 'custom-zero' },
+        expect: (r) => assert.equal(r.stdout, 'custom-zero\n'),
+      },
+      {
+        name: 'exit code',
+        argv: ['/bin/sh', '-c', 'echo out; echo err >&2; exit 7'],
+        sandbox: readOnly,
+        expect: (r) => assert.deepEqual([r.stdout, r.stderr, r.exitCode], ['out\n', 'err\n', 7]),
+      },
       {
         name: 'a denied write',
         argv: ['/bin/sh', '-c', `touch ${outside}/denied`],
@@ -165,7 +208,11 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
       },
       {
         name: 'the network-off seccomp filter',
-        argv: [process.execPath, '-e', "require('net').connect(9, '127.0.0.1').on('error', (e) => { console.log(e.code); process.exit(3); })"],
+        argv: [
+          process.execPath,
+          '-e',
+          "require('net').connect(9, '127.0.0.1').on('error', (e) => { console.log(e.code); process.exit(3); })",
+        ],
         sandbox: readOnly,
         expect: (r) => assert.deepEqual([r.stdout, r.exitCode], ['EPERM\n', 3]),
       },
@@ -173,7 +220,15 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
         name: 'no fd beyond stdio leaks into the command',
         argv: ['/bin/ls', '/proc/self/fd'],
         sandbox: workspaceWrite,
-        expect: (r) => assert.deepEqual(r.stdout.split('\n').filter(Boolean).map(Number).filter((fd) => fd > 2 && fd < 100), [3]), // 3: ls's own directory fd
+        expect: (r) =>
+          assert.deepEqual(
+            r.stdout
+              .split('\n')
+              .filter(Boolean)
+              .map(Number)
+              .filter((fd) => fd > 2 && fd < 100),
+            [3],
+          ), // 3: ls's own directory fd
       },
     ];
     for (const c of cases) {
@@ -207,7 +262,9 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
     const dir = freshDir();
     const w = await prime(workspaceWrite(), { cwd: uri(dir) });
     assert.equal(existsSync(join(ws, '.codex')), true, 'the placeholder exists while the sandbox waits');
-    await until(() => !isAlive(w.bwrap), 9000, 'the waiting sandbox torn down after ~5 s (not the 30 s default)').catch((e: Error) => assert.fail(`${e.message}\n${warm.stderr().slice(-1500)}`));
+    await until(() => !isAlive(w.bwrap), 9000, 'the waiting sandbox torn down after ~5 s (not the 30 s default)').catch((e: Error) =>
+      assert.fail(`${e.message}\n${warm.stderr().slice(-1500)}`),
+    );
     await until(() => !existsSync(join(ws, '.codex')), 2000, 'the placeholder removed');
   });
 

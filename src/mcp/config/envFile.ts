@@ -33,7 +33,8 @@ export function parseEnvFile(text: string): { values: Record<string, string>; er
         continue;
       }
       const raw = body.slice(0, close);
-      values[key] = quote === "'" ? raw : raw.replace(/\\([nrt"\\])/g, (_, c: string) => ({ n: '\n', r: '\r', t: '\t', '"': '"', '\\': '\\' })[c] ?? c);
+      values[key] =
+        quote === "'" ? raw : raw.replace(/\\([nrt"\\])/g, (_, c: string) => ({ n: '\n', r: '\r', t: '\t', '"': '"', '\\': '\\' })[c] ?? c);
     } else {
       const hash = rest.search(/\s#/);
       if (hash >= 0) rest = rest.slice(0, hash);

@@ -26,7 +26,11 @@ export interface McpLaunch {
   unsetEnv: string[];
 }
 
-export async function resolveLaunch(def: McpServerDefinition, inputs: readonly McpInputDefinition[], ctx: VariableContext): Promise<McpLaunch> {
+export async function resolveLaunch(
+  def: McpServerDefinition,
+  inputs: readonly McpInputDefinition[],
+  ctx: VariableContext,
+): Promise<McpLaunch> {
   const fail = launchFailure(def);
   const workspaceFolder = ctx.workspaceFolder ?? def.source.workspaceFolder;
   const sub = variableSubstituter(inputs, ctx, workspaceFolder, fail);
@@ -34,7 +38,8 @@ export async function resolveLaunch(def: McpServerDefinition, inputs: readonly M
   const argv = [await sub(def.command, 'command')];
   for (const [i, a] of def.args.entries()) argv.push(await sub(a, `args[${i}]`));
   const cwd = def.cwd !== undefined ? await sub(def.cwd, 'cwd') : workspaceFolder;
-  if (cwd !== undefined && !isAbsolutePath(cwd)) fail('cwd', `"cwd" must be an absolute path after variables are substituted, got "${cwd}"`);
+  if (cwd !== undefined && !isAbsolutePath(cwd))
+    fail('cwd', `"cwd" must be an absolute path after variables are substituted, got "${cwd}"`);
 
   const env: Record<string, string> = {};
   const unsetEnv: string[] = [];
@@ -65,7 +70,13 @@ type Fail = (key: string, message: string) => never;
 /** Throws the `McpConfigError` for one key of `def`. */
 function launchFailure(def: McpServerDefinition): Fail {
   return (key, message) => {
-    throw new McpConfigError({ severity: 'error', file: def.source.file, server: def.name, key: keyIn(def.source, def.name, key), message });
+    throw new McpConfigError({
+      severity: 'error',
+      file: def.source.file,
+      server: def.name,
+      key: keyIn(def.source, def.name, key),
+      message,
+    });
   };
 }
 

@@ -32,7 +32,12 @@ function mergeInputs(layers: readonly McpConfigLayer[], diagnostics: McpDiagnost
   for (const l of layers) {
     for (const input of l.inputs) {
       if (inputs.some((x) => x.id === input.id)) {
-        diagnostics.push({ severity: 'warning', file: l.source.file, key: 'inputs', message: `input "${input.id}" is also declared in ${inputs.find((x) => x.id === input.id)?.source.file}; that one is used` });
+        diagnostics.push({
+          severity: 'warning',
+          file: l.source.file,
+          key: 'inputs',
+          message: `input "${input.id}" is also declared in ${inputs.find((x) => x.id === input.id)?.source.file}; that one is used`,
+        });
       } else inputs.push(input);
     }
   }
@@ -56,7 +61,12 @@ function mergeServers(layers: readonly McpConfigLayer[], diagnostics: McpDiagnos
       const existing = slots.get(s.name);
       if (l.source.kind === 'mcpJson') {
         if (existing) {
-          diagnostics.push({ severity: 'warning', file: l.source.file, server: s.name, message: `server "${s.name}" is already defined in ${existing.source.file}; this definition is ignored` });
+          diagnostics.push({
+            severity: 'warning',
+            file: l.source.file,
+            server: s.name,
+            message: `server "${s.name}" is already defined in ${existing.source.file}; this definition is ignored`,
+          });
           continue;
         }
         slots.set(s.name, { name: s.name, source: l.source, fields: { ...s.fields }, errors: [...s.errors] });
@@ -87,7 +97,13 @@ function mergeServers(layers: readonly McpConfigLayer[], diagnostics: McpDiagnos
 function toEntry(slot: Slot, inputs: readonly McpInputDefinition[], diagnostics: McpDiagnostic[]): McpServerEntry {
   const f = slot.fields;
   if (f.command === undefined && slot.errors.length === 0) {
-    const d: McpDiagnostic = { severity: 'error', file: slot.source.file, server: slot.name, key: keyIn(slot.source, slot.name, 'command'), message: '"command" is required for a stdio server' };
+    const d: McpDiagnostic = {
+      severity: 'error',
+      file: slot.source.file,
+      server: slot.name,
+      key: keyIn(slot.source, slot.name, 'command'),
+      message: '"command" is required for a stdio server',
+    };
     slot.errors.push(d);
     diagnostics.push(d);
   }

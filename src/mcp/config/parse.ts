@@ -22,7 +22,7 @@ export function parseMcpJson(text: string, source: McpConfigSource): McpConfigLa
   const at = (path: (string | number)[]): McpDiagnostic['range'] => {
     const node = root ? findNodeAtLocation(root, path) : undefined;
     // Point at the property name when there is one, so the squiggle is on the key.
-    const target = node?.parent?.type === 'property' ? node.parent.children?.[0] ?? node : node;
+    const target = node?.parent?.type === 'property' ? (node.parent.children?.[0] ?? node) : node;
     return target ? rangeOf(text, target.offset, target.length) : undefined;
   };
   for (const e of errors) {
@@ -34,7 +34,8 @@ export function parseMcpJson(text: string, source: McpConfigSource): McpConfigLa
     });
   }
   if (!root) {
-    if (errors.length === 0) layer.diagnostics.push({ severity: 'error', file: source.file, message: 'the file is empty; expected an object with "servers"' });
+    if (errors.length === 0)
+      layer.diagnostics.push({ severity: 'error', file: source.file, message: 'the file is empty; expected an object with "servers"' });
     return layer;
   }
   const value = nodeValue(root);
@@ -68,17 +69,24 @@ function readLayer(
   }
   if (!settings) {
     for (const key of Object.keys(value)) {
-      if (key !== 'servers' && key !== 'inputs') push({ severity: 'warning', key, message: `unknown top-level key "${key}" is ignored`, range: at([key]) });
+      if (key !== 'servers' && key !== 'inputs')
+        push({ severity: 'warning', key, message: `unknown top-level key "${key}" is ignored`, range: at([key]) });
     }
     readInputs(value['inputs'], layer, at);
   }
   const servers = value[serversKey];
   if (servers === undefined) {
-    if (!settings) push({ severity: 'warning', key: serversKey, message: 'no "servers" object: this file defines no MCP servers', range: at([]) });
+    if (!settings)
+      push({ severity: 'warning', key: serversKey, message: 'no "servers" object: this file defines no MCP servers', range: at([]) });
     return;
   }
   if (!isObject(servers)) {
-    push({ severity: 'error', key: settings ? undefined : serversKey, message: `expected an object mapping server names to definitions, got ${typeName(servers)}`, range: at([serversKey]) });
+    push({
+      severity: 'error',
+      key: settings ? undefined : serversKey,
+      message: `expected an object mapping server names to definitions, got ${typeName(servers)}`,
+      range: at([serversKey]),
+    });
     return;
   }
   for (const [name, raw] of Object.entries(servers)) {
@@ -90,17 +98,30 @@ function readInputs(raw: unknown, layer: McpConfigLayer, at: (path: (string | nu
   if (raw === undefined) return;
   const file = layer.source.file;
   if (!Array.isArray(raw)) {
-    layer.diagnostics.push({ severity: 'error', file, key: 'inputs', message: `expected an array of inputs, got ${typeName(raw)}`, range: at(['inputs']) });
+    layer.diagnostics.push({
+      severity: 'error',
+      file,
+      key: 'inputs',
+      message: `expected an array of inputs, got ${typeName(raw)}`,
+      range: at(['inputs']),
+    });
     return;
   }
   raw.forEach((item: unknown, i) => {
     const key = `inputs[${i}]`;
     const bad = (message: string, sub?: string) =>
-      layer.diagnostics.push({ severity: 'error', file, key: sub ? `${key}.${sub}` : key, message, range: at(sub ? ['inputs', i, sub] : ['inputs', i]) });
+      layer.diagnostics.push({
+        severity: 'error',
+        file,
+        key: sub ? `${key}.${sub}` : key,
+        message,
+        range: at(sub ? ['inputs', i, sub] : ['inputs', i]),
+      });
     if (!isObject(item)) return bad(`expected an object, got ${typeName(item)}`);
     const { id, type, description, password } = item;
     if (typeof id !== 'string' || id === '') return bad('"id" must be a non-empty string', 'id');
-    if (type !== 'promptString' && type !== 'pickString') return bad(`"type" must be "promptString" or "pickString", got ${JSON.stringify(type)}`, 'type');
+    if (type !== 'promptString' && type !== 'pickString')
+      return bad(`"type" must be "promptString" or "pickString", got ${JSON.stringify(type)}`, 'type');
     if (description !== undefined && typeof description !== 'string') return bad('"description" must be a string', 'description');
     if (password !== undefined && typeof password !== 'boolean') return bad('"password" must be true or false', 'password');
     const def = item['default'];
@@ -143,7 +164,8 @@ function readServer(
     server.errors.push(d);
     layer.diagnostics.push(d);
   };
-  const warn = (key: string, message: string) => layer.diagnostics.push({ severity: 'warning', file, server: name, key: keyPrefix + key, message, range: at([key]) });
+  const warn = (key: string, message: string) =>
+    layer.diagnostics.push({ severity: 'warning', file, server: name, key: keyPrefix + key, message, range: at([key]) });
 
   if (name.trim() === '') {
     error(undefined, 'a server name must not be empty');
@@ -157,7 +179,8 @@ function readServer(
 
   const type = raw['type'];
   if (type !== undefined && type !== 'stdio') {
-    if (type === 'http' || type === 'sse') error('type', `only stdio servers are supported (this one is "${type}"); use VS Code's built-in MCP support for it`);
+    if (type === 'http' || type === 'sse')
+      error('type', `only stdio servers are supported (this one is "${type}"); use VS Code's built-in MCP support for it`);
     else error('type', `"type" must be "stdio", got ${JSON.stringify(type)}`);
   }
   if (raw['url'] !== undefined && raw['command'] === undefined) {
@@ -238,7 +261,10 @@ function readPolicyFields(raw: Record<string, unknown>, f: Partial<ServerFields>
   const timeout = raw['startupTimeoutMs'];
   if (timeout !== undefined) {
     if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < MIN_STARTUP_TIMEOUT_MS || timeout > MAX_STARTUP_TIMEOUT_MS) {
-      error('startupTimeoutMs', `"startupTimeoutMs" must be a whole number of milliseconds from ${MIN_STARTUP_TIMEOUT_MS} to ${MAX_STARTUP_TIMEOUT_MS}, got ${describe(timeout)}`);
+      error(
+        'startupTimeoutMs',
+        `"startupTimeoutMs" must be a whole number of milliseconds from ${MIN_STARTUP_TIMEOUT_MS} to ${MAX_STARTUP_TIMEOUT_MS}, got ${describe(timeout)}`,
+      );
     } else f.startupTimeoutMs = timeout;
   }
   const autoStart = raw['autoStart'];
@@ -254,7 +280,8 @@ function readPolicyFields(raw: Record<string, unknown>, f: Partial<ServerFields>
   for (const key of ['enabledTools', 'disabledTools'] as const) {
     const v = raw[key];
     if (v === undefined) continue;
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) error(key, `"${key}" must be an array of tool names, got ${describe(v)}`);
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+      error(key, `"${key}" must be an array of tool names, got ${describe(v)}`);
     else f[key] = v as string[];
   }
 }
@@ -270,7 +297,11 @@ function checkVariables(
   for (const m of value.matchAll(VARIABLE)) {
     const [whole, name = '', arg] = m;
     if (!KNOWN_VARIABLES.has(name)) {
-      error(key, `unknown variable ${whole}; supported: \${workspaceFolder}, \${workspaceFolderBasename}, \${userHome}, \${pathSeparator}, \${env:NAME}, \${input:ID}`, path);
+      error(
+        key,
+        `unknown variable ${whole}; supported: \${workspaceFolder}, \${workspaceFolderBasename}, \${userHome}, \${pathSeparator}, \${env:NAME}, \${input:ID}`,
+        path,
+      );
       ok = false;
     } else if ((name === 'env' || name === 'input') && !arg) {
       error(key, `${whole} needs a name: \${${name}:NAME}`, path);

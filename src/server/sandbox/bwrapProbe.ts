@@ -8,7 +8,8 @@ const INSTALL_HINT =
 export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   const configured = explicit ?? env.BWRAP_PATH;
   if (configured) {
-    if (!isExecutableFile(configured)) throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}.`);
+    if (!isExecutableFile(configured))
+      throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}.`);
     return configured;
   }
   const found = findOnPath('bwrap', env.PATH);
@@ -22,7 +23,23 @@ export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.en
  */
 export function probeBwrap(bwrap: string, timeoutMs = 10_000): Promise<string> {
   return new Promise((resolveProbe, reject) => {
-    const args = ['--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--cap-drop', 'ALL', '--', 'true'];
+    const args = [
+      '--unshare-user',
+      '--unshare-pid',
+      '--unshare-net',
+      '--die-with-parent',
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--cap-drop',
+      'ALL',
+      '--',
+      'true',
+    ];
     const child = spawn(bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
@@ -44,11 +61,16 @@ export function probeBwrap(bwrap: string, timeoutMs = 10_000): Promise<string> {
 export function explainProbeFailure(stderr: string): string {
   const s = stderr.toLowerCase();
   let fix: string;
-  if (/setting up uid map|no permissions to create new namespace|creating new namespace failed|operation not permitted|permission denied/.test(s)) {
+  if (
+    /setting up uid map|no permissions to create new namespace|creating new namespace failed|operation not permitted|permission denied/.test(
+      s,
+    )
+  ) {
     fix =
       'user namespaces are not available to this user. Enable them (`sysctl -w kernel.unprivileged_userns_clone=1`, `sysctl -w user.max_user_namespaces=15000`; on Ubuntu 23.10+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` or install an AppArmor profile for bwrap), run the exec-server as root, or, inside a container, allow namespaces (Docker: `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`)';
   } else if (/can't mount proc|mount proc|\/proc/.test(s)) {
-    fix = 'bwrap cannot mount a private /proc here (a container with a masked /proc?); run the container with `--privileged` or without /proc masking';
+    fix =
+      'bwrap cannot mount a private /proc here (a container with a masked /proc?); run the container with `--privileged` or without /proc masking';
   } else {
     fix = 'check that bwrap works: `bwrap --ro-bind / / --unshare-user --unshare-pid --unshare-net --proc /proc --dev /dev true`';
   }

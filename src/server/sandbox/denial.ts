@@ -42,10 +42,12 @@ const RE_BUSY = /device or resource busy|\bebusy\b/i;
 const RE_EXISTS = /file exists|\beexist\b/i;
 const RE_PERM = /operation not permitted|\beperm\b|permission denied|\beacces\b/i;
 const RE_UNRELATED_PERM = /permission denied \((publickey|password|keyboard-interactive)|sudo:|\bsu:/i;
-const RE_CAPABILITY_OP = /\b(u?mount|chown|chgrp|setuid|setgid|setgroups|ptrace|unshare|chroot|mknod|capset|sethostname|setns|swapon|reboot)\b/i;
+const RE_CAPABILITY_OP =
+  /\b(u?mount|chown|chgrp|setuid|setgid|setgroups|ptrace|unshare|chroot|mknod|capset|sethostname|setns|swapon|reboot)\b/i;
 const RE_NETWORK_CONTEXT = /\b(connect|socket|network|https?:\/\/|getaddrinfo|urlopen|tcp|udp|ssl|tls|proxy|registry|fetch|download)\b/i;
 const RE_NET_UNREACHABLE = /\benetunreach\b|network is unreachable/i;
-const RE_DNS = /\beai_again\b|temporary failure in name resolution|could not resolve host|could not resolve hostname|unable to resolve host|\bgetaddrinfo\b|name or service not known|no address associated with hostname|nodename nor servname/i;
+const RE_DNS =
+  /\beai_again\b|temporary failure in name resolution|could not resolve host|could not resolve hostname|unable to resolve host|\bgetaddrinfo\b|name or service not known|no address associated with hostname|nodename nor servname/i;
 const RE_CONNREFUSED = /\beconnrefused\b|connection refused/i;
 const RE_CURL = /^curl: \((6|7)\)/i;
 const RE_NOT_FOUND = /not found|no such file or directory|cannot execute|exec format error/i;
@@ -74,7 +76,8 @@ export function classifyExit(exitCode: number, output: readonly Buffer[] | strin
     if (ctx.fsRestricted) {
       if (RE_EROFS.test(line)) return consider({ denied: true, kind: 'fs', evidence: line });
       // A carve-out is a mount point (EBUSY on rename/remove) or a placeholder (EEXIST on create).
-      if ((RE_BUSY.test(line) || RE_EXISTS.test(line)) && paths().some((p) => isProtected(p, ctx))) return consider({ denied: true, kind: 'fs', evidence: line });
+      if ((RE_BUSY.test(line) || RE_EXISTS.test(line)) && paths().some((p) => isProtected(p, ctx)))
+        return consider({ denied: true, kind: 'fs', evidence: line });
     }
     if (ctx.networkRestricted) {
       if (RE_NET_UNREACHABLE.test(line) || RE_DNS.test(line)) return consider({ denied: true, kind: 'network', evidence: line });
@@ -87,7 +90,8 @@ export function classifyExit(exitCode: number, output: readonly Buffer[] | strin
     }
     if (RE_PERM.test(line) && !RE_UNRELATED_PERM.test(line)) {
       const context = lines.slice(Math.max(0, i - 3), i + 1).join('\n');
-      if (ctx.fsRestricted && paths().some((p) => isWriteBlocked(p, ctx))) return consider({ denied: true, kind: 'permission', evidence: line });
+      if (ctx.fsRestricted && paths().some((p) => isWriteBlocked(p, ctx)))
+        return consider({ denied: true, kind: 'permission', evidence: line });
       if (ctx.networkRestricted && RE_NETWORK_CONTEXT.test(context)) return consider({ denied: true, kind: 'network', evidence: line });
       if (RE_CAPABILITY_OP.test(line)) return consider({ denied: true, kind: 'permission', evidence: line });
       return consider({ denied: false, kind: 'possible', evidence: line });
@@ -118,19 +122,23 @@ export function pathsIn(line: string, cwd: string): string[] {
   }
   // Bare absolute paths; `//` is the middle of a URL (https://…), not a path.
   for (const m of line.matchAll(/(?:^|[\s:=(,])(\/(?!\/)[^\s'"‘’`“”,:)]*)/g)) out.add(m[1]!);
-  return [...out]
-    .filter((s) => !/^[a-z]+:\/\//i.test(s) && !s.startsWith('~'))
-    .map((s) => (isAbsolute(s) ? resolve(s) : resolve(cwd, s)));
+  return [...out].filter((s) => !/^[a-z]+:\/\//i.test(s) && !s.startsWith('~')).map((s) => (isAbsolute(s) ? resolve(s) : resolve(cwd, s)));
 }
 
 function textOf(output: readonly Buffer[] | string): { head: string; tail: string } {
   if (typeof output === 'string') return { head: clean(output.slice(0, 4096)), tail: clean(output.slice(-TAIL_BYTES)) };
   const total = output.reduce((n, b) => n + b.length, 0);
   const all = Buffer.concat(output as Buffer[], total);
-  return { head: clean(all.subarray(0, 4096).toString('utf8')), tail: clean(all.subarray(Math.max(0, total - TAIL_BYTES)).toString('utf8')) };
+  return {
+    head: clean(all.subarray(0, 4096).toString('utf8')),
+    tail: clean(all.subarray(Math.max(0, total - TAIL_BYTES)).toString('utf8')),
+  };
 }
 
 /** Strips terminal escapes and carriage returns (PTY output). */
 function clean(s: string): string {
-  return s.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '').replace(/\x1b\][^\x07]*\x07/g, '').replace(/\r/g, '');
+  return s
+    .replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '')
+    .replace(/\x1b\][^\x07]*\x07/g, '')
+    .replace(/\r/g, '');
 }

@@ -92,7 +92,8 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
   const byPath = new Map<string, Candidate>();
   const put = (c: Candidate) => {
     const prev = byPath.get(c.path);
-    if (!prev || (c.explicit && !prev.explicit) || (c.explicit === prev.explicit && STRENGTH[c.access] > STRENGTH[prev.access])) byPath.set(c.path, c);
+    if (!prev || (c.explicit && !prev.explicit) || (c.explicit === prev.explicit && STRENGTH[c.access] > STRENGTH[prev.access]))
+      byPath.set(c.path, c);
   };
   for (const rule of policy.rules) {
     const real = realpathOrNull(rule.path);
@@ -160,7 +161,8 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
   }
   function putNested(p: string): void {
     // Inside a carve-out that is already a read-only directory (a submodule's gitdir in .git/modules): nothing to add.
-    for (const c of byPath.values()) if (c.access === 'protect' && c.path !== p && isWithin(p, c.path) && lstatOrNull(c.path)?.isDirectory()) return;
+    for (const c of byPath.values())
+      if (c.access === 'protect' && c.path !== p && isWithin(p, c.path) && lstatOrNull(c.path)?.isDirectory()) return;
     put({ path: p, access: 'protect', explicit: false, nested: true });
   }
 
@@ -177,7 +179,12 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
   else tmp = 'private';
   const readable = (p: string) => root !== 'empty' || [...byPath.values()].some((c) => c.access !== 'deny' && isWithin(p, c.path));
   const cwdReal = realpathOrNull(policy.cwd) ?? policy.cwd;
-  if (tmp === 'private' && root === 'ro' && isWithin(cwdReal, '/tmp') && ![...byPath.values()].some((c) => c.access !== 'deny' && isWithin(cwdReal, c.path))) {
+  if (
+    tmp === 'private' &&
+    root === 'ro' &&
+    isWithin(cwdReal, '/tmp') &&
+    ![...byPath.values()].some((c) => c.access !== 'deny' && isWithin(cwdReal, c.path))
+  ) {
     // The private /tmp would hide a cwd under /tmp that the policy lets the command read.
     put({ path: cwdReal, access: 'read', explicit: true });
   }
@@ -243,7 +250,24 @@ export const NESTED_SCAN = {
 };
 
 /** Never descended into: dependency trees and caches (huge, and not where repositories live). */
-export const NESTED_SKIP = new Set(['node_modules', 'bower_components', 'jspm_packages', '.venv', 'venv', '__pycache__', '.tox', '.nox', '.mypy_cache', '.pytest_cache', '.ruff_cache', '.gradle', '.cache', '.next', '.nuxt', '.terraform']);
+export const NESTED_SKIP = new Set([
+  'node_modules',
+  'bower_components',
+  'jspm_packages',
+  '.venv',
+  'venv',
+  '__pycache__',
+  '.tox',
+  '.nox',
+  '.mypy_cache',
+  '.pytest_cache',
+  '.ruff_cache',
+  '.gradle',
+  '.cache',
+  '.next',
+  '.nuxt',
+  '.terraform',
+]);
 
 /** Roots whose scan is cached. */
 const CACHED_ROOTS = 16;
@@ -295,7 +319,15 @@ export function findNested(root: string, limits: typeof NESTED_SCAN = NESTED_SCA
 
 function readScannedDir(dir: string, st: Stats, racyMs: number): ScannedDir {
   const readAt = Date.now();
-  const node: ScannedDir = { dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs, settled: readAt - st.ctimeMs > racyMs, entries: 0, subdirs: [], hits: [] };
+  const node: ScannedDir = {
+    dev: st.dev,
+    ino: st.ino,
+    ctimeMs: st.ctimeMs,
+    settled: readAt - st.ctimeMs > racyMs,
+    entries: 0,
+    subdirs: [],
+    hits: [],
+  };
   let list: Dirent[];
   try {
     list = readdirSync(dir, { withFileTypes: true });

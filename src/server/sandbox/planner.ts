@@ -51,9 +51,7 @@ export class SandboxPlanner {
   /** Placeholder stubs on the host for missing carve-outs that this planner claims (./placeholders.ts). */
   private readonly placeholders = new PlaceholderClaims();
 
-  constructor(
-    private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {},
-  ) {}
+  constructor(private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {}) {}
 
   /** Whether sandboxed starts can run here, as far as the last check knows. */
   get available(): boolean {
@@ -83,7 +81,10 @@ export class SandboxPlanner {
     if (platform === 'linux') return this.planLinux(req, policy);
     if (platform === 'darwin') return this.planMac(req, policy);
     const reason = `no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt).`;
-    throw new SandboxUnavailableError(reason, `${reason.slice(0, -1)}; the command was not run. Start it without a sandbox (full access) if you trust it.`);
+    throw new SandboxUnavailableError(
+      reason,
+      `${reason.slice(0, -1)}; the command was not run. Start it without a sandbox (full access) if you trust it.`,
+    );
   }
 
   private async planLinux(req: SpawnRequest, policy: ResolvedPolicy): Promise<SandboxedSpawnPlan> {
@@ -141,7 +142,9 @@ export class SandboxPlanner {
       layout,
       network: policy.network,
       deniedPaths: [
-        ...layout.mounts.filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0)).map((m) => m.path),
+        ...layout.mounts
+          .filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0))
+          .map((m) => m.path),
         ...privateDirCandidates(), // our FIFOs, tokens and state: never reachable from inside
       ],
       readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
@@ -233,7 +236,10 @@ export class SandboxPlanner {
       } catch (e) {
         if (kind === 'net-off') {
           const reason = `cannot turn the network off on this machine: ${(e as Error).message}.`;
-          throw new SandboxUnavailableError(reason, `${reason.slice(0, -1)}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`);
+          throw new SandboxUnavailableError(
+            reason,
+            `${reason.slice(0, -1)}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`,
+          );
         }
         bpf = null;
       }

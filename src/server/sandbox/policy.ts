@@ -42,7 +42,13 @@ export class SandboxUnsupportedError extends Error {
 
 const PRECEDENCE: Record<Access, number> = { read: 0, write: 1, deny: 2 };
 
-export const NO_SANDBOX: Omit<ResolvedPolicy, 'cwd'> = { unrestricted: true, fs: 'unrestricted', network: 'enabled', rules: [], minimal: false };
+export const NO_SANDBOX: Omit<ResolvedPolicy, 'cwd'> = {
+  unrestricted: true,
+  fs: 'unrestricted',
+  network: 'enabled',
+  rules: [],
+  minimal: false,
+};
 
 /**
  * Parses and resolves the `sandbox` field of a start request. `cwd` and `env` are the child's
@@ -51,7 +57,8 @@ export const NO_SANDBOX: Omit<ResolvedPolicy, 'cwd'> = { unrestricted: true, fs:
 export function resolvePolicy(sandbox: unknown, cwd: string, env: Record<string, string>): ResolvedPolicy {
   if (sandbox === undefined || sandbox === null) return { ...NO_SANDBOX, cwd };
   const parsed = SandboxContext.safeParse(sandbox);
-  if (!parsed.success) throw new SandboxUnsupportedError(`invalid sandbox: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new SandboxUnsupportedError(`invalid sandbox: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const ctx = parsed.data;
   const perms = ctx.permissions;
   if (perms.type === 'disabled') return { ...NO_SANDBOX, cwd };
@@ -63,7 +70,11 @@ export function resolvePolicy(sandbox: unknown, cwd: string, env: Record<string,
 
   const anchor = ctx.cwd ? pathFromUri(ctx.cwd, 'sandbox.cwd') : cwd;
   const workspaceRoots = (ctx.workspaceRoots ?? []).map((u) => pathFromUri(u, 'sandbox.workspaceRoots'));
-  const tmpDirs = ctx.temporaryDirectories ? ctx.temporaryDirectories.map((u) => pathFromUri(u, 'sandbox.temporaryDirectories')) : env.TMPDIR ? [env.TMPDIR] : [];
+  const tmpDirs = ctx.temporaryDirectories
+    ? ctx.temporaryDirectories.map((u) => pathFromUri(u, 'sandbox.temporaryDirectories'))
+    : env.TMPDIR
+      ? [env.TMPDIR]
+      : [];
 
   const byPath = new Map<string, PathRule>();
   let minimal = false;
@@ -100,7 +111,9 @@ function entryPaths(entry: FileSystemSandboxEntry, a: Anchors): string[] {
     case 'path':
       return [pathFromUri(p.path, 'sandbox path')];
     case 'glob_pattern':
-      throw new SandboxUnsupportedError(`glob_pattern entries (${JSON.stringify(p.pattern)}) are not supported by this exec-server's sandbox; list the paths instead`);
+      throw new SandboxUnsupportedError(
+        `glob_pattern entries (${JSON.stringify(p.pattern)}) are not supported by this exec-server's sandbox; list the paths instead`,
+      );
     case 'special':
       return specialPaths(p.value, access, a);
   }
@@ -125,7 +138,8 @@ function specialPaths(v: FileSystemSpecialPath, access: Access, a: Anchors): str
     case 'slash_tmp':
       return ['/tmp'];
     case 'unknown':
-      if (access === 'deny') throw new SandboxUnsupportedError(`unknown special path ${JSON.stringify(v.path)} cannot be denied by this exec-server's sandbox`);
+      if (access === 'deny')
+        throw new SandboxUnsupportedError(`unknown special path ${JSON.stringify(v.path)} cannot be denied by this exec-server's sandbox`);
       return []; // less access than asked: safe to ignore, as codex does
   }
 }

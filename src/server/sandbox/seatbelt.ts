@@ -84,7 +84,11 @@ export function seatbeltProfile(o: SeatbeltOptions): SeatbeltProfile {
         .filter((p) => isWithin(p, root))
         .map((p, j) => `(require-not (subpath ${param(`${name}_EXCLUDED_${j}`, p)}))`);
       const rootRef = param(name, root);
-      parts.push(excluded.length === 0 ? `(allow file-write* (subpath ${rootRef}))` : `(allow file-write* (require-all (subpath ${rootRef}) ${excluded.join(' ')}))`);
+      parts.push(
+        excluded.length === 0
+          ? `(allow file-write* (subpath ${rootRef}))`
+          : `(allow file-write* (require-all (subpath ${rootRef}) ${excluded.join(' ')}))`,
+      );
     });
   }
   (o.deniedPaths ?? []).forEach((p, i) => parts.push(`(deny file-read* file-write* (subpath ${param(`DENIED_${i}`, p)}))`));

@@ -183,7 +183,8 @@ export function keyringOffFilter(arch: string = process.arch): Buffer {
 /** Decodes a program (for tests and debugging): `[code, jt, jf, k]` per instruction. */
 export function disassemble(bpf: Buffer): Array<[number, number, number, number]> {
   const out: Array<[number, number, number, number]> = [];
-  for (let i = 0; i + 8 <= bpf.length; i += 8) out.push([bpf.readUInt16LE(i), bpf.readUInt8(i + 2), bpf.readUInt8(i + 3), bpf.readUInt32LE(i + 4)]);
+  for (let i = 0; i + 8 <= bpf.length; i += 8)
+    out.push([bpf.readUInt16LE(i), bpf.readUInt8(i + 2), bpf.readUInt8(i + 3), bpf.readUInt32LE(i + 4)]);
   return out;
 }
 

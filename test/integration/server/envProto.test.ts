@@ -30,11 +30,14 @@ describe('an env var named __proto__ reaches the process', () => {
           return client.output(id).split('\n').filter(Boolean).sort();
         };
         assert.deepEqual(await run('exact', '"env":{"__proto__":"x","A":"1"}'), ['A=1', '__proto__=x']);
-        const policy = '"envPolicy":{"inherit":"none","ignoreDefaultExcludes":false,"exclude":[],"includeOnly":[],"set":{"__proto__":"from-set","B":"2"}}';
+        const policy =
+          '"envPolicy":{"inherit":"none","ignoreDefaultExcludes":false,"exclude":[],"includeOnly":[],"set":{"__proto__":"from-set","B":"2"}}';
         assert.deepEqual(await run('set', `"env":{},${policy}`), ['B=2', '__proto__=from-set']);
         assert.deepEqual(await run('wins', `"env":{"__proto__":"from-env"},${policy}`), ['B=2', '__proto__=from-env']);
         // A PTY start too (node-pty copies the env by assignment).
-        const tty = JSON.parse(`{"processId":"tty","argv":["/usr/bin/env"],"cwd":"file:///tmp","tty":true,"arg0":null,"env":{"__proto__":"in-pty","A":"1"}}`);
+        const tty = JSON.parse(
+          `{"processId":"tty","argv":["/usr/bin/env"],"cwd":"file:///tmp","tty":true,"arg0":null,"env":{"__proto__":"in-pty","A":"1"}}`,
+        );
         const answer = await client.call('process/start', tty);
         assert.equal(answer.error, undefined, JSON.stringify(answer.error));
         await client.processEvents('tty');

@@ -68,9 +68,14 @@ const sleepy = (i: number) => (i % 50 === 0 ? 'setsid sleep 300 </dev/null >/dev
 /** Starts `n` shells that each background a sleep (every 50th a `setsid` one); returns the sleeps' pids. */
 async function startSleepers(c: RawClient, prefix: string, n: number): Promise<number[]> {
   const starts = [];
-  for (let i = 0; i < n; i++) starts.push(c.call('process/start', startParams(`${prefix}${i}`, ['/bin/sh', '-c', sleepy(i)]), undefined, 60_000));
+  for (let i = 0; i < n; i++)
+    starts.push(c.call('process/start', startParams(`${prefix}${i}`, ['/bin/sh', '-c', sleepy(i)]), undefined, 60_000));
   for (const r of await Promise.all(starts)) assert.equal(r.error, undefined, JSON.stringify(r.error));
-  await until(() => Array.from({ length: n }, (_, i) => c.output(`${prefix}${i}`)).every((o) => o.endsWith('\n')), 60_000, 'every sleeper printed its pid');
+  await until(
+    () => Array.from({ length: n }, (_, i) => c.output(`${prefix}${i}`)).every((o) => o.endsWith('\n')),
+    60_000,
+    'every sleeper printed its pid',
+  );
   const pids = Array.from({ length: n }, (_, i) => Number(c.output(`${prefix}${i}`).trim()));
   await until(() => pids.every(isAlive), 10_000, 'every sleep running');
   return pids;
@@ -90,13 +95,20 @@ describe('exhaustion: killing many trees', () => {
     const pids = await startSleepers(a, 't', n);
     const probe = latencyProbe(b);
     const t0 = Date.now();
-    const answers = await Promise.all(Array.from({ length: n }, (_, i) => a.call('process/terminate', { processId: `t${i}` }, undefined, 120_000)));
+    const answers = await Promise.all(
+      Array.from({ length: n }, (_, i) => a.call('process/terminate', { processId: `t${i}` }, undefined, 120_000)),
+    );
     const answeredMs = Date.now() - t0;
-    assert.ok(answers.every((m) => m.result?.running === true), 'every terminate found its process running');
+    assert.ok(
+      answers.every((m) => m.result?.running === true),
+      'every terminate found its process running',
+    );
     await until(() => a.received.filter((m) => m.method === 'process/closed').length === n, 60_000, 'every process closed');
     const closedMs = Date.now() - t0;
     const { maxMs, probes } = await probe.stop();
-    console.log(`${n} terminates answered in ${answeredMs} ms, all closed after ${closedMs} ms; other client's slowest environment/status ${maxMs} ms (${probes} probes)`);
+    console.log(
+      `${n} terminates answered in ${answeredMs} ms, all closed after ${closedMs} ms; other client's slowest environment/status ${maxMs} ms (${probes} probes)`,
+    );
     // The old code killed one tree at a time, each with several scans of all of /proc, synchronously:
     // ~16 s on a 2-core machine with every client frozen as long.
     assert.ok(answeredMs < 5000, `terminates answered after ${answeredMs} ms`);
@@ -143,7 +155,8 @@ describe('exhaustion: answers and bodies respect backpressure', () => {
     const before = rssMb(server.child.pid!);
     socketOf(a).pause();
     const n = 100;
-    for (let i = 0; i < n; i++) a.ws.send(JSON.stringify({ id: `r${i}`, method: 'fs/readFile', params: { path: tmpUri(join(dir, '8m.bin')) } }));
+    for (let i = 0; i < n; i++)
+      a.ws.send(JSON.stringify({ id: `r${i}`, method: 'fs/readFile', params: { path: tmpUri(join(dir, '8m.bin')) } }));
     const probe = latencyProbe(b);
     let peak = 0;
     for (let i = 0; i < 40; i++) {
@@ -151,13 +164,20 @@ describe('exhaustion: answers and bodies respect backpressure', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     const { maxMs } = await probe.stop();
-    console.log(`server RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB with ${n} unread 8 MiB readFile answers; other client's slowest answer ${maxMs} ms`);
+    console.log(
+      `server RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB with ${n} unread 8 MiB readFile answers; other client's slowest answer ${maxMs} ms`,
+    );
     // The old code produced every answer at once: > 1 GB for 100 (3.4 GB for 300).
     assert.ok(peak - before < 400, `server grew by ${(peak - before).toFixed(0)} MB`);
     assert.ok(maxMs < 3000, `another client waited ${maxMs} ms`);
     socketOf(a).resume();
-    await until(() => a.received.filter((m) => typeof m.id === 'string' && m.id.startsWith('r')).length === n, 60_000, 'every readFile answered');
-    for (const m of a.received.filter((x) => typeof x.id === 'string')) assert.equal(Buffer.from(m.result.dataBase64, 'base64').length, 8 * 1024 * 1024);
+    await until(
+      () => a.received.filter((m) => typeof m.id === 'string' && m.id.startsWith('r')).length === n,
+      60_000,
+      'every readFile answered',
+    );
+    for (const m of a.received.filter((x) => typeof x.id === 'string'))
+      assert.equal(Buffer.from(m.result.dataBase64, 'base64').length, 8 * 1024 * 1024);
     a.close();
     b.close();
   });
@@ -188,14 +208,20 @@ describe('exhaustion: answers and bodies respect backpressure', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     const servedWhilePaused = served;
-    console.log(`streamed body, client not reading: server grew ${(peak - before).toFixed(0)} MB, ${(servedWhilePaused / 1048576).toFixed(0)} MiB left the web server`);
+    console.log(
+      `streamed body, client not reading: server grew ${(peak - before).toFixed(0)} MB, ${(servedWhilePaused / 1048576).toFixed(0)} MiB left the web server`,
+    );
     // The old code forwarded ~100 MB/s into the server's memory.
     assert.ok(peak - before < 150, `server grew by ${(peak - before).toFixed(0)} MB in 3 s`);
     assert.ok(servedWhilePaused < 200 * 1024 * 1024, `${servedWhilePaused} bytes downloaded for a client that reads nothing`);
     socketOf(a).resume();
     await until(() => a.received.filter((m) => m.method === 'http/request/bodyDelta').length > 20, 30_000, 'deltas flow again');
     const seqs = a.received.filter((m) => m.method === 'http/request/bodyDelta').map((m) => m.params.seq as number);
-    assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'contiguous seqs, nothing dropped');
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => i + 1),
+      'contiguous seqs, nothing dropped',
+    );
     a.close();
     web.closeAllConnections();
     await new Promise((r) => web.close(r));
@@ -206,7 +232,13 @@ describe('exhaustion: keepalive, handshake bound, connection cap', () => {
   let server: ExecServer;
   let url: string;
   before(async () => {
-    server = new ExecServer({ handshakeTimeoutMs: 2500, probeTimeoutMs: 1000, keepaliveIntervalMs: 300, maxConnections: 6, sessionTtlMs: 30_000 });
+    server = new ExecServer({
+      handshakeTimeoutMs: 2500,
+      probeTimeoutMs: 1000,
+      keepaliveIntervalMs: 300,
+      maxConnections: 6,
+      sessionTtlMs: 30_000,
+    });
     url = await server.listen('127.0.0.1', 0);
   });
   after(() => server.close());

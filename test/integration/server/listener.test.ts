@@ -68,7 +68,10 @@ describe('our exec-server: listener, auth and origin', () => {
 
   test('a browser Origin is refused unless allowed', async () => {
     const auth = { Authorization: `Bearer ${token}` };
-    assert.match(await tryUpgrade(server.url, { ...auth, Origin: 'https://evil.example' }), /^403 browser origin https:\/\/evil.example is not allowed/);
+    assert.match(
+      await tryUpgrade(server.url, { ...auth, Origin: 'https://evil.example' }),
+      /^403 browser origin https:\/\/evil.example is not allowed/,
+    );
     assert.match(await tryUpgrade(server.url, { ...auth, Origin: 'http://127.0.0.1:8080' }), /^403 /);
     assert.equal(await tryUpgrade(server.url, { ...auth, Origin: 'vscode-file://vscode-app' }), 'open');
   });
@@ -87,13 +90,25 @@ describe('our exec-server: protocol gatekeeping and bad input', () => {
 
   test('calls before initialize / initialized are refused; initialize only once; failed initialize may be retried', async () => {
     const c = await RawClient.connect(server.url);
-    assert.deepEqual((await c.call('process/read', { processId: 'x' })).error, { code: -32600, message: 'client must call initialize before using exec methods' });
-    assert.equal((await c.call('environment/info', {})).error?.message, 'client must call initialize before using environment info methods');
+    assert.deepEqual((await c.call('process/read', { processId: 'x' })).error, {
+      code: -32600,
+      message: 'client must call initialize before using exec methods',
+    });
+    assert.equal(
+      (await c.call('environment/info', {})).error?.message,
+      'client must call initialize before using environment info methods',
+    );
     assert.equal((await c.call('initialize', { clientName: 'x', resumeSessionId: 'nope' })).error?.message, 'unknown session id nope');
     assert.equal((await c.call('initialize', {})).error?.message, 'missing field `clientName`');
     assert.ok((await c.call('initialize', { clientName: 'x', unknownField: 1 })).result.sessionId);
-    assert.equal((await c.call('fs/readFile', { path: 'file:///etc/hostname' })).error?.message, 'client must send initialized before using filesystem methods');
-    assert.deepEqual((await c.call('initialize', { clientName: 'x' })).error, { code: -32600, message: 'initialize may only be sent once per connection' });
+    assert.equal(
+      (await c.call('fs/readFile', { path: 'file:///etc/hostname' })).error?.message,
+      'client must send initialized before using filesystem methods',
+    );
+    assert.deepEqual((await c.call('initialize', { clientName: 'x' })).error, {
+      code: -32600,
+      message: 'initialize may only be sent once per connection',
+    });
     c.notify('initialized');
     assert.deepEqual((await c.call('environment/status')).result, { status: 'ready' });
     c.close();
@@ -111,7 +126,15 @@ describe('our exec-server: protocol gatekeeping and bad input', () => {
 
   test('malformed frames get id -1 and the connection stays open; unknown methods get -32601', async () => {
     const { client: c } = await RawClient.session(server.url);
-    for (const frame of ['{not json', '42', '[]', '[{"id":1,"method":"environment/status"}]', '{}', '{"id":99.5,"method":"environment/info"}', '{"id":null,"method":"x"}']) {
+    for (const frame of [
+      '{not json',
+      '42',
+      '[]',
+      '[{"id":1,"method":"environment/status"}]',
+      '{}',
+      '{"id":99.5,"method":"environment/info"}',
+      '{"id":null,"method":"x"}',
+    ]) {
       const before = c.received.length;
       c.sendRaw(frame);
       const m = await c.waitFor((x) => c.received.indexOf(x) >= before && x.id === -1);
@@ -155,12 +178,18 @@ describe('our exec-server: protocol gatekeeping and bad input', () => {
   test('a frame over 16 MiB closes that connection only; the server keeps serving others', async () => {
     const { client: victim } = await RawClient.session(server.url);
     const { client: other } = await RawClient.session(server.url);
-    victim.sendRaw(JSON.stringify({ id: 1, method: 'process/write', params: { processId: 'x', writeId: 'w', chunk: 'A'.repeat(17 * 1024 * 1024) } }));
+    victim.sendRaw(
+      JSON.stringify({ id: 1, method: 'process/write', params: { processId: 'x', writeId: 'w', chunk: 'A'.repeat(17 * 1024 * 1024) } }),
+    );
     await victim.waitClosed();
     assert.ok(victim.closeCode === 1009 || victim.closeCode === 1006, `close code ${victim.closeCode}`);
     assert.deepEqual((await other.call('environment/status')).result, { status: 'ready' });
     // A large but legal frame works.
-    const big = await other.call('process/write', { processId: 'none', writeId: 'w', chunk: Buffer.alloc(8 * 1024 * 1024).toString('base64') });
+    const big = await other.call('process/write', {
+      processId: 'none',
+      writeId: 'w',
+      chunk: Buffer.alloc(8 * 1024 * 1024).toString('base64'),
+    });
     assert.deepEqual(big.result, { status: 'unknownProcess' });
     other.close();
   });

@@ -56,9 +56,15 @@ describe('our exec-server: processes', () => {
     const events = await c.processEvents('late');
     const kinds = events.map((e) => e.method);
     assert.deepEqual(kinds, ['process/exited', 'process/output', 'process/closed']);
-    assert.deepEqual(events.map((e) => e.params.seq), [1, 2, 3]);
+    assert.deepEqual(
+      events.map((e) => e.params.seq),
+      [1, 2, 3],
+    );
     const read = await c.call('process/read', { processId: 'late' });
-    assert.deepEqual(read.result.chunks.map((x: { seq: number }) => x.seq), [2]);
+    assert.deepEqual(
+      read.result.chunks.map((x: { seq: number }) => x.seq),
+      [2],
+    );
   });
 
   test('exit codes: normal mod 256, signals as 128+N', async () => {
@@ -79,7 +85,10 @@ describe('our exec-server: processes', () => {
     await c.call('process/start', startParams('tty1', ['bash', '-c', 'tty >/dev/null && stty size'], { tty: true }));
     await c.processEvents('tty1');
     assert.equal(c.output('tty1', 'pty'), '24 80\r\n');
-    await c.call('process/start', startParams('tty2', ['bash', '-c', 'stty size; read x; stty size'], { tty: true, ptySize: { cols: 120, rows: 40 } }));
+    await c.call(
+      'process/start',
+      startParams('tty2', ['bash', '-c', 'stty size; read x; stty size'], { tty: true, ptySize: { cols: 120, rows: 40 } }),
+    );
     await c.waitFor((m) => m.method === 'process/output' && m.params.processId === 'tty2');
     assert.deepEqual((await c.call('process/resize', { processId: 'tty2', cols: 100, rows: 30 })).result, {});
     await c.call('process/write', { processId: 'tty2', chunk: b64('go\r'), writeId: 'w1' });
@@ -94,7 +103,14 @@ describe('our exec-server: processes', () => {
 
   test('env is the exact environment; envPolicy overlays; arg0 and cwd are honoured', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'eb-cwd-'));
-    await c.call('process/start', { processId: 'env1', argv: ['/usr/bin/env'], cwd: 'file://' + dir, env: { ONLY: 'me' }, tty: false, arg0: null });
+    await c.call('process/start', {
+      processId: 'env1',
+      argv: ['/usr/bin/env'],
+      cwd: 'file://' + dir,
+      env: { ONLY: 'me' },
+      tty: false,
+      arg0: null,
+    });
     await c.processEvents('env1');
     assert.equal(c.output('env1'), 'ONLY=me\n');
     await c.call('process/start', {
@@ -110,26 +126,44 @@ describe('our exec-server: processes', () => {
 
   test('start errors: empty argv, relative cwd, missing binary or cwd, duplicate id; a failed start reserves nothing', async () => {
     assert.deepEqual((await c.call('process/start', startParams('e1', []))).error, { code: -32602, message: 'argv must not be empty' });
-    assert.equal((await c.call('process/start', { ...startParams('e2', ['true']), cwd: '/tmp' })).error?.message, 'invalid URI: relative URL without a base');
-    assert.match((await c.call('process/start', { ...startParams('e3', ['true']), cwd: 'file://relative/path' })).error!.message, /not valid on this exec-server host/);
+    assert.equal(
+      (await c.call('process/start', { ...startParams('e2', ['true']), cwd: '/tmp' })).error?.message,
+      'invalid URI: relative URL without a base',
+    );
+    assert.match(
+      (await c.call('process/start', { ...startParams('e3', ['true']), cwd: 'file://relative/path' })).error!.message,
+      /not valid on this exec-server host/,
+    );
     for (const params of [startParams('e4', ['no-such-binary-xyz']), { ...startParams('e4', ['true']), cwd: 'file:///no/such/dir' }]) {
       const r = await c.call('process/start', params);
       assert.deepEqual(r.error, { code: -32603, message: 'No such file or directory (os error 2)', data: { kind: 'spawnNotFound' } });
     }
     assert.equal((await c.call('process/read', { processId: 'e4' })).error?.message, 'unknown process id e4');
     await c.call('process/start', startParams('dup', ['true']));
-    assert.deepEqual((await c.call('process/start', startParams('dup', ['true']))).error, { code: -32600, message: 'process dup already exists' });
-    assert.equal((await c.call('process/start', { processId: 'x', argv: ['true'], cwd: 'file:///tmp', env: {} })).error?.message, 'missing field `tty`');
+    assert.deepEqual((await c.call('process/start', startParams('dup', ['true']))).error, {
+      code: -32600,
+      message: 'process dup already exists',
+    });
+    assert.equal(
+      (await c.call('process/start', { processId: 'x', argv: ['true'], cwd: 'file:///tmp', env: {} })).error?.message,
+      'missing field `tty`',
+    );
   });
 
   test('process/read: afterSeq, maxBytes returns at least one chunk, nextSeq rules, long poll', async () => {
     await c.call('process/start', startParams('r1', ['bash', '-c', 'echo line1; sleep 0.1; echo line2; sleep 0.1; echo line3']));
     await c.processEvents('r1');
     const one = await c.call('process/read', { processId: 'r1', maxBytes: 1 });
-    assert.deepEqual(one.result.chunks.map((x: { seq: number }) => x.seq), [1]);
+    assert.deepEqual(
+      one.result.chunks.map((x: { seq: number }) => x.seq),
+      [1],
+    );
     assert.equal(one.result.nextSeq, 2);
     const rest = await c.call('process/read', { processId: 'r1', afterSeq: 1 });
-    assert.deepEqual(rest.result.chunks.map((x: { chunk: string }) => unb64(x.chunk)), ['line2\n', 'line3\n']);
+    assert.deepEqual(
+      rest.result.chunks.map((x: { chunk: string }) => unb64(x.chunk)),
+      ['line2\n', 'line3\n'],
+    );
     assert.equal(rest.result.nextSeq, 6);
     const t0 = Date.now();
     const past = await c.call('process/read', { processId: 'r1', afterSeq: 10, waitMs: 5000 });
@@ -168,26 +202,41 @@ describe('our exec-server: processes', () => {
 
   test('process/write: statuses, writeId dedupe, empty chunk, dead stdin', async () => {
     await c.call('process/start', startParams('w1', ['cat'], { pipeStdin: true }));
-    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('hello\n'), writeId: 'a' })).result, { status: 'accepted' });
-    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('ignored\n'), writeId: 'a' })).result, { status: 'accepted' });
+    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('hello\n'), writeId: 'a' })).result, {
+      status: 'accepted',
+    });
+    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('ignored\n'), writeId: 'a' })).result, {
+      status: 'accepted',
+    });
     assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: '', writeId: 'b' })).result, { status: 'accepted' });
     await c.waitFor((m) => m.method === 'process/output' && m.params.processId === 'w1');
     await c.call('process/write', { processId: 'w1', chunk: b64('world\n'), writeId: 'c' });
     await c.waitFor(() => c.output('w1') === 'hello\nworld\n');
-    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('x'), writeId: '' })).error, { code: -32602, message: 'writeId must not be empty' });
+    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('x'), writeId: '' })).error, {
+      code: -32602,
+      message: 'writeId must not be empty',
+    });
     assert.equal((await c.call('process/write', { processId: 'w1', chunk: b64('x') })).error?.message, 'missing field `writeId`');
     assert.equal((await c.call('process/write', { processId: 'w1', chunk: '*', writeId: 'z' })).error?.code, -32602);
-    assert.deepEqual((await c.call('process/write', { processId: 'nope', chunk: b64('x'), writeId: 'd' })).result, { status: 'unknownProcess' });
+    assert.deepEqual((await c.call('process/write', { processId: 'nope', chunk: b64('x'), writeId: 'd' })).result, {
+      status: 'unknownProcess',
+    });
     await c.call('process/start', startParams('w2', ['sleep', '5']));
     assert.deepEqual((await c.call('process/write', { processId: 'w2', chunk: b64('x'), writeId: 'e' })).result, { status: 'stdinClosed' });
     await c.call('process/terminate', { processId: 'w2' });
     await c.call('process/terminate', { processId: 'w1' });
     await c.processEvents('w1');
-    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('x'), writeId: 'f' })).error, { code: -32603, message: 'failed to write to process stdin' });
+    assert.deepEqual((await c.call('process/write', { processId: 'w1', chunk: b64('x'), writeId: 'f' })).error, {
+      code: -32603,
+      message: 'failed to write to process stdin',
+    });
   });
 
   test('process/signal sends SIGINT to the group; a trap runs; unknown ids are fine', async () => {
-    await c.call('process/start', startParams('s1', ['bash', '-c', 'trap "echo got-int; exit 42" INT; echo ready; while true; do sleep 0.05; done']));
+    await c.call(
+      'process/start',
+      startParams('s1', ['bash', '-c', 'trap "echo got-int; exit 42" INT; echo ready; while true; do sleep 0.05; done']),
+    );
     await c.waitFor(() => c.output('s1') === 'ready\n');
     assert.deepEqual((await c.call('process/signal', { processId: 's1', signal: 'interrupt' })).result, {});
     const events = await c.processEvents('s1');

@@ -46,7 +46,10 @@ describe('our exec-server: sessions', () => {
     assert.equal(text, Array.from({ length: 40 }, (_, i) => `tick${i + 1}\n`).join(''));
     // Seqs are contiguous from 1 (no eviction here): nothing lost, and duplicates only by seq.
     const seqs = [...bySeq.keys()].sort((x, y) => x - y);
-    assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1));
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: seqs.length }, (_, i) => i + 1),
+    );
     b.close();
     c.close();
   });

@@ -25,15 +25,23 @@ test('readTokenFile: a file group or others may access is refused, naming the fi
     const p = file(`m${mode.toString(8)}`, 'tok', mode);
     assert.throws(
       () => readTokenFile(p),
-      (e: Error) => e instanceof TokenFileError && e.message.includes(p) && e.message.includes(`mode 0${mode.toString(8)}`) && e.message.includes(`chmod 600 ${p}`),
+      (e: Error) =>
+        e instanceof TokenFileError &&
+        e.message.includes(p) &&
+        e.message.includes(`mode 0${mode.toString(8)}`) &&
+        e.message.includes(`chmod 600 ${p}`),
       mode.toString(8),
     );
   }
   const spaced = file('with space', 'tok', 0o644);
-  assert.throws(() => readTokenFile(spaced), (e: Error) => e.message.includes(`chmod 600 '${spaced}'`), 'the fix is a pasteable command');
+  assert.throws(
+    () => readTokenFile(spaced),
+    (e: Error) => e.message.includes(`chmod 600 '${spaced}'`),
+    'the fix is a pasteable command',
+  );
 });
 
-test('readTokenFile: empty or blank, missing, and another user\'s file are refused', () => {
+test("readTokenFile: empty or blank, missing, and another user's file are refused", () => {
   assert.throws(() => readTokenFile(file('empty', '', 0o600)), /--token-file .*empty is empty/);
   assert.throws(() => readTokenFile(file('blank', ' \n\t\n', 0o600)), /is empty/);
   assert.throws(() => readTokenFile(join(dir, 'missing'), '--token-file'), /cannot read --token-file .*missing: ENOENT/);

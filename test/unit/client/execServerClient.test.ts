@@ -87,7 +87,8 @@ describe('event ordering', () => {
     const { server, client } = await setup();
     const h = await client.startProcess({ argv: ['x'], cwd: '/tmp', processId: 'p' });
     const events = collect(h);
-    const out = (seq: number, text: string) => server.notify('process/output', { processId: 'p', seq, stream: 'stdout', chunk: Buffer.from(text).toString('base64') });
+    const out = (seq: number, text: string) =>
+      server.notify('process/output', { processId: 'p', seq, stream: 'stdout', chunk: Buffer.from(text).toString('base64') });
     out(2, 'b');
     out(3, 'c');
     await flush();

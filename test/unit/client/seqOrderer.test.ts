@@ -33,7 +33,9 @@ test('a read rebuilds exit and close: close is the last seq, exit the highest un
   const o = new SeqOrderer();
   o.push(out(1));
   // Server: 2,3 output, 4 exit, 5 output drained after exit, 6 closed.
-  const r = o.mergeRead(read({ chunks: [chunk(2), chunk(3), chunk(5)], nextSeq: 7, exited: true, exitCode: 9, closed: true, sandboxDenied: true }));
+  const r = o.mergeRead(
+    read({ chunks: [chunk(2), chunk(3), chunk(5)], nextSeq: 7, exited: true, exitCode: 9, closed: true, sandboxDenied: true }),
+  );
   assert.deepEqual(seqs(r.events), ['o2', 'o3', 'e4', 'o5', 'c6']);
   const exit = r.events.find((e) => e.type === 'exited');
   assert.deepEqual(exit, { type: 'exited', seq: 4, exitCode: 9, sandboxDenied: true });

@@ -28,7 +28,7 @@ test('workspace-write without roots makes the cwd the root; full access with net
   assert.equal(sandboxRequest({ policy: 'full-access', network: true }, '/srv'), undefined);
 });
 
-test('the bundled server\'s URL line is found in its stdout', () => {
+test("the bundled server's URL line is found in its stdout", () => {
   assert.equal(parseListenUrl('ws://127.0.0.1:39313\n'), 'ws://127.0.0.1:39313');
   assert.equal(parseListenUrl('noise\nws://[::1]:8080\n'), 'ws://[::1]:8080');
   assert.equal(parseListenUrl('listening...'), undefined);

@@ -43,7 +43,10 @@ test('parses VS Code mcp.json with comments, trailing commas, defaults and our k
   }`;
   const config = mergeMcpConfig([parseMcpJson(text, jsonSource)]);
   assert.deepEqual(config.diagnostics, []);
-  assert.deepEqual(config.entries.map((e) => e.name), ['memory', 'fs']);
+  assert.deepEqual(
+    config.entries.map((e) => e.name),
+    ['memory', 'fs'],
+  );
   const mem = defOf(config, 'memory');
   assert.equal(mem.command, 'node');
   assert.deepEqual(mem.env, { A: '1', N: '2', GONE: null });
@@ -56,7 +59,10 @@ test('parses VS Code mcp.json with comments, trailing commas, defaults and our k
   assert.equal(fs.autoStart, true);
   assert.equal(fs.restart, 'onCrash');
   assert.equal(fs.executor, 'devbox');
-  assert.deepEqual(config.inputs.map((i) => [i.id, i.password]), [['key', true]]);
+  assert.deepEqual(
+    config.inputs.map((i) => [i.id, i.password]),
+    [['key', true]],
+  );
 });
 
 test('one bad server does not hide the others; errors name the file, server, key and position', () => {
@@ -90,7 +96,10 @@ test('one bad server does not hide the others; errors name the file, server, key
   const argErr = byName.get('badArgs')?.errors[0];
   assert.equal(argErr?.key, 'servers.badArgs.args[1]');
   assert.equal(argErr?.range?.line, 3);
-  assert.match(formatDiagnostic(argErr!), /^\/ws\/\.vscode\/mcp\.json:4:\d+, server "badArgs", key "servers\.badArgs\.args\[1\]": each argument must be a string, got 7$/);
+  assert.match(
+    formatDiagnostic(argErr!),
+    /^\/ws\/\.vscode\/mcp\.json:4:\d+, server "badArgs", key "servers\.badArgs\.args\[1\]": each argument must be a string, got 7$/,
+  );
   assert.equal(byName.get('badTimeout')?.errors[0]?.key, 'servers.badTimeout.startupTimeoutMs');
   assert.match(byName.get('badTimeout')?.errors[0]?.message ?? '', /whole number of milliseconds/);
   assert.equal(byName.get('noCommand')?.errors[0]?.key, 'servers.noCommand.command');
@@ -161,7 +170,10 @@ test('settings adjust an mcp.json server without a command, or define/replace on
 
 test('a second mcp.json with the same server name is reported and ignored', () => {
   const other: McpConfigSource = { kind: 'mcpJson', file: '/ws2/.vscode/mcp.json', workspaceFolder: '/ws2' };
-  const config = mergeMcpConfig([parseMcpJson('{"servers":{"a":{"command":"one"}}}', jsonSource), parseMcpJson('{"servers":{"a":{"command":"two"}}}', other)]);
+  const config = mergeMcpConfig([
+    parseMcpJson('{"servers":{"a":{"command":"one"}}}', jsonSource),
+    parseMcpJson('{"servers":{"a":{"command":"two"}}}', other),
+  ]);
   assert.equal(defOf(config, 'a').command, 'one');
   assert.equal(config.entries.length, 1);
   assert.match(config.diagnostics[0]?.message ?? '', /already defined in \/ws\/\.vscode\/mcp\.json/);
@@ -171,7 +183,10 @@ test('fingerprint changes with the launch, not with tool filters or policy', () 
   const fp = (server: object) => defOf(mergeMcpConfig([parseSettingsServers({ s: server }, settingsSource)]), 's').fingerprint;
   const base = fp({ command: 'node', args: ['a'], env: { B: '1', A: '2' } });
   assert.equal(fp({ command: 'node', args: ['a'], env: { A: '2', B: '1' } }), base, 'env order does not matter');
-  assert.equal(fp({ command: 'node', args: ['a'], env: { B: '1', A: '2' }, autoStart: true, disabledTools: ['x'], restart: 'onCrash' }), base);
+  assert.equal(
+    fp({ command: 'node', args: ['a'], env: { B: '1', A: '2' }, autoStart: true, disabledTools: ['x'], restart: 'onCrash' }),
+    base,
+  );
   assert.notEqual(fp({ command: 'node', args: ['b'], env: { B: '1', A: '2' } }), base);
   assert.notEqual(fp({ command: 'node', args: ['a'], env: { B: '1', A: '3' } }), base);
   assert.notEqual(fp({ command: 'node', args: ['a'], env: { B: '1', A: '2' }, executor: 'x' }), base);
@@ -183,7 +198,14 @@ test('resolveLaunch substitutes variables, asks each input once, merges envFile 
     servers: {
       s: {
         command: '${userHome}/bin/srv',
-        args: ['--root=${workspaceFolder}', '${workspaceFolderBasename}', 'a${pathSeparator}b', '${env:TOKEN_FROM_ENV}', '${env:NOPE}x', '${input:tok}'],
+        args: [
+          '--root=${workspaceFolder}',
+          '${workspaceFolderBasename}',
+          'a${pathSeparator}b',
+          '${env:TOKEN_FROM_ENV}',
+          '${env:NOPE}x',
+          '${input:tok}',
+        ],
         env: { KEY: '${input:tok}', FROM_FILE: 'overridden', DROP: null },
         envFile: '${workspaceFolder}/.env',
         cwd: '${workspaceFolder}/sub',
@@ -220,7 +242,11 @@ test('resolveLaunch fails with a diagnostic naming the key', async () => {
     parseMcpJson(
       JSON.stringify({
         inputs: [{ type: 'promptString', id: 'tok' }],
-        servers: { cancel: { command: 'x', env: { K: '${input:tok}' } }, nofile: { command: 'x', envFile: '/nope/.env' }, rel: { command: 'x', cwd: 'relative' } },
+        servers: {
+          cancel: { command: 'x', env: { K: '${input:tok}' } },
+          nofile: { command: 'x', envFile: '/nope/.env' },
+          rel: { command: 'x', cwd: 'relative' },
+        },
       }),
       jsonSource,
     ),
@@ -231,7 +257,10 @@ test('resolveLaunch fails with a diagnostic naming the key', async () => {
     assert.match(e.message, /no value was given for input "tok"/);
     return true;
   });
-  await assert.rejects(resolveLaunch(defOf(config, 'nofile'), config.inputs, ctx()), /key "servers\.nofile\.envFile": cannot read the envFile "\/nope\/\.env": no files here/);
+  await assert.rejects(
+    resolveLaunch(defOf(config, 'nofile'), config.inputs, ctx()),
+    /key "servers\.nofile\.envFile": cannot read the envFile "\/nope\/\.env": no files here/,
+  );
   await assert.rejects(resolveLaunch(defOf(config, 'rel'), config.inputs, ctx()), /"cwd" must be an absolute path/);
 
   // ${workspaceFolder} in a settings server with no folder open.
@@ -241,7 +270,18 @@ test('resolveLaunch fails with a diagnostic naming the key', async () => {
 
 test('parseEnvFile handles export, quotes, escapes, comments and reports bad lines', () => {
   const { values, errors } = parseEnvFile(
-    ['# comment', 'export A=1', 'B = two words # trailing', "C='single $X \\n'", 'D="line\\nnext \\"q\\""', 'E="multi', 'line"', 'not a pair', '', 'F='].join('\r\n'),
+    [
+      '# comment',
+      'export A=1',
+      'B = two words # trailing',
+      "C='single $X \\n'",
+      'D="line\\nnext \\"q\\""',
+      'E="multi',
+      'line"',
+      'not a pair',
+      '',
+      'F=',
+    ].join('\r\n'),
   );
   assert.deepEqual(values, { A: '1', B: 'two words', C: 'single $X \\n', D: 'line\nnext "q"', E: 'multi\nline', F: '' });
   assert.deepEqual(errors, ['line 8: expected KEY=value']);
@@ -270,7 +310,10 @@ test('inputs are validated: bad ones are reported, good ones kept', () => {
     }),
     jsonSource,
   );
-  assert.deepEqual(layer.inputs.map((i) => i.id), ['ok', 'pick']);
+  assert.deepEqual(
+    layer.inputs.map((i) => i.id),
+    ['ok', 'pick'],
+  );
   assert.deepEqual(layer.inputs[1]?.options, ['a', 'b']);
   assert.deepEqual(
     layer.diagnostics.map((d) => d.key),

@@ -19,7 +19,13 @@ test('ServerLog splits stderr into lines across chunks and characters, bounds th
   log.stderr(euro.subarray(1));
   log.lifecycle('started');
   log.stderr(Buffer.from('x'.repeat(25) + '\n'));
-  assert.deepEqual(seen, ['1:stderr:one', '2:stderr:two', '3:stderr:€', '4:lifecycle:started', '5:stderr:xxxxxxxxxx… (15 more characters)']);
+  assert.deepEqual(seen, [
+    '1:stderr:one',
+    '2:stderr:two',
+    '3:stderr:€',
+    '4:lifecycle:started',
+    '5:stderr:xxxxxxxxxx… (15 more characters)',
+  ]);
   log.stderr(Buffer.from('partial'));
   assert.deepEqual(log.stderrTail(2), ['xxxxxxxxxx… (15 more characters)', 'partial'], 'the tail includes an unfinished line');
   log.flushStderr();
@@ -51,8 +57,14 @@ test('state transitions: every non-final state can reach a final one; finals onl
   assert.ok(!canTransition('timedOut', 'ready'));
   assert.equal(describeState({ kind: 'ready', since: 0, tools: 1 }, 0), 'Ready (1 tool)');
   assert.equal(describeState({ kind: 'timedOut', since: 0, reason: 'x', stderrTail: [], timeoutMs: 30_000 }, 0), 'Timed out after 30 s');
-  assert.equal(describeState({ kind: 'crashed', since: 0, reason: 'x', stderrTail: [], exitCode: 3, restartAt: 2500 }, 500), 'Crashed (exit 3) — restarting in 2 s');
-  assert.equal(describeState({ kind: 'crashed', since: 0, reason: 'x', stderrTail: [], waitingForExecutor: true }, 0), 'Crashed — restarts when the executor is back');
+  assert.equal(
+    describeState({ kind: 'crashed', since: 0, reason: 'x', stderrTail: [], exitCode: 3, restartAt: 2500 }, 500),
+    'Crashed (exit 3) — restarting in 2 s',
+  );
+  assert.equal(
+    describeState({ kind: 'crashed', since: 0, reason: 'x', stderrTail: [], waitingForExecutor: true }, 0),
+    'Crashed — restarts when the executor is back',
+  );
   assert.equal(formatMs(1500), '1.5 s');
   assert.equal(formatMs(61_000), '1 min 1 s');
   assert.equal(describeExitCode(137), 'exit code 137 (killed)');
@@ -76,8 +88,15 @@ function runWrapped(argv: string[]): Promise<{ code: number | null; stderr: stri
 
 test('the reaper wrapper passes stdin through, reports the exit code, and kills what the server left behind', async () => {
   // The "server": reads a line from stdin, starts a helper that ignores INT/TERM/HUP, prints its pid, exits 7.
-  const r = await runWrapped(['bash', '-c', `read line; [ "$line" = hello ] || exit 99; (trap '' INT TERM HUP; exec sleep 300) </dev/null >/dev/null 2>&1 & echo $!; echo oops >&2; exit 7`]);
-  const markers = r.stderr.split('\n').map(parseExitMarker).filter((x) => x !== undefined);
+  const r = await runWrapped([
+    'bash',
+    '-c',
+    `read line; [ "$line" = hello ] || exit 99; (trap '' INT TERM HUP; exec sleep 300) </dev/null >/dev/null 2>&1 & echo $!; echo oops >&2; exit 7`,
+  ]);
+  const markers = r.stderr
+    .split('\n')
+    .map(parseExitMarker)
+    .filter((x) => x !== undefined);
   assert.deepEqual(markers, [7], r.stderr);
   assert.match(r.stderr, /^oops\n/);
   assert.equal(r.code, null, 'the wrapper killed its own group, itself included');
@@ -88,7 +107,14 @@ test('the reaper wrapper passes stdin through, reports the exit code, and kills 
 });
 
 test('tool arguments: JSON parse errors, non-objects and schema mismatches are explained', () => {
-  const tool = { name: 'add', inputSchema: { type: 'object' as const, properties: { a: { type: 'number' }, mode: { type: 'string', enum: ['x', 'y'] } }, required: ['a', 'mode'] } };
+  const tool = {
+    name: 'add',
+    inputSchema: {
+      type: 'object' as const,
+      properties: { a: { type: 'number' }, mode: { type: 'string', enum: ['x', 'y'] } },
+      required: ['a', 'mode'],
+    },
+  };
   assert.deepEqual(parseToolArguments(tool, '{"a": 1, "mode": "x"}'), { ok: true, args: { a: 1, mode: 'x' } });
   const bad = parseToolArguments(tool, '{"a": "one", "mode": "x"}');
   assert.ok(!bad.ok && /does not match the input schema of add/.test(bad.message), JSON.stringify(bad));

@@ -34,11 +34,17 @@ test('the tree shows an empty hint, then servers with state, executor badge and 
   const changes: (string | undefined)[] = [];
   model.onDidChange((n) => changes.push(n?.id));
 
-  assert.deepEqual(model.snapshot(), [{ label: 'No MCP servers configured', description: 'add .vscode/mcp.json', contextValue: 'mcpEmpty;', children: [] }]);
+  assert.deepEqual(model.snapshot(), [
+    { label: 'No MCP servers configured', description: 'add .vscode/mcp.json', contextValue: 'mcpEmpty;', children: [] },
+  ]);
 
   manager.applyConfig(
     mergeMcpConfig([
-      parseMcpJson('{"servers": {"ok": {"command": "node", "executor": "devbox"}, "broken": {"command": "node", "args": [1]}}}', { kind: 'mcpJson', file, workspaceFolder: '/ws' }),
+      parseMcpJson('{"servers": {"ok": {"command": "node", "executor": "devbox"}, "broken": {"command": "node", "args": [1]}}}', {
+        kind: 'mcpJson',
+        file,
+        workspaceFolder: '/ws',
+      }),
       parseSettingsServers({ fromSettings: { command: 'srv' } }, { kind: 'settings', file: 'settings' }),
     ]),
   );
@@ -57,7 +63,10 @@ test('the tree shows an empty hint, then servers with state, executor badge and 
     ['servers.broken.args[0]: each argument must be a string, got 1'],
   );
   const detail = model.getChildren(model.getChildren()[1])[0]!;
-  assert.equal(model.getItem(detail).tooltip, `${file}:1:102, server "broken", key "servers.broken.args[0]": each argument must be a string, got 1`);
+  assert.equal(
+    model.getItem(detail).tooltip,
+    `${file}:1:102, server "broken", key "servers.broken.args[0]": each argument must be a string, got 1`,
+  );
   // The same node object comes back for the same id (VS Code refreshes elements by identity).
   assert.equal(model.getChildren()[0], model.getChildren()[0]);
   const tooltip = model.getItem({ kind: 'server', id: 'mcp:ok', server: 'ok' }).tooltip ?? '';
@@ -73,12 +82,19 @@ test('no executor: a start ends crashed with the reason; onCrash waits for the e
   const host = new NoExecutors();
   const manager = new McpServerManager({ host, clock: new FakeClock(0) });
   const model = new McpTreeModel(manager);
-  manager.applyConfig(mergeMcpConfig([parseSettingsServers({ a: { command: 'x' }, b: { command: 'x', restart: 'onCrash' } }, { kind: 'settings', file: 'settings' })]));
+  manager.applyConfig(
+    mergeMcpConfig([
+      parseSettingsServers({ a: { command: 'x' }, b: { command: 'x', restart: 'onCrash' } }, { kind: 'settings', file: 'settings' }),
+    ]),
+  );
   const a = manager.get('a')!;
   const b = manager.get('b')!;
   await a.start();
   assert.equal(a.state.kind, 'crashed');
-  assert.ok(a.state.kind === 'crashed' && /executor not available: executor "active" is not connected/.test(a.state.reason), JSON.stringify(a.state));
+  assert.ok(
+    a.state.kind === 'crashed' && /executor not available: executor "active" is not connected/.test(a.state.reason),
+    JSON.stringify(a.state),
+  );
   assert.equal(a.waitingForExecutor, false);
   await b.start();
   assert.ok(b.waitingForExecutor, JSON.stringify(b.state));
@@ -97,7 +113,10 @@ test('no executor: a start ends crashed with the reason; onCrash waits for the e
   host.fire();
   await new Promise((r) => setImmediate(r));
   assert.equal(host.acquires, before + 1);
-  assert.deepEqual(model.snapshot()[0]?.children.map((c) => c.label), ['executor not available: executor "active" is not connected']);
+  assert.deepEqual(
+    model.snapshot()[0]?.children.map((c) => c.label),
+    ['executor not available: executor "active" is not connected'],
+  );
   await manager.shutdown();
   assert.deepEqual(manager.servers, []);
 });

@@ -7,7 +7,10 @@ test('process/start applies the reference defaults and keeps optional fields opt
   assert.equal(p.pipeStdin, false);
   assert.equal(p.arg0, undefined);
   assert.ok(!ProcessStartParams.safeParse({ processId: 'p', argv: ['true'], cwd: 'file:///tmp', env: {} }).success, 'tty is required');
-  assert.ok(!ProcessStartParams.safeParse({ processId: 'p', argv: ['true'], cwd: 'file:///tmp', env: { A: 1 }, tty: false }).success, 'env values are strings');
+  assert.ok(
+    !ProcessStartParams.safeParse({ processId: 'p', argv: ['true'], cwd: 'file:///tmp', env: { A: 1 }, tty: false }).success,
+    'env values are strings',
+  );
 });
 
 test('base64 fields reject invalid symbols and accept the empty string', () => {

@@ -17,7 +17,17 @@ test('classifies requests, notifications, responses and errors', () => {
 });
 
 test('rejects what the real server rejects as malformed', () => {
-  for (const text of ['{not json', '42', '[]', '[{"id":1,"method":"m"}]', '{}', 'null', '{"id":99.5,"method":"m"}', '{"id":null,"method":"m"}', '{"id":1,"method":7}']) {
+  for (const text of [
+    '{not json',
+    '42',
+    '[]',
+    '[{"id":1,"method":"m"}]',
+    '{}',
+    'null',
+    '{"id":99.5,"method":"m"}',
+    '{"id":null,"method":"m"}',
+    '{"id":1,"method":7}',
+  ]) {
     assert.equal(parseMessage(text).kind, 'malformed', text);
   }
 });

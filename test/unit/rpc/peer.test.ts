@@ -36,7 +36,10 @@ test('the wire carries no "jsonrpc" member and errors keep their code and data',
       throw new RpcError(-32603, 'boom', { kind: 'spawnNotFound' });
     },
   });
-  await assert.rejects(client.request('x', {}), (e: unknown) => e instanceof RpcError && e.code === -32603 && (e.data as { kind: string }).kind === 'spawnNotFound');
+  await assert.rejects(
+    client.request('x', {}),
+    (e: unknown) => e instanceof RpcError && e.code === -32603 && (e.data as { kind: string }).kind === 'spawnNotFound',
+  );
   for (const frame of [...a.sent, ...b.sent]) assert.ok(!frame.includes('jsonrpc'), frame);
 });
 
@@ -107,12 +110,21 @@ test('an aborted call rejects at once and its late answer is ignored', async () 
 
 test('router validates params with serde-style messages and answers unknown methods with -32601', () => {
   const router = new Router<undefined>().on('process/signal', () => ({}));
-  assert.throws(() => router.dispatch('process/signal', { processId: 'p' }, undefined), (e: unknown) => e instanceof RpcError && e.code === -32602 && e.message === 'missing field `signal`');
+  assert.throws(
+    () => router.dispatch('process/signal', { processId: 'p' }, undefined),
+    (e: unknown) => e instanceof RpcError && e.code === -32602 && e.message === 'missing field `signal`',
+  );
   assert.throws(
     () => router.dispatch('process/signal', { processId: 'p', signal: 'terminate' }, undefined),
     (e: unknown) => e instanceof RpcError && e.message === 'unknown variant `terminate`, expected `interrupt`',
   );
-  assert.throws(() => router.dispatch('process/signal', { processId: 7, signal: 'interrupt' }, undefined), /invalid type: number, expected a string/);
-  assert.throws(() => router.dispatch('nope', {}, undefined), (e: unknown) => e instanceof RpcError && e.code === -32601);
+  assert.throws(
+    () => router.dispatch('process/signal', { processId: 7, signal: 'interrupt' }, undefined),
+    /invalid type: number, expected a string/,
+  );
+  assert.throws(
+    () => router.dispatch('nope', {}, undefined),
+    (e: unknown) => e instanceof RpcError && e.code === -32601,
+  );
   assert.deepEqual(router.dispatch('process/signal', { processId: 'p', signal: 'interrupt', extra: 1 }, undefined), {});
 });

@@ -27,13 +27,18 @@ function workspace(paths: string[]): string {
   return ws;
 }
 
-const layoutOf = (ws: string, intent: Parameters<typeof sandboxForPolicy>[0] = { policy: 'workspace-write', cwd: uri(ws) }) => computeLayout(resolvePolicy(sandboxForPolicy(intent), ws, {}));
-const mountsOf = (ws: string) => layoutOf(ws).mounts.map((m) => `${m.kind}${m.kind === 'ro-bind' && m.optional ? '?' : ''} ${m.path.startsWith(ws) ? m.path.slice(ws.length) || '/' : m.path}`);
+const layoutOf = (ws: string, intent: Parameters<typeof sandboxForPolicy>[0] = { policy: 'workspace-write', cwd: uri(ws) }) =>
+  computeLayout(resolvePolicy(sandboxForPolicy(intent), ws, {}));
+const mountsOf = (ws: string) =>
+  layoutOf(ws).mounts.map(
+    (m) => `${m.kind}${m.kind === 'ro-bind' && m.optional ? '?' : ''} ${m.path.startsWith(ws) ? m.path.slice(ws.length) || '/' : m.path}`,
+  );
 
 test('nested repositories and folders: existing .git, .vscode and .codex below a writable root are read-only', () => {
   const ws = workspace(['.git/', 'sub/.git/hooks/', 'sub/.vscode/settings.json', 'a/b/c/.codex/', 'a/b/plain.txt', 'x/.git']);
   const m = mountsOf(ws);
-  for (const p of ['/sub/.git', '/sub/.vscode', '/a/b/c/.codex', '/x/.git']) assert.ok(m.includes(`ro-bind? ${p}`), `${p} in ${m.join(', ')}`);
+  for (const p of ['/sub/.git', '/sub/.vscode', '/a/b/c/.codex', '/x/.git'])
+    assert.ok(m.includes(`ro-bind? ${p}`), `${p} in ${m.join(', ')}`);
   // The top level is as before: its existing .git bound, its missing .vscode/.codex placeholders.
   assert.ok(m.includes('ro-bind /.git'));
   assert.ok(m.includes('placeholder /.vscode') && m.includes('placeholder /.codex'));
@@ -61,7 +66,14 @@ test('nested: a submodule gitdir inside the protected .git adds nothing; a symli
 
 test('nested: skipped are dependency trees, scratch roots, paths under other explicit entries, and what lies past the bounds', () => {
   const deep = 'd1/d2/d3/d4/d5/d6/d7/';
-  const ws = workspace(['node_modules/pkg/.git/', '.venv/lib/.git/', `${deep}.git/`, 'd1/d2/d3/d4/d5/.git/', 'secret/inner/.git/', 'ro/inner/.vscode/']);
+  const ws = workspace([
+    'node_modules/pkg/.git/',
+    '.venv/lib/.git/',
+    `${deep}.git/`,
+    'd1/d2/d3/d4/d5/.git/',
+    'secret/inner/.git/',
+    'ro/inner/.vscode/',
+  ]);
   const policy = resolvePolicy(sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }), ws, {});
   // Add a deny and a read entry inside the workspace.
   policy.rules.push({ path: join(ws, 'secret'), access: 'deny' }, { path: join(ws, 'ro'), access: 'read' });
@@ -74,18 +86,33 @@ test('nested: skipped are dependency trees, scratch roots, paths under other exp
   // A scratch root ($TMPDIR, /tmp) is never scanned.
   const tmp = workspace(['proj/.git/', 'proj/.vscode/']);
   const withTmp = computeLayout(resolvePolicy(sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }), ws, { TMPDIR: tmp }));
-  assert.ok(withTmp.mounts.some((x) => x.kind === 'bind' && x.path === tmp), 'TMPDIR is writable');
+  assert.ok(
+    withTmp.mounts.some((x) => x.kind === 'bind' && x.path === tmp),
+    'TMPDIR is writable',
+  );
   assert.ok(!withTmp.mounts.some((x) => x.path.startsWith(`${tmp}/`)), 'and gets no carve-outs');
 });
 
 test('findNested: the entry and found bounds stop the scan, shallowest first', () => {
   const ws = workspace(['a/.git/', 'b/.vscode/', 'c/d/.git/', 'e/f/g/.git/']);
   const limits = { ...NESTED_SCAN };
-  assert.deepEqual(findNested(ws, limits).map((p) => p.slice(ws.length)), ['/a/.git', '/b/.vscode', '/c/d/.git', '/e/f/g/.git']);
-  assert.deepEqual(findNested(ws, { ...limits, maxFound: 2 }).map((p) => p.slice(ws.length)), ['/a/.git', '/b/.vscode']);
-  assert.deepEqual(findNested(ws, { ...limits, maxDepth: 2 }).map((p) => p.slice(ws.length)), ['/a/.git', '/b/.vscode', '/c/d/.git']);
+  assert.deepEqual(
+    findNested(ws, limits).map((p) => p.slice(ws.length)),
+    ['/a/.git', '/b/.vscode', '/c/d/.git', '/e/f/g/.git'],
+  );
+  assert.deepEqual(
+    findNested(ws, { ...limits, maxFound: 2 }).map((p) => p.slice(ws.length)),
+    ['/a/.git', '/b/.vscode'],
+  );
+  assert.deepEqual(
+    findNested(ws, { ...limits, maxDepth: 2 }).map((p) => p.slice(ws.length)),
+    ['/a/.git', '/b/.vscode', '/c/d/.git'],
+  );
   // The root has 4 entries, a and b one each: a budget of 6 stops after reading b.
-  assert.deepEqual(findNested(ws, { ...limits, maxEntries: 6 }).map((p) => p.slice(ws.length)), ['/a/.git', '/b/.vscode']);
+  assert.deepEqual(
+    findNested(ws, { ...limits, maxEntries: 6 }).map((p) => p.slice(ws.length)),
+    ['/a/.git', '/b/.vscode'],
+  );
 });
 
 test('findNested cache: unchanged directories cost an lstat, a new or removed nested repository is seen at once', () => {

@@ -11,9 +11,17 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('no sandbox (absent, null, disabled, full access with network) plans the command as it is', async () => {
   const planner = new SandboxPlanner({ platform: 'win32' });
-  for (const sandbox of [undefined, null, { permissions: { type: 'disabled' } }, sandboxForPolicy({ policy: 'full-access', network: true, cwd: 'file:///' })]) {
+  for (const sandbox of [
+    undefined,
+    null,
+    { permissions: { type: 'disabled' } },
+    sandboxForPolicy({ policy: 'full-access', network: true, cwd: 'file:///' }),
+  ]) {
     const plan = await planner.plan({ argv: ['/bin/echo', 'a b'], arg0: null, cwd: '/', env: { A: '1' }, tty: false, sandbox });
-    assert.deepEqual([plan.file, plan.args, plan.cwd, plan.env, plan.sandboxType, plan.restricted], ['/bin/echo', ['a b'], '/', { A: '1' }, 'none', false]);
+    assert.deepEqual(
+      [plan.file, plan.args, plan.cwd, plan.env, plan.sandboxType, plan.restricted],
+      ['/bin/echo', ['a b'], '/', { A: '1' }, 'none', false],
+    );
     assert.equal(plan.isDenial(1, [Buffer.from("touch: cannot touch '/x': Read-only file system")]), false);
     plan.dispose();
     plan.dispose();
@@ -23,7 +31,13 @@ test('no sandbox (absent, null, disabled, full access with network) plans the co
 test('a platform without a sandbox refuses sandboxed starts', async () => {
   for (const platform of ['win32', 'freebsd'] as const) {
     await assert.rejects(
-      new SandboxPlanner({ platform }).plan({ argv: ['/bin/true'], cwd: '/', env: {}, tty: false, sandbox: sandboxForPolicy({ policy: 'read-only', cwd: 'file:///' }) }),
+      new SandboxPlanner({ platform }).plan({
+        argv: ['/bin/true'],
+        cwd: '/',
+        env: {},
+        tty: false,
+        sandbox: sandboxForPolicy({ policy: 'read-only', cwd: 'file:///' }),
+      }),
       (e: Error) => e instanceof SandboxUnavailableError && e.message.includes(platform) && /not run/.test(e.message),
     );
   }
@@ -42,7 +56,12 @@ test('findBwrap: explicit path, BWRAP_PATH, then PATH; a clear install hint othe
 
 test('probe failures become fix-it messages', () => {
   assert.match(explainProbeFailure('bwrap: setting up uid map: Permission denied'), /user namespaces are not available.*sysctl/);
-  assert.match(explainProbeFailure('bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.'), /apparmor_restrict_unprivileged_userns/);
+  assert.match(
+    explainProbeFailure(
+      'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.',
+    ),
+    /apparmor_restrict_unprivileged_userns/,
+  );
   assert.match(explainProbeFailure("bwrap: Can't mount proc on /newroot/proc: Device or resource busy"), /private \/proc/);
   assert.match(explainProbeFailure('something else'), /check that bwrap works/);
 });
@@ -63,8 +82,21 @@ test('macOS plans sandbox-exec with the generated profile (not runnable here: th
   assert.equal(plan.args[0], '-p');
   assert.match(plan.args[1]!, /^\(version 1\)\n\(deny default\)/);
   assert.ok(plan.args.includes(`-DWRITABLE_ROOT_0=${ws}`) || plan.args.some((a) => a.startsWith('-DWRITABLE_ROOT_') && a.endsWith(ws)));
-  assert.ok(plan.args.some((a) => a.endsWith(`${ws}/.git`)), 'a missing .git is still excluded from writes');
-  assert.deepEqual(plan.args.slice(plan.args.indexOf('--') + 1), ['/bin/bash', '--norc', '--noprofile', '-c', 'exec -a "$0" "$@"', 'custom', '/bin/sh', '-c', 'true']);
+  assert.ok(
+    plan.args.some((a) => a.endsWith(`${ws}/.git`)),
+    'a missing .git is still excluded from writes',
+  );
+  assert.deepEqual(plan.args.slice(plan.args.indexOf('--') + 1), [
+    '/bin/bash',
+    '--norc',
+    '--noprofile',
+    '-c',
+    'exec -a "$0" "$@"',
+    'custom',
+    '/bin/sh',
+    '-c',
+    'true',
+  ]);
   assert.equal(plan.isDenial(1, [Buffer.from(`touch: ${ws}/.git/x: Operation not permitted\n`)]), true);
   plan.dispose();
 });

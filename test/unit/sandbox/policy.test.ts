@@ -16,7 +16,11 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 // Shapes the codex 0.171.0 binary accepted on `process/start` (probed; see docs/sandbox.md).
 const CODEX_READ_ONLY = {
-  permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }] }, network: 'restricted' },
+  permissions: {
+    type: 'managed',
+    file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }] },
+    network: 'restricted',
+  },
   windowsSandboxLevel: 'disabled',
 };
 const CODEX_WORKSPACE = {
@@ -39,7 +43,12 @@ const CODEX_WORKSPACE = {
 };
 
 test('the schema accepts the shapes codex 0.171 accepts and rejects what it rejects', () => {
-  for (const ok of [CODEX_READ_ONLY, CODEX_WORKSPACE, { permissions: { type: 'disabled' }, windowsSandboxLevel: 'disabled' }, { permissions: { type: 'external', network: 'restricted' }, windowsSandboxLevel: 'elevated' }]) {
+  for (const ok of [
+    CODEX_READ_ONLY,
+    CODEX_WORKSPACE,
+    { permissions: { type: 'disabled' }, windowsSandboxLevel: 'disabled' },
+    { permissions: { type: 'external', network: 'restricted' }, windowsSandboxLevel: 'elevated' },
+  ]) {
     assert.equal(SandboxContext.safeParse(ok).success, true, JSON.stringify(ok));
   }
   const bad = [
@@ -48,8 +57,20 @@ test('the schema accepts the shapes codex 0.171 accepts and rejects what it reje
     { permissions: { type: 'x' } },
     { permissions: { type: 'managed', file_system: { type: 'restricted' }, network: 'restricted' } },
     { permissions: { type: 'managed', file_system: { type: 'unrestricted' }, network: 'x' } },
-    { permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'x' } }, access: 'read' }] }, network: 'restricted' } },
-    { permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'x' }] }, network: 'restricted' } },
+    {
+      permissions: {
+        type: 'managed',
+        file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'x' } }, access: 'read' }] },
+        network: 'restricted',
+      },
+    },
+    {
+      permissions: {
+        type: 'managed',
+        file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'x' }] },
+        network: 'restricted',
+      },
+    },
     { permissions: { type: 'disabled' }, windowsSandboxLevel: 'x' },
     { permissions: { type: 'managed', file_system: { type: 'restricted', entries: [], glob_scan_max_depth: 0 }, network: 'restricted' } },
   ];
@@ -64,15 +85,33 @@ test('the schema accepts the shapes codex 0.171 accepts and rejects what it reje
 test('sandboxForPolicy builds codex-shaped values for the three policies', () => {
   const ro = sandboxForPolicy({ policy: 'read-only', cwd: 'file:///w' });
   assert.deepEqual(ro, { cwd: 'file:///w', windowsSandboxLevel: 'disabled', permissions: CODEX_READ_ONLY.permissions });
-  const ww = SandboxContext.parse(sandboxForPolicy({ policy: 'workspace-write', cwd: 'file:///w', network: true, writableRoots: ['file:///x'], readOnlyPaths: ['file:///w/secret'] }));
+  const ww = SandboxContext.parse(
+    sandboxForPolicy({
+      policy: 'workspace-write',
+      cwd: 'file:///w',
+      network: true,
+      writableRoots: ['file:///x'],
+      readOnlyPaths: ['file:///w/secret'],
+    }),
+  );
   assert.deepEqual(ww.workspaceRoots, ['file:///w']);
   assert.equal(ww.permissions.type === 'managed' && ww.permissions.network, 'enabled');
   assert.deepEqual(sandboxForPolicy({ policy: 'full-access', cwd: 'file:///w', network: true }).permissions, { type: 'disabled' });
-  assert.deepEqual(sandboxForPolicy({ policy: 'full-access', cwd: 'file:///w' }).permissions, { type: 'managed', file_system: { type: 'unrestricted' }, network: 'restricted' });
+  assert.deepEqual(sandboxForPolicy({ policy: 'full-access', cwd: 'file:///w' }).permissions, {
+    type: 'managed',
+    file_system: { type: 'unrestricted' },
+    network: 'restricted',
+  });
 });
 
 test('resolvePolicy: absent, disabled and full-access-with-network mean no sandbox', () => {
-  for (const sb of [undefined, null, { permissions: { type: 'disabled' } }, { permissions: { type: 'external', network: 'enabled' } }, sandboxForPolicy({ policy: 'full-access', cwd: 'file:///', network: true })]) {
+  for (const sb of [
+    undefined,
+    null,
+    { permissions: { type: 'disabled' } },
+    { permissions: { type: 'external', network: 'enabled' } },
+    sandboxForPolicy({ policy: 'full-access', cwd: 'file:///', network: true }),
+  ]) {
     assert.equal(resolvePolicy(sb, '/w', {}).unrestricted, true);
   }
   const netOnly = resolvePolicy(sandboxForPolicy({ policy: 'full-access', cwd: 'file:///w' }), '/w', {});
@@ -125,17 +164,41 @@ test('resolvePolicy: project_roots without workspaceRoots means the anchor; TMPD
     p.rules.map((r) => r.path),
     ['/', '/w', '/tmp'],
   );
-  const q = resolvePolicy({ permissions: { type: 'managed', network: 'enabled', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'project_roots' } }, access: 'write' }] } } }, '/cwd', {});
+  const q = resolvePolicy(
+    {
+      permissions: {
+        type: 'managed',
+        network: 'enabled',
+        file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'project_roots' } }, access: 'write' }] },
+      },
+    },
+    '/cwd',
+    {},
+  );
   assert.deepEqual(q.rules, [{ path: '/cwd', access: 'write' }]);
 });
 
 test('resolvePolicy refuses what it cannot enforce', () => {
-  const mk = (entry: unknown) => ({ permissions: { type: 'managed', network: 'restricted', file_system: { type: 'restricted', entries: [entry] } } });
-  assert.throws(() => resolvePolicy(mk({ path: { type: 'glob_pattern', pattern: '**/*.env' }, access: 'deny' }), '/', {}), SandboxUnsupportedError);
-  assert.throws(() => resolvePolicy(mk({ path: { type: 'special', value: { kind: 'unknown', path: ':x' } }, access: 'deny' }), '/', {}), SandboxUnsupportedError);
-  assert.throws(() => resolvePolicy(mk({ path: { type: 'special', value: { kind: 'project_roots', subpath: '../up' } }, access: 'write' }), '/w', {}), SandboxUnsupportedError);
+  const mk = (entry: unknown) => ({
+    permissions: { type: 'managed', network: 'restricted', file_system: { type: 'restricted', entries: [entry] } },
+  });
+  assert.throws(
+    () => resolvePolicy(mk({ path: { type: 'glob_pattern', pattern: '**/*.env' }, access: 'deny' }), '/', {}),
+    SandboxUnsupportedError,
+  );
+  assert.throws(
+    () => resolvePolicy(mk({ path: { type: 'special', value: { kind: 'unknown', path: ':x' } }, access: 'deny' }), '/', {}),
+    SandboxUnsupportedError,
+  );
+  assert.throws(
+    () => resolvePolicy(mk({ path: { type: 'special', value: { kind: 'project_roots', subpath: '../up' } }, access: 'write' }), '/w', {}),
+    SandboxUnsupportedError,
+  );
   assert.throws(() => resolvePolicy({ permissions: { type: 'nope' } }, '/', {}), SandboxUnsupportedError);
-  assert.throws(() => resolvePolicy(mk({ path: { type: 'path', path: '/plain/path' }, access: 'read' }), '/', {}), /relative URL without a base/);
+  assert.throws(
+    () => resolvePolicy(mk({ path: { type: 'path', path: '/plain/path' }, access: 'read' }), '/', {}),
+    /relative URL without a base/,
+  );
 });
 
 test('layout: carve-outs inside writable roots (dir, gitdir file and target, missing), none in scratch roots', () => {
@@ -184,9 +247,19 @@ test('layout: symlinked roots bind their target; a private /tmp keeps a cwd belo
 test('bwrapArgs: the hard requirements are in the argv, in a working order', () => {
   const ws = join(scratch, 'ws');
   const layout = computeLayout(resolvePolicy(sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }), ws, {}));
-  const args = bwrapArgs({ layout, network: 'restricted', cwd: ws, argv: ['/bin/echo', 'hi'], seccompFd: 3, tty: false, asRoot: true, hidden: ['/tmp/state'] });
+  const args = bwrapArgs({
+    layout,
+    network: 'restricted',
+    cwd: ws,
+    argv: ['/bin/echo', 'hi'],
+    seccompFd: 3,
+    tty: false,
+    asRoot: true,
+    hidden: ['/tmp/state'],
+  });
   const has = (...seq: string[]) => args.some((_, i) => seq.every((s, j) => args[i + j] === s));
-  for (const flag of ['--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session']) assert.ok(args.includes(flag), flag);
+  for (const flag of ['--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session'])
+    assert.ok(args.includes(flag), flag);
   assert.ok(has('--ro-bind', '/', '/'));
   assert.ok(has('--dev', '/dev'));
   assert.ok(has('--proc', '/proc'));
@@ -195,7 +268,10 @@ test('bwrapArgs: the hard requirements are in the argv, in a working order', () 
   assert.ok(has('--seccomp', '3'));
   assert.ok(has('--bind', ws, ws));
   assert.ok(has('--perms', '555', '--tmpfs', `${ws}/.codex`, '--remount-ro', `${ws}/.codex`));
-  assert.ok(has('--perms', '000', '--tmpfs', '/tmp/state', '--remount-ro', '/tmp/state'), 'our private dir hidden behind an inaccessible tmpfs');
+  assert.ok(
+    has('--perms', '000', '--tmpfs', '/tmp/state', '--remount-ro', '/tmp/state'),
+    'our private dir hidden behind an inaccessible tmpfs',
+  );
   assert.ok(args.lastIndexOf('/tmp/state') > args.lastIndexOf('--bind'), 'hidden after every bind, so no bind exposes it');
   assert.ok(args.indexOf('--proc') > args.indexOf('--unshare-pid'));
   assert.ok(args.lastIndexOf('--ro-bind') < args.indexOf('--cap-drop'));

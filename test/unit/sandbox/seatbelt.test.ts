@@ -41,7 +41,10 @@ test('seatbelt: deny by default, read everything, write only the roots minus car
 });
 
 test('seatbelt: read-only writes nothing; network on allows sockets; a proxy allows only its loopback ports', () => {
-  const ro = seatbeltProfile({ layout: { root: 'ro', mounts: [], writableRoots: [], protectedPaths: [], tmp: 'private' }, network: 'enabled' }).profile;
+  const ro = seatbeltProfile({
+    layout: { root: 'ro', mounts: [], writableRoots: [], protectedPaths: [], tmp: 'private' },
+    network: 'enabled',
+  }).profile;
   assert.ok(!ro.includes('file-write*') || !/\(allow file-write\*/.test(ro));
   assert.ok(ro.includes('(allow network-outbound)') && ro.includes('(allow network-inbound)') && ro.includes('(allow system-socket)'));
   const proxied = seatbeltProfile({ layout: WORKSPACE, network: 'restricted', proxyLoopbackPorts: [3128, 3128, 8080, 0, 70000] }).profile;
@@ -50,11 +53,19 @@ test('seatbelt: read-only writes nothing; network on allows sockets; a proxy all
 });
 
 test('seatbelt: full disk, denials and restricted read', () => {
-  const full = seatbeltProfile({ layout: { root: 'rw', mounts: [], writableRoots: ['/'], protectedPaths: [], tmp: 'shared' }, network: 'restricted', deniedPaths: ['/Users/me/.ssh'] });
+  const full = seatbeltProfile({
+    layout: { root: 'rw', mounts: [], writableRoots: ['/'], protectedPaths: [], tmp: 'shared' },
+    network: 'restricted',
+    deniedPaths: ['/Users/me/.ssh'],
+  });
   assert.ok(full.profile.includes('(allow file-write*)\n'));
   assert.ok(full.profile.includes('(deny file-read* file-write* (subpath (param "DENIED_0")))'));
   assert.ok(full.profile.indexOf('(deny file-read* file-write*') > full.profile.indexOf('(allow file-write*)'), 'later rules win in SBPL');
-  const narrow = seatbeltProfile({ layout: { root: 'empty', mounts: [], writableRoots: [], protectedPaths: [], tmp: 'private' }, network: 'restricted', readableRoots: ['/Users/me/ws'] });
+  const narrow = seatbeltProfile({
+    layout: { root: 'empty', mounts: [], writableRoots: [], protectedPaths: [], tmp: 'private' },
+    network: 'restricted',
+    readableRoots: ['/Users/me/ws'],
+  });
   assert.ok(!narrow.profile.includes('(allow file-read*)\n'));
   assert.ok(narrow.profile.includes('(subpath (param "READABLE_ROOT_0"))'));
   assert.deepEqual(seatbeltArgs(narrow, ['/bin/ls', '-l']).slice(2), ['-DREADABLE_ROOT_0=/Users/me/ws', '--', '/bin/ls', '-l']);

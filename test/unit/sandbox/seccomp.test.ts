@@ -30,7 +30,8 @@ for (const arch of Object.keys(SYSCALLS)) {
     assert.equal(run(t.connect, [3, 0x1000, 16]), SeccompAction.eperm);
     for (const nr of t.ioUring) assert.equal(run(nr), SeccompAction.eperm);
     // Ordinary syscalls (read=0/63, write=1/64, openat=257/56, execve=59/221) are untouched.
-    for (const nr of [0, 1, 56, 59, 63, 64, 221, 257]) if (nr !== t.socket && nr !== t.socketpair && nr !== t.connect) assert.equal(run(nr), SeccompAction.allow, `nr ${nr}`);
+    for (const nr of [0, 1, 56, 59, 63, 64, 221, 257])
+      if (nr !== t.socket && nr !== t.socketpair && nr !== t.connect) assert.equal(run(nr), SeccompAction.allow, `nr ${nr}`);
   });
 
   test(`seccomp (${arch}): calls from another ABI are refused wholesale`, () => {
@@ -50,7 +51,8 @@ for (const arch of Object.keys(SYSCALLS)) {
     const ev = (nr: number, a = t.auditArch, args: number[] = []) => evaluate(kr, { arch: a, nr, args });
     assert.equal(kr.length % 8, 0);
     for (const nr of t.keyring) assert.equal(ev(nr), SeccompAction.eperm, `native ${nr}`);
-    if (t.foreignAbiFloor !== undefined) for (const nr of t.keyring) assert.equal(ev(t.foreignAbiFloor + nr), SeccompAction.eperm, `x32 ${nr}`);
+    if (t.foreignAbiFloor !== undefined)
+      for (const nr of t.keyring) assert.equal(ev(t.foreignAbiFloor + nr), SeccompAction.eperm, `x32 ${nr}`);
     for (const nr of t.compat.keyring) assert.equal(ev(nr, t.compat.auditArch), SeccompAction.eperm, `compat ${nr}`);
     // The network and 32-bit programs keep working: sockets, connect, io_uring and compat calls pass.
     assert.equal(ev(t.socket, t.auditArch, [AF_INET, SOCK_STREAM]), SeccompAction.allow);

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { PREWARM_STUB, stubScript } from '../../../src/server/sandbox';
 
-const PRINT = "process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), env: process.env, stdin: require('fs').readFileSync(0, 'utf8') }))";
+const PRINT =
+  "process.stdout.write(JSON.stringify({ argv: process.argv.slice(1), env: process.env, stdin: require('fs').readFileSync(0, 'utf8') }))";
 
 test('through /bin/sh the command gets exactly its argv, environment and stdin', { skip: process.platform === 'win32' }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'exec-bridge-stub-'));
@@ -25,7 +26,13 @@ test('through /bin/sh the command gets exactly its argv, environment and stdin',
     const run = (script: string) => {
       const fd = openSync(input, 'r');
       try {
-        return spawnSync(PREWARM_STUB[0], PREWARM_STUB.slice(1), { input: script, stdio: ['pipe', 'pipe', 'pipe', fd], env: {}, encoding: 'utf8', timeout: 20_000 });
+        return spawnSync(PREWARM_STUB[0], PREWARM_STUB.slice(1), {
+          input: script,
+          stdio: ['pipe', 'pipe', 'pipe', fd],
+          env: {},
+          encoding: 'utf8',
+          timeout: 20_000,
+        });
       } finally {
         closeSync(fd);
       }

@@ -5,7 +5,14 @@ import { buildChildEnv } from '../../../src/server/envPolicy';
 const base = { HOME: '/h', PATH: '/bin', LANG: 'C', SHELL: '/bin/sh', FOO: 'foo', API_KEY: 'k', GH_TOKEN: 't' };
 /** The result has no prototype; compare its entries. */
 const plain = (env: Record<string, string>) => ({ ...env });
-const policy = (p: Partial<Parameters<typeof buildChildEnv>[1] & object>) => ({ inherit: 'all' as const, ignoreDefaultExcludes: false, exclude: [], set: {}, includeOnly: [], ...p });
+const policy = (p: Partial<Parameters<typeof buildChildEnv>[1] & object>) => ({
+  inherit: 'all' as const,
+  ignoreDefaultExcludes: false,
+  exclude: [],
+  set: {},
+  includeOnly: [],
+  ...p,
+});
 
 test('without a policy, env is the whole environment', () => {
   assert.deepEqual(plain(buildChildEnv({ A: '1' }, null, base)), { A: '1' });

@@ -46,5 +46,8 @@ test('findOnPath: relative entries only when asked (they resolve against our cwd
 });
 
 test('findOnPath: an unset PATH means the default search path', () => {
-  assert.equal(findOnPath('sh', undefined), ['/usr/local/bin/sh', '/usr/bin/sh', '/bin/sh'].find((p) => isExecutableFile(p)));
+  assert.equal(
+    findOnPath('sh', undefined),
+    ['/usr/local/bin/sh', '/usr/bin/sh', '/bin/sh'].find((p) => isExecutableFile(p)),
+  );
 });

@@ -21,7 +21,10 @@ test('FifoPool: disposed while a mkfifo batch runs, it neither throws nor leaves
   // The batches finish on their own; each removes what it made.
   const deadline = Date.now() + 5000;
   while (mine().some((n) => !before.has(n)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  assert.deepEqual(mine().filter((n) => !before.has(n)), []);
+  assert.deepEqual(
+    mine().filter((n) => !before.has(n)),
+    [],
+  );
 });
 
 test('sweepDeadDirs: removes what dead processes left, keeps the living, and never throws', () => {

@@ -7,7 +7,12 @@ test('frames built in a reused buffer are exact, and a buffer is reused only aft
   const pool = new FramePool(frameBytes(64 * 1024), 2);
   const taken: Buffer[] = [];
   const frames: Buffer[] = [];
-  for (const [seq, len] of [[1, 65536], [2, 10], [3, 0], [4, 65535]] as const) {
+  for (const [seq, len] of [
+    [1, 65536],
+    [2, 10],
+    [3, 0],
+    [4, 65535],
+  ] as const) {
     const data = Buffer.from(Array.from({ length: len }, (_, i) => (i * 13 + seq) % 256));
     const frame = encodeOutputNotification('"p"', seq, 'stdout', data, (n) => {
       const b = pool.take(n)!;
@@ -15,7 +20,10 @@ test('frames built in a reused buffer are exact, and a buffer is reused only aft
       return b;
     });
     frames.push(frame);
-    assert.deepEqual(JSON.parse(frame.toString('utf8')), { method: 'process/output', params: { processId: 'p', seq, stream: 'stdout', chunk: data.toString('base64') } });
+    assert.deepEqual(JSON.parse(frame.toString('utf8')), {
+      method: 'process/output',
+      params: { processId: 'p', seq, stream: 'stdout', chunk: data.toString('base64') },
+    });
   }
   // None was given back: four distinct buffers, so no frame overwrote another still in flight.
   assert.equal(new Set(taken).size, 4);

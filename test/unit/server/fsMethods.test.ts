@@ -60,11 +60,26 @@ describe('path URIs', () => {
     assert.deepEqual(await fail('fs/readFile', { path: '/tmp/x' }), { code: -32602, message: 'invalid URI: relative URL without a base' });
     assert.deepEqual(await fail('fs/readFile', { path: '' }), { code: -32602, message: 'invalid URI: relative URL without a base' });
     assert.deepEqual(await fail('fs/readFile', { path: 'http://x/y' }), { code: -32602, message: 'unsupported path URI scheme `http`' });
-    assert.deepEqual(await fail('fs/readFile', { path: 'file://relative/x' }), { code: -32600, message: "'file://relative/x' is invalid on 'linux'" });
-    assert.deepEqual(await fail('fs/readFile', { path: 'file://Relative/x/../y' }), { code: -32600, message: "'file://relative/y' is invalid on 'linux'" });
-    assert.deepEqual(await fail('fs/readFile', { path: `${uri('f.txt')}?x=1#f` }), { code: -32602, message: 'query parameters are not allowed in path URIs' });
-    assert.deepEqual(await fail('fs/readFile', { path: `${uri('f.txt')}#f` }), { code: -32602, message: 'fragments are not allowed in path URIs' });
-    assert.deepEqual(await fail('fs/readFile', { path: 'file:///tmp/a%00b' }), { code: -32602, message: "'file:///tmp/a%00b' is invalid on 'linux'" });
+    assert.deepEqual(await fail('fs/readFile', { path: 'file://relative/x' }), {
+      code: -32600,
+      message: "'file://relative/x' is invalid on 'linux'",
+    });
+    assert.deepEqual(await fail('fs/readFile', { path: 'file://Relative/x/../y' }), {
+      code: -32600,
+      message: "'file://relative/y' is invalid on 'linux'",
+    });
+    assert.deepEqual(await fail('fs/readFile', { path: `${uri('f.txt')}?x=1#f` }), {
+      code: -32602,
+      message: 'query parameters are not allowed in path URIs',
+    });
+    assert.deepEqual(await fail('fs/readFile', { path: `${uri('f.txt')}#f` }), {
+      code: -32602,
+      message: 'fragments are not allowed in path URIs',
+    });
+    assert.deepEqual(await fail('fs/readFile', { path: 'file:///tmp/a%00b' }), {
+      code: -32602,
+      message: "'file:///tmp/a%00b' is invalid on 'linux'",
+    });
     assert.deepEqual(await fail('fs/readFile', {}), { code: -32602, message: 'missing field `path`' });
   });
 
@@ -83,8 +98,14 @@ describe('fs/readFile and fs/writeFile', () => {
   });
 
   test('refuse what is not a readable file', async () => {
-    assert.deepEqual(await fail('fs/readFile', { path: uri('dir') }), { code: -32600, message: `path \`${join(root, 'dir')}\` is not a file` });
-    assert.deepEqual(await fail('fs/readFile', { path: uri('fifo') }), { code: -32600, message: `path \`${join(root, 'fifo')}\` is not a file` });
+    assert.deepEqual(await fail('fs/readFile', { path: uri('dir') }), {
+      code: -32600,
+      message: `path \`${join(root, 'dir')}\` is not a file`,
+    });
+    assert.deepEqual(await fail('fs/readFile', { path: uri('fifo') }), {
+      code: -32600,
+      message: `path \`${join(root, 'fifo')}\` is not a file`,
+    });
     assert.deepEqual(await fail('fs/readFile', { path: uri('missing') }), ENOENT);
     assert.deepEqual(await fail('fs/readFile', { path: uri('dangling') }), ENOENT);
     assert.deepEqual(await fail('fs/readFile', { path: uri('f.txt/x') }), ENOTDIR);
@@ -94,7 +115,10 @@ describe('fs/readFile and fs/writeFile', () => {
     const big = join(root, 'big.bin');
     fs.writeFileSync(big, '');
     fs.truncateSync(big, 600 * 1024 * 1024);
-    assert.deepEqual(await fail('fs/readFile', { path: uri('big.bin') }), { code: -32600, message: 'file is too large to read: limit is 536870912 bytes' });
+    assert.deepEqual(await fail('fs/readFile', { path: uri('big.bin') }), {
+      code: -32600,
+      message: 'file is too large to read: limit is 536870912 bytes',
+    });
     fs.truncateSync(big, 300 * 1024 * 1024);
     const e = await fail('fs/readFile', { path: uri('big.bin') });
     assert.equal(e.code, -32603);
@@ -134,7 +158,10 @@ describe('fs/readFile and fs/writeFile', () => {
     }
     assert.equal((await fail('fs/writeFile', { path: '/rel', dataBase64: 'a*k=' })).code, -32602);
     // …but the host check comes after the base64 check.
-    assert.match((await fail('fs/writeFile', { path: 'file://host/x', dataBase64: 'a*k=' })).message, /^fs\/writeFile requires valid base64/);
+    assert.match(
+      (await fail('fs/writeFile', { path: 'file://host/x', dataBase64: 'a*k=' })).message,
+      /^fs\/writeFile requires valid base64/,
+    );
   });
 
   test('the base64 decoder matches the reference on every error kind', () => {
@@ -212,8 +239,14 @@ describe('fs/getMetadata', () => {
     });
     // Dot segments are resolved in the URI, before any link is looked at.
     assert.equal((await call('fs/getMetadata', { path: uri('dirlink/../f.txt'), followSymlinks: false })).isFile, true);
-    assert.deepEqual(await fail('fs/getMetadata', { path: uri('link'), followSymlinks: false }), { code: -32600, message: 'path contains a symbolic link' });
-    assert.deepEqual(await fail('fs/getMetadata', { path: uri('dangling'), followSymlinks: false }), { code: -32600, message: 'path contains a symbolic link' });
+    assert.deepEqual(await fail('fs/getMetadata', { path: uri('link'), followSymlinks: false }), {
+      code: -32600,
+      message: 'path contains a symbolic link',
+    });
+    assert.deepEqual(await fail('fs/getMetadata', { path: uri('dangling'), followSymlinks: false }), {
+      code: -32600,
+      message: 'path contains a symbolic link',
+    });
     assert.deepEqual(await fail('fs/getMetadata', { path: uri('dirlink/a.txt'), followSymlinks: false }), ENOTDIR);
     assert.deepEqual(await fail('fs/getMetadata', { path: uri('f.txt/x'), followSymlinks: false }), ENOTDIR);
     assert.deepEqual(await fail('fs/getMetadata', { path: uri('nodir/x'), followSymlinks: false }), ENOENT);
@@ -230,12 +263,16 @@ describe('fs/readDirectory and fs/canonicalize', () => {
         { fileName: 'sub', isDirectory: true, isFile: false },
       ],
     );
-    const top = new Map<string, unknown>((await call('fs/readDirectory', { path: uri() })).entries.map((e: { fileName: string }) => [e.fileName, e]));
+    const top = new Map<string, unknown>(
+      (await call('fs/readDirectory', { path: uri() })).entries.map((e: { fileName: string }) => [e.fileName, e]),
+    );
     assert.equal(top.has('dangling'), false);
     assert.deepEqual(top.get('fifo'), { fileName: 'fifo', isDirectory: false, isFile: false });
     assert.deepEqual(top.get('dirlink'), { fileName: 'dirlink', isDirectory: true, isFile: false });
     assert.deepEqual(top.get('link'), { fileName: 'link', isDirectory: false, isFile: true });
-    assert.deepEqual(await call('fs/readDirectory', { path: uri('dirlink/sub/') }), { entries: [{ fileName: 'b.txt', isDirectory: false, isFile: true }] });
+    assert.deepEqual(await call('fs/readDirectory', { path: uri('dirlink/sub/') }), {
+      entries: [{ fileName: 'b.txt', isDirectory: false, isFile: true }],
+    });
   });
 
   test('keeps the directory order of the OS (like readdir(3), not sorted)', async () => {
@@ -318,7 +355,10 @@ describe('fs/copy', () => {
       code: -32600,
       message: 'fs/copy only supports regular files, directories, and symlinks',
     });
-    assert.deepEqual(await fail('fs/copy', { sourcePath: uri('f.txt'), destinationPath: uri('x') }), { code: -32602, message: 'missing field `recursive`' });
+    assert.deepEqual(await fail('fs/copy', { sourcePath: uri('f.txt'), destinationPath: uri('x') }), {
+      code: -32602,
+      message: 'missing field `recursive`',
+    });
     assert.deepEqual(await fail('fs/copy', { sourcePath: uri('missing'), destinationPath: 'file://host/x', recursive: false }), {
       code: -32600,
       message: "'file://host/x' is invalid on 'linux'",
@@ -339,7 +379,10 @@ describe('fs/remove', () => {
     assert.ok(fs.existsSync(join(root, 'rm/full/x/z')));
     assert.deepEqual(await call('fs/remove', { path: uri('rm/emptyd'), recursive: false }), {});
     assert.deepEqual(await call('fs/remove', { path: uri('rm/file'), recursive: false, force: false }), {});
-    assert.deepEqual(await fail('fs/remove', { path: uri('rm/full'), recursive: false }), { code: -32603, message: 'Directory not empty (os error 39)' });
+    assert.deepEqual(await fail('fs/remove', { path: uri('rm/full'), recursive: false }), {
+      code: -32603,
+      message: 'Directory not empty (os error 39)',
+    });
     assert.deepEqual(await fail('fs/remove', { path: uri('rm/full/x/z/q') }), ENOTDIR);
     assert.deepEqual(await fail('fs/remove', { path: uri('rm/missing'), force: false }), ENOENT);
     assert.deepEqual(await call('fs/remove', { path: uri('rm/full') }), {});
@@ -389,7 +432,14 @@ describe('fs/walk', () => {
   });
 
   test('pruneHiddenDirectories lists hidden directories without entering them', async () => {
-    assert.deepEqual((await walk({ followDirectorySymlinks: true, pruneHiddenDirectories: true })).entries, ['d /a', 'd /b', 'd /a/.hid', 'd /a/tob', 'd /a/up', 'f /b/f']);
+    assert.deepEqual((await walk({ followDirectorySymlinks: true, pruneHiddenDirectories: true })).entries, [
+      'd /a',
+      'd /b',
+      'd /a/.hid',
+      'd /a/tob',
+      'd /a/up',
+      'f /b/f',
+    ]);
   });
 
   test('limits truncate (every listed entry counts; the root counts as a directory)', async () => {
@@ -400,14 +450,23 @@ describe('fs/walk', () => {
   });
 
   test('limits and roots that are refused', async () => {
-    assert.deepEqual(await fail('fs/walk', { path: W(), options: opts({ maxDirectories: 0 }) }), { code: -32600, message: 'filesystem walk limits must be greater than zero' });
+    assert.deepEqual(await fail('fs/walk', { path: W(), options: opts({ maxDirectories: 0 }) }), {
+      code: -32600,
+      message: 'filesystem walk limits must be greater than zero',
+    });
     const tooBig = { code: -32600, message: 'filesystem walk limits exceed maximums: depth=64, directories=10000, entries=50000' };
     assert.deepEqual(await fail('fs/walk', { path: W(), options: opts({ maxDepth: 65 }) }), tooBig);
     assert.deepEqual(await fail('fs/walk', { path: W(), options: opts({ maxEntries: 50_001 }) }), tooBig);
     // The limits are checked before the host of the URI.
-    assert.equal((await fail('fs/walk', { path: 'file://host/x', options: opts({ maxEntries: 0 }) })).message, 'filesystem walk limits must be greater than zero');
+    assert.equal(
+      (await fail('fs/walk', { path: 'file://host/x', options: opts({ maxEntries: 0 }) })).message,
+      'filesystem walk limits must be greater than zero',
+    );
     assert.deepEqual(await fail('fs/walk', { path: uri('wk/missing'), options: opts() }), ENOENT);
-    assert.deepEqual(await fail('fs/walk', { path: uri('wk/loop1'), options: opts() }), { code: -32603, message: 'Symbolic link loop (os error 40)' });
+    assert.deepEqual(await fail('fs/walk', { path: uri('wk/loop1'), options: opts() }), {
+      code: -32603,
+      message: 'Symbolic link loop (os error 40)',
+    });
     assert.deepEqual(await walk({}, uri('wk/b/f')), { entries: [], errors: [], truncated: false });
     assert.deepEqual(await fail('fs/walk', { path: W() }), { code: -32602, message: 'missing field `options`' });
     assert.deepEqual(await fail('fs/walk', { path: W(), options: {} }), { code: -32602, message: 'missing field `maxDepth`' });
@@ -422,19 +481,34 @@ describe('file handles', () => {
     assert.deepEqual(await call('fs/readBlock', { handleId: 'h1', offset: 4, len: 100 }, ctx), { chunk: 'bwo=', eof: true });
     assert.deepEqual(await call('fs/readBlock', { handleId: 'h1', offset: 0, len: 6 }, ctx), { chunk: 'aGVsbG8K', eof: false });
     assert.deepEqual(await call('fs/readBlock', { handleId: 'h1', offset: 100, len: 100 }, ctx), { chunk: '', eof: true });
-    assert.deepEqual(await call('fs/readBlock', { handleId: 'h1', offset: Number.MAX_SAFE_INTEGER, len: 1 }, ctx), { chunk: '', eof: true });
+    assert.deepEqual(await call('fs/readBlock', { handleId: 'h1', offset: Number.MAX_SAFE_INTEGER, len: 1 }, ctx), {
+      chunk: '',
+      eof: true,
+    });
     const badLen = { code: -32600, message: 'file read block length must be between 1 and 1048576' };
     assert.deepEqual(await fail('fs/readBlock', { handleId: 'h1', offset: 0, len: 0 }, ctx), badLen);
     assert.deepEqual(await fail('fs/readBlock', { handleId: 'h1', offset: 0, len: 1048577 }, ctx), badLen);
     assert.deepEqual(await fail('fs/readBlock', { handleId: 'nope', offset: 0, len: 0 }, ctx), badLen);
-    assert.deepEqual(await fail('fs/open', { handleId: 'h1', path: uri('missing') }, ctx), { code: -32600, message: 'file handle `h1` already exists' });
+    assert.deepEqual(await fail('fs/open', { handleId: 'h1', path: uri('missing') }, ctx), {
+      code: -32600,
+      message: 'file handle `h1` already exists',
+    });
     // A read handle cannot write.
-    assert.deepEqual(await fail('fs/writeBlock', { handleId: 'h1', offset: 0, chunk: 'aGk=' }, ctx), { code: -32603, message: 'Bad file descriptor (os error 9)' });
+    assert.deepEqual(await fail('fs/writeBlock', { handleId: 'h1', offset: 0, chunk: 'aGk=' }, ctx), {
+      code: -32603,
+      message: 'Bad file descriptor (os error 9)',
+    });
     assert.deepEqual(await call('fs/close', { handleId: 'h1' }, ctx), {});
     assert.deepEqual(await call('fs/close', { handleId: 'h1' }, ctx), {});
     assert.deepEqual(await call('fs/close', { handleId: 'never' }, ctx), {});
-    assert.deepEqual(await fail('fs/readBlock', { handleId: 'h1', offset: 0, len: 4 }, ctx), { code: -32004, message: 'unknown file handle `h1`' });
-    assert.deepEqual(await fail('fs/writeBlock', { handleId: 'h1', offset: 0, chunk: 'aGk=' }, ctx), { code: -32004, message: 'unknown file handle `h1`' });
+    assert.deepEqual(await fail('fs/readBlock', { handleId: 'h1', offset: 0, len: 4 }, ctx), {
+      code: -32004,
+      message: 'unknown file handle `h1`',
+    });
+    assert.deepEqual(await fail('fs/writeBlock', { handleId: 'h1', offset: 0, chunk: 'aGk=' }, ctx), {
+      code: -32004,
+      message: 'unknown file handle `h1`',
+    });
     // The empty string is a valid id.
     await call('fs/open', { handleId: '', path: uri('f.txt') }, ctx);
     assert.deepEqual(await call('fs/readBlock', { handleId: '', offset: 0, len: 3 }, ctx), { chunk: 'aGVs', eof: false });
@@ -448,7 +522,10 @@ describe('file handles', () => {
     assert.equal(fs.readFileSync(join(root, 'r.bin')).length, 0);
     assert.deepEqual(await call('fs/writeBlock', { handleId: 'r1', offset: 0, chunk: 'aGVsbG8=' }, ctx), {});
     assert.deepEqual(await call('fs/writeBlock', { handleId: 'r1', offset: 10, chunk: 'aGk=' }, ctx), {});
-    assert.deepEqual(await fail('fs/readBlock', { handleId: 'r1', offset: 0, len: 4 }, ctx), { code: -32603, message: 'Bad file descriptor (os error 9)' });
+    assert.deepEqual(await fail('fs/readBlock', { handleId: 'r1', offset: 0, len: 4 }, ctx), {
+      code: -32603,
+      message: 'Bad file descriptor (os error 9)',
+    });
     assert.deepEqual(await call('fs/close', { handleId: 'r1' }, ctx), {});
     assert.deepEqual(await call('fs/readFile', { path: uri('r.bin') }), { dataBase64: 'aGVsbG8AAAAAAGhp' });
     await call('fs/open', { handleId: 'new', path: uri('created.bin'), mode: 'replace' }, ctx);
@@ -461,8 +538,14 @@ describe('file handles', () => {
     const long = 'abcdefghijabcdefghijabcdefghijabc';
     const tooLong = { code: -32600, message: 'file handle ID must not exceed 32 bytes' };
     assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('missing') }, ctx), ENOENT);
-    assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('dir') }, ctx), { code: -32600, message: `path \`${join(root, 'dir')}\` is not a file` });
-    assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('fifo') }, ctx), { code: -32600, message: `path \`${join(root, 'fifo')}\` is not a file` });
+    assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('dir') }, ctx), {
+      code: -32600,
+      message: `path \`${join(root, 'dir')}\` is not a file`,
+    });
+    assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('fifo') }, ctx), {
+      code: -32600,
+      message: `path \`${join(root, 'fifo')}\` is not a file`,
+    });
     assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('f.txt/x') }, ctx), ENOTDIR);
     assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('dir'), mode: 'replace' }, ctx), EISDIR);
     assert.deepEqual(await fail('fs/open', { handleId: 'h', path: uri('nodir/x'), mode: 'replace' }, ctx), ENOENT);
@@ -476,7 +559,10 @@ describe('file handles', () => {
     assert.equal((await fail('fs/open', { handleId: long, path: '/rel' }, ctx)).code, -32602);
     assert.deepEqual(await fail('fs/close', { handleId: long }, ctx), tooLong);
     assert.deepEqual(await fail('fs/readBlock', { handleId: long, offset: 0, len: 0 }, ctx), tooLong);
-    assert.deepEqual(await fail('fs/writeBlock', { handleId: long, offset: 0, chunk: 'a*k=' }, ctx), { code: -32602, message: 'Invalid symbol 42, offset 1.' });
+    assert.deepEqual(await fail('fs/writeBlock', { handleId: long, offset: 0, chunk: 'a*k=' }, ctx), {
+      code: -32602,
+      message: 'Invalid symbol 42, offset 1.',
+    });
     assert.deepEqual(await fail('fs/writeBlock', { handleId: long, offset: 0, chunk: 'aGk=' }, ctx), tooLong);
     assert.deepEqual(await call('fs/open', { handleId: long.slice(1), path: uri('f.txt') }, ctx), { handleId: long.slice(1) });
     // A taken id is refused before the file is touched: a replace open does not truncate.
@@ -539,7 +625,12 @@ describe('the sandbox field (codex answers; security issue 9)', () => {
       network: 'restricted',
       file_system: {
         type: 'restricted',
-        entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }, entry('ws', 'write'), entry('ws/denied', 'deny'), entry('out/s.txt', 'deny')],
+        entries: [
+          { path: { type: 'special', value: { kind: 'root' } }, access: 'read' },
+          entry('ws', 'write'),
+          entry('ws/denied', 'deny'),
+          entry('out/s.txt', 'deny'),
+        ],
       },
     },
   });
@@ -578,7 +669,15 @@ describe('the sandbox field (codex answers; security issue 9)', () => {
 
   test('writes outside it are EROFS (and change nothing), whatever the path looks like', async () => {
     const d = b64('x');
-    for (const path of [at('out/new.txt'), at('ws/linkout/new.txt'), at('ws/linkfile'), at('ws/dangling'), `${at('ws')}/../out/dots.txt`, `${at('ws/sub')}/%2e%2e/%2e%2e/out/dots.txt`, 'file:///etc/eb-fs-sandbox-unit']) {
+    for (const path of [
+      at('out/new.txt'),
+      at('ws/linkout/new.txt'),
+      at('ws/linkfile'),
+      at('ws/dangling'),
+      `${at('ws')}/../out/dots.txt`,
+      `${at('ws/sub')}/%2e%2e/%2e%2e/out/dots.txt`,
+      'file:///etc/eb-fs-sandbox-unit',
+    ]) {
       assert.deepEqual(await fail('fs/writeFile', s({ path, dataBase64: d })), EROFS, path);
     }
     assert.deepEqual(await fail('fs/createDirectory', s({ path: at('out/c1/c2') })), EROFS);
@@ -631,7 +730,8 @@ describe('the sandbox field (codex answers; security issue 9)', () => {
       assert.deepEqual(await fail('fs/getMetadata', s({ path })), EACCES, path);
       assert.deepEqual(await fail('fs/canonicalize', s({ path })), EACCES, path);
       assert.deepEqual(await fail('fs/open', s({ handleId: 'r', path })), EACCES, path);
-      if (!path.endsWith('todenied')) assert.deepEqual(await fail('fs/copy', s({ sourcePath: path, destinationPath: at('ws/stolen'), recursive: false })), EACCES, path);
+      if (!path.endsWith('todenied'))
+        assert.deepEqual(await fail('fs/copy', s({ sourcePath: path, destinationPath: at('ws/stolen'), recursive: false })), EACCES, path);
     }
     assert.deepEqual(await fail('fs/readDirectory', s({ path: at('ws/denied') })), EACCES);
     assert.equal(fs.existsSync(join(sb, 'ws/stolen')), false);
@@ -639,13 +739,26 @@ describe('the sandbox field (codex answers; security issue 9)', () => {
     assert.deepEqual(await call('fs/copy', s({ sourcePath: at('ws/todenied'), destinationPath: at('ws/stolen'), recursive: false })), {});
     assert.equal(fs.readlinkSync(join(sb, 'ws/stolen')), 'denied/x');
     fs.rmSync(join(sb, 'ws/stolen'));
-    const walked = await call('fs/walk', s({ path: at('ws'), options: { maxDepth: 2, maxDirectories: 100, maxEntries: 100, followDirectorySymlinks: false } }));
+    const walked = await call(
+      'fs/walk',
+      s({ path: at('ws'), options: { maxDepth: 2, maxDirectories: 100, maxEntries: 100, followDirectorySymlinks: false } }),
+    );
     assert.deepEqual(walked.errors, [{ path: at('ws/denied'), message: 'Permission denied (os error 13)' }]);
     assert.ok(!walked.entries.some((e: { path: string }) => e.path.startsWith(at('ws/denied/'))));
   });
 
   test('paths an empty-root sandbox cannot see are missing (ENOENT); the system directories stay readable', async () => {
-    const cwdOnly = { ...sandbox(), permissions: { type: 'managed', network: 'restricted', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'current_working_directory' } }, access: 'write' }] } } };
+    const cwdOnly = {
+      ...sandbox(),
+      permissions: {
+        type: 'managed',
+        network: 'restricted',
+        file_system: {
+          type: 'restricted',
+          entries: [{ path: { type: 'special', value: { kind: 'current_working_directory' } }, access: 'write' }],
+        },
+      },
+    };
     assert.deepEqual(await fail('fs/readFile', { path: at('out/o.txt'), sandbox: cwdOnly }), ENOENT);
     assert.deepEqual(await fail('fs/writeFile', { path: at('out/x'), dataBase64: b64('x'), sandbox: cwdOnly }), ENOENT);
     assert.ok((await call('fs/readFile', { path: 'file:///etc/hostname', sandbox: cwdOnly })).dataBase64);
@@ -653,16 +766,46 @@ describe('the sandbox field (codex answers; security issue 9)', () => {
   });
 
   test('invalid, unsupported and unrestricted sandbox values', async () => {
-    assert.deepEqual(await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: {} }), { code: -32602, message: 'missing field `permissions`' });
+    assert.deepEqual(await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: {} }), {
+      code: -32602,
+      message: 'missing field `permissions`',
+    });
     assert.equal((await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: 5 })).code, -32602);
-    const noCwd = { ...sandbox(), cwd: undefined, permissions: { ...sandbox().permissions, file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'project_roots' } }, access: 'write' }] } } };
-    assert.deepEqual(await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: noCwd }), { code: -32602, message: 'file system sandbox context with dynamic permissions requires cwd' });
-    const glob = { ...sandbox(), permissions: { ...sandbox().permissions, file_system: { type: 'restricted', entries: [{ path: { type: 'glob_pattern', pattern: '**/*.env' }, access: 'deny' }] } } };
+    const noCwd = {
+      ...sandbox(),
+      cwd: undefined,
+      permissions: {
+        ...sandbox().permissions,
+        file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'project_roots' } }, access: 'write' }] },
+      },
+    };
+    assert.deepEqual(await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: noCwd }), {
+      code: -32602,
+      message: 'file system sandbox context with dynamic permissions requires cwd',
+    });
+    const glob = {
+      ...sandbox(),
+      permissions: {
+        ...sandbox().permissions,
+        file_system: { type: 'restricted', entries: [{ path: { type: 'glob_pattern', pattern: '**/*.env' }, access: 'deny' }] },
+      },
+    };
     const g = await fail('fs/readFile', { path: at('ws/a.txt'), sandbox: glob });
     assert.equal(g.code, -32603);
     assert.match(g.message, /^sandbox unavailable: glob_pattern/);
-    for (const open of [{ type: 'disabled' }, { type: 'managed', network: 'restricted', file_system: { type: 'unrestricted' } }, { type: 'external', network: 'restricted' }]) {
-      assert.deepEqual(await call('fs/writeFile', { path: at('out/open.txt'), dataBase64: b64('o'), sandbox: { windowsSandboxLevel: 'disabled', permissions: open } }), {});
+    for (const open of [
+      { type: 'disabled' },
+      { type: 'managed', network: 'restricted', file_system: { type: 'unrestricted' } },
+      { type: 'external', network: 'restricted' },
+    ]) {
+      assert.deepEqual(
+        await call('fs/writeFile', {
+          path: at('out/open.txt'),
+          dataBase64: b64('o'),
+          sandbox: { windowsSandboxLevel: 'disabled', permissions: open },
+        }),
+        {},
+      );
     }
     assert.deepEqual(await call('fs/writeFile', { path: at('out/open.txt'), dataBase64: b64('o'), sandbox: null }), {});
     fs.rmSync(join(sb, 'out/open.txt'));

@@ -69,7 +69,8 @@ async function fail(params: unknown, ctx?: HttpContext): Promise<{ code: number;
 }
 
 const text = (b64: string) => Buffer.from(b64, 'base64').toString();
-const header = (r: { headers: Array<{ name: string; value: string }> }, name: string) => r.headers.filter((h) => h.name === name).map((h) => h.value);
+const header = (r: { headers: Array<{ name: string; value: string }> }, name: string) =>
+  r.headers.filter((h) => h.name === name).map((h) => h.value);
 
 let server: http.Server;
 let base = '';
@@ -215,7 +216,9 @@ describe('whole responses', () => {
       ],
       body: 'hello',
     });
-    const own = echoed(await call({ method: 'GET', url: `${base}/echo`, requestId: 'r6', headers: [{ name: 'Accept', value: 'text/html' }] }));
+    const own = echoed(
+      await call({ method: 'GET', url: `${base}/echo`, requestId: 'r6', headers: [{ name: 'Accept', value: 'text/html' }] }),
+    );
     assert.deepEqual(own.headers, [
       ['accept', 'text/html'],
       ['accept-encoding', 'gzip'],
@@ -253,7 +256,9 @@ describe('redirects', () => {
       { name: 'Content-Type', value: 'text/x' },
       { name: 'X-K', value: 'k' },
     ];
-    const g = echoed(await call({ method: 'POST', url: `${base}/redirect?status=303&to=/echo`, requestId: 'd3', bodyBase64: 'aGk=', headers }));
+    const g = echoed(
+      await call({ method: 'POST', url: `${base}/redirect?status=303&to=/echo`, requestId: 'd3', bodyBase64: 'aGk=', headers }),
+    );
     assert.deepEqual(g, {
       method: 'GET',
       url: '/echo',
@@ -266,10 +271,15 @@ describe('redirects', () => {
       ],
       body: '',
     });
-    assert.equal(echoed(await call({ method: 'POST', url: `${base}/redirect?status=301&to=/echo`, requestId: 'd4', bodyBase64: 'aGk=' })).method, 'GET');
+    assert.equal(
+      echoed(await call({ method: 'POST', url: `${base}/redirect?status=301&to=/echo`, requestId: 'd4', bodyBase64: 'aGk=' })).method,
+      'GET',
+    );
     const put = echoed(await call({ method: 'PUT', url: `${base}/redirect?status=301&to=/echo`, requestId: 'd5', bodyBase64: 'aGk=' }));
     assert.deepEqual([put.method, put.body], ['PUT', 'hi']);
-    const kept = echoed(await call({ method: 'POST', url: `${base}/redirect?status=307&to=/echo`, requestId: 'd6', bodyBase64: 'aGk=', headers }));
+    const kept = echoed(
+      await call({ method: 'POST', url: `${base}/redirect?status=307&to=/echo`, requestId: 'd6', bodyBase64: 'aGk=', headers }),
+    );
     assert.deepEqual([kept.method, kept.body, kept.headers[0]], ['POST', 'hi', ['content-type', 'text/x']]);
   });
 
@@ -294,7 +304,10 @@ describe('redirects', () => {
   });
 
   test('too many, or to another scheme', async () => {
-    assert.deepEqual(await fail({ method: 'GET', url: `${base}/loop`, requestId: 'd8' }), { code: -32603, message: 'http/request failed: too many redirects' });
+    assert.deepEqual(await fail({ method: 'GET', url: `${base}/loop`, requestId: 'd8' }), {
+      code: -32603,
+      message: 'http/request failed: too many redirects',
+    });
     assert.deepEqual(await fail({ method: 'GET', url: `${base}/redirect?to=ftp://x/`, requestId: 'd9' }), {
       code: -32603,
       message: 'http/request failed: redirect target uses unsupported URL scheme: ftp',
@@ -314,13 +327,20 @@ describe('errors', () => {
       [{ bodyBase64: 'aGl=' }, 'Invalid last symbol 108, offset 2.'],
       [{ headers: [{ name: 'bad name', value: 'x' }] }, 'http/request header name is invalid: invalid HTTP header name'],
       [{ headers: [{ name: 'X-NL', value: 'a\nb' }] }, 'http/request header value is invalid for X-NL: failed to parse header value'],
-      [{ headers: [{ name: 'X-Env', value: 'v', valueEnvVar: 'NO_SUCH_VAR_XYZ' }] }, 'http/request header X-Env requires executor environment variable NO_SUCH_VAR_XYZ'],
+      [
+        { headers: [{ name: 'X-Env', value: 'v', valueEnvVar: 'NO_SUCH_VAR_XYZ' }] },
+        'http/request header X-Env requires executor environment variable NO_SUCH_VAR_XYZ',
+      ],
       [{ headers: [{ name: 'X-E', valueEnvVar: 'PROBE_TOKEN' }] }, 'missing field `value`'],
       [{ redirectPolicy: 'nope' }, 'unknown variant `nope`, expected `follow` or `stop`'],
       [{ requestId: undefined }, 'missing field `requestId`'],
     ];
     for (const [over, message] of cases) {
-      assert.deepEqual(await fail({ method: 'GET', url: `${base}/echo`, requestId: 'e', ...over }), { code: -32602, message }, JSON.stringify(over));
+      assert.deepEqual(
+        await fail({ method: 'GET', url: `${base}/echo`, requestId: 'e', ...over }),
+        { code: -32602, message },
+        JSON.stringify(over),
+      );
     }
   });
 
@@ -331,9 +351,16 @@ describe('errors', () => {
     const deadPort = (closed.address() as AddressInfo).port;
     closed.close();
     await once(closed, 'close');
-    for (const url of [`http://127.0.0.1:${deadPort}/x`, `http://user:pw@127.0.0.1:${deadPort}/x?q=1#frag`, `https://127.0.0.1:${deadPort}/x`]) {
+    for (const url of [
+      `http://127.0.0.1:${deadPort}/x`,
+      `http://user:pw@127.0.0.1:${deadPort}/x?q=1#frag`,
+      `https://127.0.0.1:${deadPort}/x`,
+    ]) {
       const shown = url.replace('user:pw@', '');
-      assert.deepEqual(await fail({ method: 'GET', url, requestId: 't' }), { code: -32603, message: `http/request failed: error sending request for url (${shown})` });
+      assert.deepEqual(await fail({ method: 'GET', url, requestId: 't' }), {
+        code: -32603,
+        message: `http/request failed: error sending request for url (${shown})`,
+      });
     }
   });
 
@@ -395,7 +422,13 @@ describe('streamed responses', () => {
     await call({ method: 'GET', url: `${base}/abort`, requestId: 's4', streamResponse: true }, ctx);
     const cut = await ctx.done('s4');
     assert.deepEqual(cut.at(-1), { requestId: 's4', seq: cut.length, deltaBase64: '', done: true, error: 'error decoding response body' });
-    assert.equal(cut.slice(0, -1).map((d) => text(d.deltaBase64)).join(''), 'partial');
+    assert.equal(
+      cut
+        .slice(0, -1)
+        .map((d) => text(d.deltaBase64))
+        .join(''),
+      'partial',
+    );
     await call({ method: 'GET', url: `${base}/slowbody`, requestId: 's5', streamResponse: true, timeoutMs: 150 }, ctx);
     const slow = await ctx.done('s5');
     assert.deepEqual(

@@ -10,19 +10,40 @@ test('returns chunks after a seq, skipping seqs that are not output', () => {
   w.push(chunk(1, 3));
   w.push(chunk(2, 3));
   w.push(chunk(4, 3)); // seq 3 was the exit event
-  assert.deepEqual(w.after(0).map((c) => c.seq), [1, 2, 4]);
-  assert.deepEqual(w.after(2).map((c) => c.seq), [4]);
-  assert.deepEqual(w.after(3).map((c) => c.seq), [4]);
+  assert.deepEqual(
+    w.after(0).map((c) => c.seq),
+    [1, 2, 4],
+  );
+  assert.deepEqual(
+    w.after(2).map((c) => c.seq),
+    [4],
+  );
+  assert.deepEqual(
+    w.after(3).map((c) => c.seq),
+    [4],
+  );
   assert.deepEqual(w.after(4), []);
 });
 
 test('maxBytes returns whole chunks and always at least one', () => {
   const w = new OutputWindow();
   for (let s = 1; s <= 5; s++) w.push(chunk(s, 10));
-  assert.deepEqual(w.after(0, 0).map((c) => c.seq), [1]);
-  assert.deepEqual(w.after(0, 1).map((c) => c.seq), [1]);
-  assert.deepEqual(w.after(0, 25).map((c) => c.seq), [1, 2]);
-  assert.deepEqual(w.after(2, 30).map((c) => c.seq), [3, 4, 5]);
+  assert.deepEqual(
+    w.after(0, 0).map((c) => c.seq),
+    [1],
+  );
+  assert.deepEqual(
+    w.after(0, 1).map((c) => c.seq),
+    [1],
+  );
+  assert.deepEqual(
+    w.after(0, 25).map((c) => c.seq),
+    [1, 2],
+  );
+  assert.deepEqual(
+    w.after(2, 30).map((c) => c.seq),
+    [3, 4, 5],
+  );
 });
 
 test('evicts the oldest chunks beyond the byte budget; the gap shows the loss', () => {
@@ -33,7 +54,10 @@ test('evicts the oldest chunks beyond the byte budget; the gap shows the loss', 
   assert.equal(w.after(0)[0]!.seq, 21);
   // A single chunk bigger than the budget is still kept.
   w.push(chunk(31, 500));
-  assert.deepEqual(w.after(0).map((c) => c.seq), [31]);
+  assert.deepEqual(
+    w.after(0).map((c) => c.seq),
+    [31],
+  );
 });
 
 test('evicts beyond the chunk-count bound and stays fast over many pushes', () => {
@@ -45,7 +69,13 @@ test('evicts beyond the chunk-count bound and stays fast over many pushes', () =
 });
 
 test('output notifications encoded straight to bytes are the JSON a serializer would produce', () => {
-  for (const [id, len] of [['p1', 0], ['p1', 1], ['p1', 2], ['ünïcode "id"\n', 3], ['', 65536]] as const) {
+  for (const [id, len] of [
+    ['p1', 0],
+    ['p1', 1],
+    ['p1', 2],
+    ['ünïcode "id"\n', 3],
+    ['', 65536],
+  ] as const) {
     const data = Buffer.from(Array.from({ length: len }, (_, i) => (i * 7) % 256));
     const frame = encodeOutputNotification(JSON.stringify(id), 42, 'stderr', data);
     assert.deepEqual(JSON.parse(frame.toString('utf8')), {

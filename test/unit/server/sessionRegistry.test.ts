@@ -8,7 +8,13 @@ import { FakeClock } from '../../helpers/fakeClock';
 
 const conn = (): SessionConnection & { notes: unknown[] } => {
   const notes: unknown[] = [];
-  return { notes, notify: (m, p) => notes.push([m, p]), notifyFrame: (f) => notes.push(f), congested: () => false, whenUncongested: (cb) => cb() };
+  return {
+    notes,
+    notify: (m, p) => notes.push([m, p]),
+    notifyFrame: (f) => notes.push(f),
+    congested: () => false,
+    whenUncongested: (cb) => cb(),
+  };
 };
 
 function registry(clock: FakeClock, ttlMs = 30_000) {
@@ -34,8 +40,14 @@ test('resume while attached is -32010 and unknown ids are -32600', () => {
   const clock = new FakeClock();
   const { r } = registry(clock);
   const s = r.create(conn());
-  assert.throws(() => r.resume(s.id, conn()), (e: unknown) => e instanceof RpcError && e.code === -32010 && e.message.includes('already attached'));
-  assert.throws(() => r.resume('nope', conn()), (e: unknown) => e instanceof RpcError && e.code === -32600 && e.message === 'unknown session id nope');
+  assert.throws(
+    () => r.resume(s.id, conn()),
+    (e: unknown) => e instanceof RpcError && e.code === -32010 && e.message.includes('already attached'),
+  );
+  assert.throws(
+    () => r.resume('nope', conn()),
+    (e: unknown) => e instanceof RpcError && e.code === -32600 && e.message === 'unknown session id nope',
+  );
 });
 
 test('a detached session expires after the TTL and its file handles are closed', () => {

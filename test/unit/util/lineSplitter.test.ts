@@ -47,7 +47,12 @@ test('LineSplitter stop: an oversized line is reported and nothing after it is s
 
 test('LineSplitter stop(): the owner closing ends the splitting, even mid-chunk', () => {
   const lines: string[] = [];
-  const s = new LineSplitter({ maxLineBytes: 100, overflow: 'stop', onLine: (l) => (lines.push(l.toString()), lines.length === 1 && s.stop()), onOverflow: () => undefined });
+  const s = new LineSplitter({
+    maxLineBytes: 100,
+    overflow: 'stop',
+    onLine: (l) => (lines.push(l.toString()), lines.length === 1 && s.stop()),
+    onOverflow: () => undefined,
+  });
   s.push(Buffer.from('a\nb\nc'));
   assert.deepEqual(lines, ['a']);
   assert.equal(s.takeRest(), undefined);

@@ -96,8 +96,26 @@ function findCycle(graph: Map<string, string[]>): string | undefined {
 }
 
 test('the cycle finder finds a cycle when there is one', () => {
-  assert.equal(findCycle(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), 'a → b → c → a');
-  assert.equal(findCycle(new Map([['a', ['b', 'c']], ['b', ['c']], ['c', []]])), undefined);
+  assert.equal(
+    findCycle(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', ['a']],
+      ]),
+    ),
+    'a → b → c → a',
+  );
+  assert.equal(
+    findCycle(
+      new Map([
+        ['a', ['b', 'c']],
+        ['b', ['c']],
+        ['c', []],
+      ]),
+    ),
+    undefined,
+  );
 });
 
 test('src/vscode has no import cycle (features take the FeatureContext interface, not the Extension class)', () => {

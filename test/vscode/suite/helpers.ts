@@ -26,17 +26,19 @@ export async function waitFor<T>(what: string, check: () => T | undefined | fals
 
 /** Terminal text without escape codes, as a user would read it. */
 export function plain(text: string): string {
-    return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07/g, '');
+  return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07/g, '');
 }
 
 /** Waits until the terminal's text (escape codes stripped) matches `pattern`. */
 export function waitForText(t: ExecTerminal, pattern: RegExp, timeoutMs = 15_000): Promise<RegExpExecArray> {
-  return waitFor(`terminal text ${pattern} (so far: ${JSON.stringify(plain(t.text()).slice(-300))})`, () => pattern.exec(plain(t.text())) ?? undefined, timeoutMs).catch(
-    (e: Error) => {
-      // Re-read the text at failure time for a useful message.
-      throw new Error(`${e.message.split(' (so far')[0]}; terminal shows: ${JSON.stringify(plain(t.text()).slice(-400))}`);
-    },
-  );
+  return waitFor(
+    `terminal text ${pattern} (so far: ${JSON.stringify(plain(t.text()).slice(-300))})`,
+    () => pattern.exec(plain(t.text())) ?? undefined,
+    timeoutMs,
+  ).catch((e: Error) => {
+    // Re-read the text at failure time for a useful message.
+    throw new Error(`${e.message.split(' (so far')[0]}; terminal shows: ${JSON.stringify(plain(t.text()).slice(-400))}`);
+  });
 }
 
 /** Resolves with the exit status VS Code reports when the terminal closes. */
@@ -130,11 +132,15 @@ export function isAlive(pid: number): boolean {
 /** An exec-server of our own (dist/cli.js serve on loopback), as a "remote" executor for tests. */
 export async function startExecServer(extraArgs: string[] = []): Promise<{ url: string; port: number; stop(): void }> {
   const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
-  const child = spawn(process.execPath, [join(ext.extensionPath, 'dist', 'cli.js'), 'serve', '--listen', 'ws://127.0.0.1:0', ...extraArgs], {
-    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
-    detached: true,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(ext.extensionPath, 'dist', 'cli.js'), 'serve', '--listen', 'ws://127.0.0.1:0', ...extraArgs],
+    {
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   const stop = () => {
     try {
       if (child.pid) process.kill(-child.pid, 'SIGKILL');

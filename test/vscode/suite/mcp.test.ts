@@ -32,7 +32,8 @@ async function waitForSnapshot(what: string, check: (s: Snapshot) => boolean, ti
   for (;;) {
     last = await snapshot();
     if (last && check(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; tree: ${JSON.stringify(last?.tree.map((n) => [n.label, n.description]))}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; tree: ${JSON.stringify(last?.tree.map((n) => [n.label, n.description]))}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -72,9 +73,25 @@ suite('MCP servers view', () => {
       JSON.stringify(
         {
           servers: {
-            memory: { type: 'stdio', command: process.execPath, args: [join(root, 'server-memory', 'dist', 'index.js')], env: { ...env, MEMORY_FILE_PATH: join(scratch, 'memory.jsonl') }, autoStart: true },
-            everything: { command: process.execPath, args: [join(root, 'server-everything', 'dist', 'index.js'), 'stdio'], env, autoStart: true },
-            filesystem: { command: process.execPath, args: [join(root, 'server-filesystem', 'dist', 'index.js'), '${workspaceFolder}'], env, autoStart: true },
+            memory: {
+              type: 'stdio',
+              command: process.execPath,
+              args: [join(root, 'server-memory', 'dist', 'index.js')],
+              env: { ...env, MEMORY_FILE_PATH: join(scratch, 'memory.jsonl') },
+              autoStart: true,
+            },
+            everything: {
+              command: process.execPath,
+              args: [join(root, 'server-everything', 'dist', 'index.js'), 'stdio'],
+              env,
+              autoStart: true,
+            },
+            filesystem: {
+              command: process.execPath,
+              args: [join(root, 'server-filesystem', 'dist', 'index.js'), '${workspaceFolder}'],
+              env,
+              autoStart: true,
+            },
           },
         },
         null,
@@ -89,7 +106,10 @@ suite('MCP servers view', () => {
   });
 
   test('the tree shows the three servers ready, with their tools', async () => {
-    const snap = await waitForSnapshot('three ready servers', (s) => s.servers.length === 3 && s.servers.every((x) => x.state.kind === 'ready'));
+    const snap = await waitForSnapshot(
+      'three ready servers',
+      (s) => s.servers.length === 3 && s.servers.every((x) => x.state.kind === 'ready'),
+    );
     const byLabel = new Map(snap.tree.map((n) => [n.label, n]));
     assert.match(byLabel.get('memory')?.description ?? '', /^Ready \(9 tools\) · bundled/);
     assert.match(byLabel.get('everything')?.description ?? '', /^Ready \(13 tools\)/);

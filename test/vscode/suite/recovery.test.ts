@@ -91,7 +91,11 @@ suite('recovery (a remote executor behind a relay)', () => {
     assert.ok(states.includes('recovering') && states.at(-1) === 'connected', `states: ${states.join(' → ')}`);
     const text = plain(t.text());
     const ticks = [...text.matchAll(/^tick (\d+)\r$/gm)].map((m) => Number(m[1]));
-    assert.deepEqual(ticks, Array.from({ length: 30 }, (_, i) => i + 1), 'every line once, in order');
+    assert.deepEqual(
+      ticks,
+      Array.from({ length: 30 }, (_, i) => i + 1),
+      'every line once, in order',
+    );
     assert.equal(text.match(/connection lost — resuming…/g)?.length, 1, 'one line per outage');
     assert.equal(t.exitCode, 0);
     t.terminal.dispose();

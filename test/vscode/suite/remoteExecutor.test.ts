@@ -60,7 +60,7 @@ suite('a WebSocket executor with a token', () => {
     // The "Exec Bridge" LogOutputChannel is written to a file in the extension's log folder.
     const api = await getApi();
     const logs = await waitFor(
-      'the Exec Bridge log file with the guarded executor\'s lines',
+      "the Exec Bridge log file with the guarded executor's lines",
       () => {
         const files = findFiles(api.logUri.fsPath, /Exec Bridge\.log$/);
         return files.some((f) => readFileSync(f, 'utf8').includes('guarded: connected')) ? files : undefined;

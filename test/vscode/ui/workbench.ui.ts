@@ -88,7 +88,13 @@ export async function drive({ page, log, shot }: UiContext): Promise<void> {
   const offered = page.locator('.quick-input-list .monaco-list-row:has-text("retried")').first();
   for (let attempt = 1; ; attempt++) {
     await input.fill(COMMAND);
-    if (await offered.waitFor({ timeout: 10_000 }).then(() => true, () => false)) break;
+    if (
+      await offered.waitFor({ timeout: 10_000 }).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     if (attempt === 3) throw new Error('the Run Command input never offered the typed command');
   }
   await shot('command-input');
@@ -98,7 +104,7 @@ export async function drive({ page, log, shot }: UiContext): Promise<void> {
   // 3. The terminal streams the denied attempt; the approval notification names command and policy.
   const denied = await waitForTerminalText(page, /blocked this command/);
   log('terminal (denied):', JSON.stringify(denied.split('\n').filter(Boolean)));
-  if (!/Read-only file system/.test(denied)) throw new Error('the denied attempt\'s error output is missing');
+  if (!/Read-only file system/.test(denied)) throw new Error("the denied attempt's error output is missing");
   const notification = await approvalNotification(page);
   const message = await notification.locator('.notification-list-item-message').innerText();
   log('notification:', JSON.stringify(message));

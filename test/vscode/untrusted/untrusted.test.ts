@@ -26,7 +26,8 @@ function childrenMentioning(what: string): string[] {
     }
   }
   const isOurs = (pid: number): boolean => {
-    for (let p = parent.get(pid), guard = 0; p !== undefined && p > 1 && guard < 100; p = parent.get(p), guard++) if (p === process.pid) return true;
+    for (let p = parent.get(pid), guard = 0; p !== undefined && p > 1 && guard < 100; p = parent.get(p), guard++)
+      if (p === process.pid) return true;
     return false;
   };
   return [...cmd].filter(([pid, c]) => c.includes(what) && isOurs(pid)).map(([pid, c]) => `${pid} ${c}`);
