@@ -58,6 +58,11 @@ export class ExecutorManager {
     this.changedEmitter.fire();
   }
 
+  /** Whether a token is stored for this WebSocket executor. */
+  async hasToken(config: Extract<ExecutorConfig, { kind: 'websocket' }>): Promise<boolean> {
+    return Boolean(await this.secrets.get(SECRET_PREFIX + config.tokenSecret));
+  }
+
   /** Stores a WebSocket executor's token in SecretStorage; an empty token deletes it. */
   async setToken(config: Extract<ExecutorConfig, { kind: 'websocket' }>, token: string): Promise<void> {
     const key = SECRET_PREFIX + config.tokenSecret;

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import { authProblem } from '../core/authProblem';
 import { BundledServer } from '../core/bundledServer';
 import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
 import { RunRegistry } from '../core/runRegistry';
@@ -119,12 +120,18 @@ export class Extension implements CommandContext {
     }
   }
 
-  /** The notification is not awaited: a command that needed the connection ends now. */
+  /** The notification is not awaited: a command that needed the connection ends now. A 401 offers Set Token…. */
   private explainNotConnected(conn: ExecutorConnection, message: string): void {
-    void vscode.window.showErrorMessage(`Exec Bridge: not connected to ${conn.name} — ${message}`, 'Connect', 'Show Log').then((choice) => {
+    void (async () => {
+      const config = conn.config;
+      const auth = config.kind === 'websocket' ? authProblem(conn.name, message, await this.executors.hasToken(config)) : undefined;
+      const choice = auth
+        ? await vscode.window.showErrorMessage(`Exec Bridge: not connected — ${auth}`, 'Set Token…', 'Show Log')
+        : await vscode.window.showErrorMessage(`Exec Bridge: not connected to ${conn.name} — ${message}`, 'Connect', 'Show Log');
       if (choice === 'Show Log') this.log.show(true);
       if (choice === 'Connect') void this.connectOrExplain(conn);
-    });
+      if (choice === 'Set Token…') void vscode.commands.executeCommand('execBridge.setExecutorToken', conn.name);
+    })();
   }
 
   async reconnect(conn: ExecutorConnection): Promise<void> {
