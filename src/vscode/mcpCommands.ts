@@ -133,8 +133,27 @@ function callWithProgress(server: McpServer, tool: Tool, args: Record<string, un
   );
 }
 
-async function showReadOnly(content: string, language: string): Promise<void> {
-  const doc = await vscode.workspace.openTextDocument({ language, content });
+/** Results are virtual documents of this scheme: read-only, and closing one never asks to save it. */
+export const RESULT_SCHEME = 'execbridge-mcp-result';
+const results = new Map<string, string>();
+/** Results kept for reopening (a tab restored after the oldest are gone shows a note instead). */
+const MAX_RESULTS = 50;
+let resultSeq = 0;
+
+/** The content provider behind result documents (registered by the MCP feature). */
+export function registerResultDocuments(): vscode.Disposable {
+  return vscode.workspace.registerTextDocumentContentProvider(RESULT_SCHEME, {
+    provideTextDocumentContent: (uri) => results.get(uri.query) ?? '(this result is no longer kept; call the tool again)',
+  });
+}
+
+/** Shows `content` in a read-only editor titled `title` (e.g. `memory · read_graph.json`). */
+async function showReadOnly(content: string, language: string, title: string): Promise<void> {
+  const key = String(++resultSeq);
+  results.set(key, content);
+  for (const old of results.keys()) if (results.size > MAX_RESULTS) results.delete(old);
+  const uri = vscode.Uri.from({ scheme: RESULT_SCHEME, path: `/${title.replace(/[/\\]/g, '_')}`, query: key });
+  const doc = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), language);
   await vscode.window.showTextDocument(doc, { preview: true });
 }
 
@@ -148,7 +167,7 @@ export async function callTool(mcp: McpFeature, arg: unknown, presetArgs: unknow
   const parsed = parseToolArguments(tool, text);
   if (!parsed.ok) throw new Error(parsed.message);
   const result = await callWithProgress(server, tool, parsed.args);
-  await showReadOnly(JSON.stringify(result, null, 2), 'json');
+  await showReadOnly(JSON.stringify(result, null, 2), 'json', `${server.name} · ${tool.name}.json`);
   return result;
 }
 
@@ -160,7 +179,8 @@ export async function readResource(mcp: McpFeature, arg: unknown): Promise<void>
   const result = await server.readResource(arg.uri);
   const first = result.contents[0];
   const content = first && 'text' in first && result.contents.length === 1 ? first.text : JSON.stringify(result, null, 2);
-  await showReadOnly(content, first && 'text' in first && first.mimeType === 'application/json' ? 'json' : 'plaintext');
+  const json = first && 'text' in first && first.mimeType === 'application/json';
+  await showReadOnly(content, json ? 'json' : 'plaintext', `${server.name} · ${arg.uri.split('/').pop() || arg.uri}`);
 }
 
 export async function clearInputs(mcp: McpFeature): Promise<void> {

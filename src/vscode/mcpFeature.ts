@@ -8,6 +8,7 @@ import { McpTreeModel } from '../mcp/treeModel';
 import { Emitter } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import type { FeatureContext } from './context';
+import { registerResultDocuments } from './mcpCommands';
 import { McpConfigSource } from './mcpConfigSource';
 import { McpTreeProvider } from './mcpView';
 
@@ -146,6 +147,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   const outputs = new McpOutputChannels();
   const source = new McpConfigSource(ext.log);
   const provider = new McpTreeProvider(tree);
+  ext.disposables.add(registerResultDocuments());
 
   // Servers start by themselves only in a trusted workspace, and only with the setting on.
   const autoStartAllowed = () => vscode.workspace.isTrusted && settings().get<boolean>('autoStart', true);

@@ -130,6 +130,14 @@ suite('MCP servers view', () => {
     assert.match(result.content[0]?.text ?? '', /"entities"/);
     const editor = await waitFor('the result editor', () => vscode.window.activeTextEditor);
     assert.match(editor.document.getText(), /"entities"/);
+    // Read-only, named after server and tool, and closing it asks nothing (never "Untitled-1", never dirty).
+    assert.equal(editor.document.isUntitled, false);
+    assert.equal(editor.document.uri.scheme, 'execbridge-mcp-result');
+    assert.equal(editor.document.uri.path, '/memory · read_graph.json');
+    assert.equal(editor.document.languageId, 'json');
+    assert.equal(editor.document.isDirty, false);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    await waitFor('the result editor closed', () => !vscode.window.visibleTextEditors.some((e) => e.document === editor.document));
   });
 
   test('Stop and Start work from the tree', async () => {
