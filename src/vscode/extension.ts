@@ -13,6 +13,7 @@ import { ExecutorManager } from './executorManager';
 import { registerMcpFeature, type McpFeature } from './mcpFeature';
 import { registerExecutorsView } from './executorsView';
 import { registerStatusBar } from './statusBar';
+import { registerTasks } from './tasks';
 import { TerminalFeature } from './terminals';
 
 /**
@@ -52,6 +53,7 @@ export class Extension implements CommandContext {
     );
     registerStatusBar(this);
     registerExecutorsView(this);
+    registerTasks(this);
     this.mcp = registerMcpFeature(this);
   }
 
