@@ -4,6 +4,7 @@ import { errorMessage } from '../util/errorMessage';
 import { commandId, type CommandName } from './commandIds';
 import type { FeatureContext } from './context';
 import { selectExecutor, setExecutorToken } from './executorCommands';
+import { openExecutorFolder } from './executorFiles';
 import { executorOfNode, runOfNode } from './executorsView';
 import * as mcp from './mcpCommands';
 import type { McpFeature } from './mcpFeature';
@@ -68,6 +69,8 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
     },
   },
   statusMenu: { needsTrust: true, needsConnection: false, run: (ext) => showStatusMenu(ext) },
+  // The executor's folder as an `execbridge:` workspace folder (executorFiles.ts).
+  openExecutorFolder: { needsTrust: true, needsConnection: true, run: (ext, conn, path) => openExecutorFolder(ext, conn, str(path)) },
 
   // The Executors view's items; the argument is the tree node.
   'executor.use': {
@@ -98,6 +101,11 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
     needsTrust: true,
     needsConnection: false,
     run: (_ext, node) => vscode.commands.executeCommand(commandId('setExecutorToken'), executorOfNode(node)),
+  },
+  'executor.openFolder': {
+    needsTrust: true,
+    needsConnection: false,
+    run: (_ext, node) => vscode.commands.executeCommand(commandId('openExecutorFolder'), executorOfNode(node)),
   },
   'run.stop': {
     needsTrust: true,

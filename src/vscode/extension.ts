@@ -11,6 +11,7 @@ import { ApprovalService } from './approvals';
 import { registerCommands, type CommandContext } from './commands';
 import { ExecutorManager } from './executorManager';
 import { registerMcpFeature, type McpFeature } from './mcpFeature';
+import { registerExecutorFiles } from './executorFiles';
 import { registerExecutorsView } from './executorsView';
 import { registerStatusBar } from './statusBar';
 import { registerTasks } from './tasks';
@@ -54,6 +55,7 @@ export class Extension implements CommandContext {
     registerStatusBar(this);
     registerExecutorsView(this);
     registerTasks(this);
+    registerExecutorFiles(this, () => this.terminals.terminals());
     this.mcp = registerMcpFeature(this);
   }
 

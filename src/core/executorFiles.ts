@@ -1,0 +1,331 @@
+import { randomUUID } from 'node:crypto';
+import { posix } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { ExecServerClient } from '../client/execServerClient';
+import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
+import { systemClock, type Clock, type TimerHandle } from '../util/clock';
+import { Emitter, type Event } from '../util/emitter';
+import { classifyFsError, ExecutorFsError } from './fsErrors';
+
+/** Files up to this size are read with one `fs/readFile`; larger ones in blocks of this size (the servers' `fs/readBlock` bound). */
+export const BLOCK_SIZE = 1024 * 1024;
+
+/** The fs calls the provider makes: the resilient client, or anything with its shape. */
+export type FsClient = Pick<
+  ExecServerClient,
+  'readFile' | 'writeFile' | 'getMetadata' | 'readDirectory' | 'createDirectory' | 'copy' | 'remove' | 'call'
+>;
+
+export type FileKind = 'file' | 'directory' | 'other';
+
+export interface FileStat {
+  kind: FileKind;
+  symlink: boolean;
+  size: number;
+  ctimeMs: number;
+  mtimeMs: number;
+}
+
+function toStat(m: FsMetadata): FileStat {
+  return {
+    kind: m.isDirectory ? 'directory' : m.isFile ? 'file' : 'other',
+    symlink: m.isSymlink,
+    size: m.size,
+    ctimeMs: m.createdAtMs || m.modifiedAtMs,
+    mtimeMs: m.modifiedAtMs,
+  };
+}
+
+/** Absolute, normalized POSIX path; a relative one is refused (the URI's path is always absolute). */
+export function executorFilePath(path: string): string {
+  if (!path.startsWith('/')) throw new ExecutorFsError('FileNotFound', `not an absolute path on the executor: ${path}`);
+  const p = posix.normalize(path);
+  return p.length > 1 ? p.replace(/\/+$/, '') : p;
+}
+
+const uri = (p: string) => pathToFileURL(p).href;
+
+/**
+ * The file operations of `execbridge://` (docs/architecture.md), over `fs/*` only, so they work
+ * against our server and `codex exec-server` alike. Neither has `fs/rename`: a rename is a copy
+ * followed by a remove of the source (not atomic; said in the README). Big files go in 1 MiB blocks
+ * through `fs/open` / `fs/readBlock` / `fs/writeBlock`, never as one giant frame.
+ */
+export class ExecutorFiles {
+  constructor(private readonly client: () => Promise<FsClient>) {}
+
+  async stat(path: string): Promise<FileStat> {
+    const c = await this.client();
+    return toStat(await c.getMetadata(executorFilePath(path)));
+  }
+
+  async readDirectory(path: string): Promise<FsDirectoryEntry[]> {
+    const c = await this.client();
+    const entries = await c.readDirectory(executorFilePath(path));
+    return [...entries].sort((a, b) => (a.fileName < b.fileName ? -1 : a.fileName > b.fileName ? 1 : 0));
+  }
+
+  async createDirectory(path: string): Promise<void> {
+    const c = await this.client();
+    const p = executorFilePath(path);
+    const parent = posix.dirname(p);
+    // VS Code wants FileNotFound for a missing parent and FileExists for an existing target.
+    if (await this.exists(c, p)) throw new ExecutorFsError('FileExists', `${p} already exists`);
+    if (!(await this.exists(c, parent))) throw new ExecutorFsError('FileNotFound', `${parent} does not exist`);
+    await c.createDirectory(p, { recursive: false });
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    const c = await this.client();
+    const p = executorFilePath(path);
+    const m = await c.getMetadata(p);
+    if (m.isDirectory) throw new ExecutorFsError('FileIsADirectory', `${p} is a directory`);
+    if (m.size <= BLOCK_SIZE) return c.readFile(p);
+    return this.readBlocks(c, p, m.size);
+  }
+
+  /** Handle ids are at most 32 bytes (both servers). Reads until `eof`; `sizeHint` only presizes the buffer (the file may change meanwhile). */
+  private async readBlocks(c: FsClient, p: string, sizeHint: number): Promise<Uint8Array> {
+    const handleId = `ebr-${randomUUID().slice(0, 24)}`;
+    await c.call('fs/open', { handleId, path: uri(p), mode: 'read' });
+    const parts: Buffer[] = [];
+    let total = 0;
+    try {
+      // Bounded by the file: each turn either reads a block or ends; a file that grows forever stops at 16× its size.
+      for (let turn = 0; turn <= Math.ceil(sizeHint / BLOCK_SIZE) * 16 + 1; turn++) {
+        const r = await c.call('fs/readBlock', { handleId, offset: total, len: BLOCK_SIZE });
+        const chunk = Buffer.from(r.chunk, 'base64');
+        parts.push(chunk);
+        total += chunk.length;
+        if (r.eof || chunk.length === 0) break;
+      }
+    } finally {
+      await c.call('fs/close', { handleId }).catch(() => undefined);
+    }
+    return Buffer.concat(parts, total);
+  }
+
+  async writeFile(path: string, content: Uint8Array, options: { create: boolean; overwrite: boolean }): Promise<void> {
+    const c = await this.client();
+    const p = executorFilePath(path);
+    const existing = await this.metadataOrUndefined(c, p);
+    if (existing?.isDirectory) throw new ExecutorFsError('FileIsADirectory', `${p} is a directory`);
+    if (!existing && !options.create) throw new ExecutorFsError('FileNotFound', `${p} does not exist`);
+    if (existing && !options.overwrite) throw new ExecutorFsError('FileExists', `${p} already exists`);
+    if (!existing && !(await this.exists(c, posix.dirname(p))))
+      throw new ExecutorFsError('FileNotFound', `${posix.dirname(p)} does not exist`);
+    const data = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+    if (data.length <= BLOCK_SIZE) {
+      await c.writeFile(p, data);
+      return;
+    }
+    const handleId = `ebw-${randomUUID().slice(0, 24)}`;
+    await c.call('fs/open', { handleId, path: uri(p), mode: 'replace' });
+    try {
+      for (let offset = 0; offset < data.length; offset += BLOCK_SIZE) {
+        const chunk = data.subarray(offset, offset + BLOCK_SIZE).toString('base64');
+        await c.call('fs/writeBlock', { handleId, offset, chunk });
+      }
+    } finally {
+      await c.call('fs/close', { handleId }).catch(() => undefined);
+    }
+  }
+
+  async delete(path: string, options: { recursive: boolean }): Promise<void> {
+    const c = await this.client();
+    const p = executorFilePath(path);
+    if (p === '/') throw new ExecutorFsError('NoPermissions', 'refusing to delete / on the executor');
+    const m = await c.getMetadata(p);
+    if (m.isDirectory && !options.recursive && (await c.readDirectory(p)).length > 0) {
+      throw new ExecutorFsError('Unknown', `${p} is a directory that is not empty`);
+    }
+    await c.remove(p, { recursive: m.isDirectory, force: false });
+  }
+
+  /** `fs/copy` (file, or a directory with `recursive`). */
+  async copy(source: string, destination: string, options: { overwrite: boolean }): Promise<void> {
+    const c = await this.client();
+    const [src, dst] = [executorFilePath(source), executorFilePath(destination)];
+    const m = await c.getMetadata(src);
+    await this.clearDestination(c, src, dst, options.overwrite);
+    await c.copy(src, dst, { recursive: m.isDirectory });
+  }
+
+  /** Copy, then remove the source: neither server has `fs/rename`. */
+  async rename(source: string, destination: string, options: { overwrite: boolean }): Promise<void> {
+    const c = await this.client();
+    const [src, dst] = [executorFilePath(source), executorFilePath(destination)];
+    if (src === dst) return;
+    if (dst.startsWith(`${src}/`)) throw new ExecutorFsError('NoPermissions', `cannot move ${src} into itself`);
+    const m = await c.getMetadata(src);
+    await this.clearDestination(c, src, dst, options.overwrite);
+    await c.copy(src, dst, { recursive: m.isDirectory });
+    await c.remove(src, { recursive: m.isDirectory, force: false });
+  }
+
+  private async clearDestination(c: FsClient, src: string, dst: string, overwrite: boolean): Promise<void> {
+    if (src === dst) throw new ExecutorFsError('FileExists', `${dst} is the source`);
+    const existing = await this.metadataOrUndefined(c, dst);
+    if (existing && !overwrite) throw new ExecutorFsError('FileExists', `${dst} already exists`);
+    if (!(await this.exists(c, posix.dirname(dst)))) throw new ExecutorFsError('FileNotFound', `${posix.dirname(dst)} does not exist`);
+    if (existing) await c.remove(dst, { recursive: existing.isDirectory, force: true });
+  }
+
+  private async metadataOrUndefined(c: FsClient, p: string): Promise<FsMetadata | undefined> {
+    try {
+      return await c.getMetadata(p);
+    } catch (e) {
+      if (classifyFsError(e).code === 'FileNotFound') return undefined;
+      throw e;
+    }
+  }
+
+  private async exists(c: FsClient, p: string): Promise<boolean> {
+    return (await this.metadataOrUndefined(c, p)) !== undefined;
+  }
+}
+
+export type FileChangeType = 'created' | 'changed' | 'deleted';
+export interface FileChange {
+  type: FileChangeType;
+  path: string;
+}
+
+export interface PollLimits {
+  /** Between the end of one round and the start of the next. */
+  intervalMs: number;
+  /** Watched paths polled (the oldest watch beyond this is not polled). */
+  maxWatched: number;
+  /** Files read or written through the provider that are polled too (most recent first). */
+  maxRecentFiles: number;
+  /** Entries of a watched directory compared per round (a bigger listing only compares the first ones). */
+  maxEntries: number;
+}
+
+export const DEFAULT_POLL_LIMITS: PollLimits = { intervalMs: 2000, maxWatched: 64, maxRecentFiles: 100, maxEntries: 2000 };
+
+type Snapshot = { kind: 'missing' } | { kind: 'file'; mtimeMs: number; size: number } | { kind: 'directory'; names: Set<string> };
+
+/**
+ * Change detection by polling, with fixed bounds (docs: README "Executor files"): neither server
+ * has `fs/watch`. Every `intervalMs` after the previous round ended, one round compares each
+ * watched path (a file's mtime and size; a directory's names, not recursive) and each recently
+ * opened file with the last round. A round is skipped while `canPoll()` is false (not connected).
+ */
+export class ExecutorFilePoller {
+  private readonly changes = new Emitter<FileChange[]>();
+  readonly onDidChange: Event<FileChange[]> = this.changes.event;
+  private readonly watched = new Map<string, number>();
+  private readonly recent: string[] = [];
+  private readonly last = new Map<string, Snapshot>();
+  private timer: TimerHandle | undefined;
+  private polling = false;
+  private disposed = false;
+
+  constructor(
+    private readonly files: ExecutorFiles,
+    private readonly canPoll: () => boolean,
+    private readonly limits: PollLimits = DEFAULT_POLL_LIMITS,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  /** Starts polling `path`; the returned function stops it (watches are counted, like VS Code's). */
+  watch(path: string): () => void {
+    const p = executorFilePath(path);
+    this.watched.set(p, (this.watched.get(p) ?? 0) + 1);
+    this.schedule();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const n = (this.watched.get(p) ?? 1) - 1;
+      if (n > 0) this.watched.set(p, n);
+      else this.watched.delete(p);
+    };
+  }
+
+  /** A file was read or written through the provider: poll it too, and take its state as known. */
+  touched(path: string, stat?: FileStat): void {
+    const p = executorFilePath(path);
+    const i = this.recent.indexOf(p);
+    if (i >= 0) this.recent.splice(i, 1);
+    this.recent.unshift(p);
+    for (const gone of this.recent.splice(this.limits.maxRecentFiles)) if (!this.watched.has(gone)) this.last.delete(gone);
+    if (stat?.kind === 'file') this.last.set(p, { kind: 'file', mtimeMs: stat.mtimeMs, size: stat.size });
+    this.schedule();
+  }
+
+  /** The paths the next round looks at (bounded). */
+  targets(): string[] {
+    const watched = [...this.watched.keys()].slice(-this.limits.maxWatched);
+    return [...new Set([...watched, ...this.recent])];
+  }
+
+  /** One round now; resolves with what changed (also fired). For tests and for a manual refresh. */
+  async pollOnce(): Promise<FileChange[]> {
+    const out: FileChange[] = [];
+    for (const p of this.targets()) {
+      if (this.disposed) break;
+      const now = await this.snapshot(p);
+      if (now === undefined) continue;
+      const before = this.last.get(p);
+      this.last.set(p, now);
+      if (before === undefined) continue;
+      out.push(...diff(p, before, now, this.limits.maxEntries));
+    }
+    // A file both watched through its folder and polled itself is reported once.
+    const unique = [...new Map(out.map((c) => [`${c.type} ${c.path}`, c])).values()];
+    if (unique.length > 0 && !this.disposed) this.changes.fire(unique);
+    return unique;
+  }
+
+  private async snapshot(p: string): Promise<Snapshot | undefined> {
+    try {
+      const s = await this.files.stat(p);
+      if (s.kind !== 'directory') return { kind: 'file', mtimeMs: s.mtimeMs, size: s.size };
+      const entries = await this.files.readDirectory(p);
+      return { kind: 'directory', names: new Set(entries.slice(0, this.limits.maxEntries).map((e) => e.fileName)) };
+    } catch (e) {
+      // Unavailable (recovering) or another error: no news this round.
+      return classifyFsError(e).code === 'FileNotFound' ? { kind: 'missing' } : undefined;
+    }
+  }
+
+  private schedule(): void {
+    if (this.disposed || this.timer || this.polling) return;
+    if (this.watched.size === 0 && this.recent.length === 0) return;
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined;
+      if (!this.canPoll()) return this.schedule();
+      this.polling = true;
+      void this.pollOnce().finally(() => {
+        this.polling = false;
+        this.schedule();
+      });
+    }, this.limits.intervalMs);
+    this.timer.unref?.();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.timer) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.changes.dispose();
+  }
+}
+
+function diff(p: string, before: Snapshot, now: Snapshot, maxEntries: number): FileChange[] {
+  if (before.kind === 'missing') return now.kind === 'missing' ? [] : [{ type: 'created', path: p }];
+  if (now.kind === 'missing') return [{ type: 'deleted', path: p }];
+  if (before.kind === 'file' && now.kind === 'file')
+    return before.mtimeMs !== now.mtimeMs || before.size !== now.size ? [{ type: 'changed', path: p }] : [];
+  if (before.kind === 'directory' && now.kind === 'directory') {
+    const out: FileChange[] = [];
+    const child = (name: string) => (p === '/' ? `/${name}` : `${p}/${name}`);
+    for (const n of now.names) if (!before.names.has(n)) out.push({ type: 'created', path: child(n) });
+    for (const n of before.names) if (!now.names.has(n)) out.push({ type: 'deleted', path: child(n) });
+    if (out.length > maxEntries) return [{ type: 'changed', path: p }];
+    return out;
+  }
+  return [{ type: 'changed', path: p }];
+}

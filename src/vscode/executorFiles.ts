@@ -1,0 +1,232 @@
+import * as vscode from 'vscode';
+import type { ExecutorConnection } from '../core/executorConnection';
+import { ExecutorFilePoller, ExecutorFiles, type FileChange, type FileStat } from '../core/executorFiles';
+import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
+import { EXECUTOR_FS_SCHEME, executorFileUri, findPathLinks } from '../core/pathMapping';
+import type { ExecTerminal } from './api';
+import type { FeatureContext } from './context';
+
+/** The VS Code error for an fs failure (not found, exists, no permission, unavailable, …). */
+function toFileSystemError(e: unknown, uri: vscode.Uri): vscode.FileSystemError {
+  const { code, message } = classifyFsError(e);
+  const text = `${uri.toString(true)}: ${message}`;
+  switch (code) {
+    case 'FileNotFound':
+      return vscode.FileSystemError.FileNotFound(text);
+    case 'FileExists':
+      return vscode.FileSystemError.FileExists(text);
+    case 'FileNotADirectory':
+      return vscode.FileSystemError.FileNotADirectory(text);
+    case 'FileIsADirectory':
+      return vscode.FileSystemError.FileIsADirectory(text);
+    case 'NoPermissions':
+      return vscode.FileSystemError.NoPermissions(text);
+    case 'Unavailable':
+      return vscode.FileSystemError.Unavailable(text);
+    case 'Unknown':
+      return new vscode.FileSystemError(text);
+  }
+}
+
+const fileType = (s: Pick<FileStat, 'kind' | 'symlink'>) =>
+  (s.kind === 'directory' ? vscode.FileType.Directory : s.kind === 'file' ? vscode.FileType.File : vscode.FileType.Unknown) |
+  (s.symlink ? vscode.FileType.SymbolicLink : 0);
+
+/**
+ * `execbridge://<executor>/<absolute path>`: files on an executor, over `fs/*` (core/executorFiles.ts).
+ * Every call connects the executor if needed; while its connection is recovering calls fail at once
+ * with `Unavailable` (VS Code keeps the editor and says why) instead of hanging the editor.
+ */
+class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
+  private readonly changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  readonly onDidChangeFile = this.changed.event;
+  private readonly perExecutor = new Map<string, { files: ExecutorFiles; poller: ExecutorFilePoller }>();
+
+  constructor(private readonly ext: FeatureContext) {}
+
+  private executor(uri: vscode.Uri): { conn: ExecutorConnection; files: ExecutorFiles; poller: ExecutorFilePoller } {
+    if (!vscode.workspace.isTrusted) throw new ExecutorFsError('Unavailable', 'Exec Bridge reaches executors only in a trusted workspace');
+    const name = decodeURIComponent(uri.authority);
+    const conn = this.ext.executors.get(name);
+    if (!conn) throw new ExecutorFsError('FileNotFound', `there is no executor named "${name}"`);
+    let entry = this.perExecutor.get(name);
+    if (!entry) {
+      const files = new ExecutorFiles(async () => {
+        const c = conn.client;
+        if (c?.state.kind === 'recovering')
+          throw new ExecutorFsError('Unavailable', `the connection to ${name} is recovering; try again in a moment`);
+        return conn.connect();
+      });
+      const poller = new ExecutorFilePoller(files, () => conn.client?.state.kind === 'connected');
+      poller.onDidChange((changes) => this.changed.fire(changes.map((c) => this.event(name, c))));
+      entry = { files, poller };
+      this.perExecutor.set(name, entry);
+    }
+    return { conn, ...entry };
+  }
+
+  private event(executor: string, c: FileChange): vscode.FileChangeEvent {
+    const type =
+      c.type === 'created'
+        ? vscode.FileChangeType.Created
+        : c.type === 'deleted'
+          ? vscode.FileChangeType.Deleted
+          : vscode.FileChangeType.Changed;
+    return { type, uri: vscode.Uri.parse(executorFileUri(executor, c.path)) };
+  }
+
+  private async call<T>(uri: vscode.Uri, fn: (e: ReturnType<ExecutorFileSystemProvider['executor']>) => Promise<T>): Promise<T> {
+    try {
+      return await fn(this.executor(uri));
+    } catch (e) {
+      throw toFileSystemError(e, uri);
+    }
+  }
+
+  watch(uri: vscode.Uri): vscode.Disposable {
+    try {
+      const stop = this.executor(uri).poller.watch(uri.path);
+      return new vscode.Disposable(stop);
+    } catch {
+      return new vscode.Disposable(() => undefined);
+    }
+  }
+
+  stat(uri: vscode.Uri): Promise<vscode.FileStat> {
+    return this.call(uri, async ({ files }) => {
+      const s = await files.stat(uri.path);
+      return { type: fileType(s), ctime: s.ctimeMs, mtime: s.mtimeMs, size: s.size };
+    });
+  }
+
+  readDirectory(uri: vscode.Uri): Promise<[string, vscode.FileType][]> {
+    return this.call(uri, async ({ files }) =>
+      (await files.readDirectory(uri.path)).map((e): [string, vscode.FileType] => [
+        e.fileName,
+        fileType({ kind: e.isDirectory ? 'directory' : e.isFile ? 'file' : 'other', symlink: false }),
+      ]),
+    );
+  }
+
+  createDirectory(uri: vscode.Uri): Promise<void> {
+    return this.call(uri, ({ files }) => files.createDirectory(uri.path));
+  }
+
+  readFile(uri: vscode.Uri): Promise<Uint8Array> {
+    return this.call(uri, async ({ files, poller }) => {
+      const data = await files.readFile(uri.path);
+      poller.touched(uri.path, await files.stat(uri.path).catch(() => undefined));
+      return data;
+    });
+  }
+
+  writeFile(uri: vscode.Uri, content: Uint8Array, options: { readonly create: boolean; readonly overwrite: boolean }): Promise<void> {
+    return this.call(uri, async ({ files, poller }) => {
+      await files.writeFile(uri.path, content, options);
+      poller.touched(uri.path, await files.stat(uri.path).catch(() => undefined));
+    });
+  }
+
+  delete(uri: vscode.Uri, options: { readonly recursive: boolean }): Promise<void> {
+    return this.call(uri, ({ files }) => files.delete(uri.path, options));
+  }
+
+  rename(oldUri: vscode.Uri, newUri: vscode.Uri, options: { readonly overwrite: boolean }): Promise<void> {
+    return this.call(oldUri, async ({ files }) => {
+      if (oldUri.authority !== newUri.authority) throw new ExecutorFsError('NoPermissions', 'cannot move files between executors');
+      await files.rename(oldUri.path, newUri.path, options);
+    });
+  }
+
+  copy(source: vscode.Uri, destination: vscode.Uri, options: { readonly overwrite: boolean }): Promise<void> {
+    return this.call(source, async ({ files }) => {
+      if (source.authority !== destination.authority) throw new ExecutorFsError('NoPermissions', 'cannot copy files between executors');
+      await files.copy(source.path, destination.path, options);
+    });
+  }
+
+  dispose(): void {
+    for (const { poller } of this.perExecutor.values()) poller.dispose();
+    this.changed.dispose();
+  }
+}
+
+/** The folder of `conn` as an `execbridge:` URI. */
+export function executorFolderUri(executor: string, path: string): vscode.Uri {
+  return vscode.Uri.parse(executorFileUri(executor, path));
+}
+
+/**
+ * "Exec Bridge: Open Executor Folder…": asks for a folder on the executor (default: its working
+ * directory) and adds it to the workspace. (A window of executor folders only would be a virtual
+ * workspace, where this extension does not run; so it is always added next to local folders.)
+ */
+export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConnection, given?: string): Promise<vscode.Uri | undefined> {
+  const path =
+    given ??
+    (await vscode.window.showInputBox({
+      title: `Open Executor Folder (${conn.name})`,
+      prompt: 'Absolute path of a folder on the executor',
+      value: conn.defaultCwd(),
+      validateInput: (v) => (v.startsWith('/') ? undefined : 'an absolute path, e.g. /home/me/project'),
+    }));
+  if (!path) return undefined;
+  const client = await conn.connect();
+  const meta = await client.getMetadata(path).catch((e: unknown) => {
+    throw new Error(`${path} on ${conn.name}: ${classifyFsError(e).message}`);
+  });
+  if (!meta.isDirectory) throw new Error(`${path} on ${conn.name} is not a folder`);
+  const uri = executorFolderUri(conn.name, path);
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  // Not awaited: a single-folder window becomes a workspace first, which may reload it.
+  if (
+    !folders.some((f) => f.uri.toString() === uri.toString()) &&
+    !vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: `${conn.name}: ${path}` })
+  ) {
+    throw new Error('VS Code refused to add the folder to the workspace');
+  }
+  ext.log.info(`${conn.name}: opened executor folder ${uri.toString(true)}`);
+  void vscode.commands.executeCommand('workbench.view.explorer');
+  return uri;
+}
+
+/** Paths printed in our terminals (`/abs/file:12:3`) open through the provider, on that terminal's executor. */
+type PathTerminalLink = vscode.TerminalLink & { target: vscode.Uri; line?: number; column?: number };
+
+class ExecutorPathLinkProvider implements vscode.TerminalLinkProvider<PathTerminalLink> {
+  constructor(private readonly terminals: () => ExecTerminal[]) {}
+
+  provideTerminalLinks(context: vscode.TerminalLinkContext): PathTerminalLink[] {
+    const t = this.terminals().find((x) => x.terminal === context.terminal);
+    if (!t) return [];
+    return findPathLinks(context.line).map((l) => ({
+      startIndex: l.start,
+      length: l.length,
+      tooltip: `Open on ${t.executor}`,
+      target: executorFolderUri(t.executor, l.path),
+      ...(l.line !== undefined ? { line: l.line } : {}),
+      ...(l.column !== undefined ? { column: l.column } : {}),
+    }));
+  }
+
+  async handleTerminalLink(link: PathTerminalLink): Promise<void> {
+    const pos = link.line !== undefined ? new vscode.Position(Math.max(0, link.line - 1), Math.max(0, (link.column ?? 1) - 1)) : undefined;
+    const stat = await vscode.workspace.fs.stat(link.target).then(
+      (s) => s,
+      () => undefined,
+    );
+    if (stat && stat.type & vscode.FileType.Directory) {
+      await vscode.commands.executeCommand('revealInExplorer', link.target);
+      return;
+    }
+    await vscode.window.showTextDocument(link.target, pos ? { selection: new vscode.Range(pos, pos) } : {});
+  }
+}
+
+/** The `execbridge:` file system and the terminal links into it. */
+export function registerExecutorFiles(ext: FeatureContext, terminals: () => ExecTerminal[]): void {
+  const provider = new ExecutorFileSystemProvider(ext);
+  ext.disposables.add(provider);
+  ext.disposables.add(vscode.workspace.registerFileSystemProvider(EXECUTOR_FS_SCHEME, provider, { isCaseSensitive: true }));
+  ext.disposables.add(vscode.window.registerTerminalLinkProvider(new ExecutorPathLinkProvider(terminals) as vscode.TerminalLinkProvider));
+}
