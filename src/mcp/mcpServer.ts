@@ -328,7 +328,10 @@ export class McpServer {
     run.subscriptions.add(
       executor.client.onDidChangeState((s) => {
         if (this.run !== run) return;
+        // The client says `recovering` once per attempt: report (and redraw) each change of state once.
+        const was = this.connectionValue;
         this.connectionValue = s.kind;
+        if (was === s.kind) return;
         if (s.kind === 'recovering') this.log.lifecycle(`exec connection lost (${s.cause}); the process keeps running, reconnecting…`);
         else if (s.kind === 'connected') this.log.lifecycle('exec connection recovered; the MCP session continues');
         this.changed.fire('meta');
@@ -348,7 +351,7 @@ export class McpServer {
     request: RequestOptions,
     t0: number,
   ): Promise<Client> {
-    const { transport, sdk } = createMcpSession({
+    const { transport, sdk, features } = createMcpSession({
       def,
       runId: run.id,
       executor,
@@ -358,6 +361,7 @@ export class McpServer {
       onListChanged: (kind) => this.onListChanged(run, kind),
     });
     run.transport = transport;
+    run.subscriptions.add(features);
     void transport.closed.then(() => this.onTransportClosed(run));
     run.sdk = sdk;
     await sdk.connect(transport, request);

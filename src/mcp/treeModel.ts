@@ -224,14 +224,17 @@ export class McpTreeModel {
     const st = server.state;
     const def = server.entry.definition;
     const invalid = !def;
+    const reconnecting = !invalid && server.isActive && server.connection === 'recovering';
+    // Reconnecting is a state of its own (icon first, words first: a narrow sidebar cuts the end).
     const [icon, iconColor] = invalid
       ? ['warning', 'problemsWarningIcon.foreground']
-      : (STATE_ICON[st.kind] ?? ['circle-large-outline', undefined]);
-    const parts = [invalid ? 'configuration error' : server.describe()];
+      : reconnecting
+        ? ['debug-disconnect', 'problemsWarningIcon.foreground']
+        : (STATE_ICON[st.kind] ?? ['circle-large-outline', undefined]);
+    const parts = [invalid ? 'configuration error' : reconnecting ? 'executor reconnecting…' : server.describe()];
     const executor = server.executor?.label ?? def?.executor;
     if (executor && st.kind !== 'stopped') parts.push(executor);
     else if (def?.executor) parts.push(def.executor);
-    if (server.connection === 'recovering') parts.push('reconnecting…');
     if (server.stale) parts.push('restart to apply');
     const caps: string[] = ['mcpServer', st.kind];
     const active = server.isActive;
@@ -271,6 +274,10 @@ export class McpTreeModel {
     if (server.serverInfo) blocks.push(`Server: ${escapeMd(`${server.serverInfo.name} ${server.serverInfo.version}`)}`);
     // A time, not a duration: a tooltip is computed once and would go stale.
     blocks.push(`In this state since ${new Date(st.since).toLocaleTimeString()}`);
+    if (server.isActive && server.connection === 'recovering')
+      blocks.push(
+        '*The connection to its executor was lost and is being resumed.* The server keeps running there; tool calls wait until the connection is back.',
+      );
     if (server.stale) blocks.push('*The configuration changed since it started: restart to apply.*');
     if (st.kind === 'stopped' && st.reason) blocks.push(`Stopped: ${escapeMd(st.reason)}`);
     if (st.kind === 'timedOut' || st.kind === 'crashed') {

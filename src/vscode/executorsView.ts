@@ -1,10 +1,10 @@
 import * as vscode from 'vscode';
 import { describeExecutor } from '../core/executorConfig';
+import { stateText } from '../core/executorStateText';
 import { isActive, type RunRecord, type RunRegistry } from '../core/runRegistry';
 import { describeExitCode } from '../util/exitCode';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';
-import { stateText } from './statusBar';
 
 type Node = { kind: 'executor'; name: string } | { kind: 'state'; executor: string } | { kind: 'run'; executor: string; runId: string };
 
@@ -56,7 +56,8 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
         const active = this.ext.executors.active.name === node.name;
         const item = new vscode.TreeItem(node.name, vscode.TreeItemCollapsibleState.Expanded);
         item.id = `executor:${node.name}`;
-        item.description = `${active ? 'active · ' : ''}${conn ? stateText(conn.state).label : ''}`;
+        // The state is said once, by the row below.
+        item.description = active ? 'active' : undefined;
         item.tooltip = conn ? describeExecutor(conn.config) : undefined;
         item.iconPath = new vscode.ThemeIcon(active ? 'vm-running' : 'vm');
         item.contextValue = `executor;${active ? 'active;' : 'canUse;'}canReconnect;${conn?.config.kind === 'websocket' ? 'canSetToken;' : ''}`;
@@ -65,14 +66,18 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
       case 'state': {
         const conn = this.ext.executors.get(node.executor);
         const state = conn?.state ?? { kind: 'idle' as const };
-        const { icon, label } = stateText(state);
+        const { icon, label, detail } = stateText(state);
         const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
         item.id = `state:${node.executor}`;
+        if (detail) item.tooltip = detail;
         if (state.kind === 'connected') {
           const version = conn?.client?.environmentInfo?.executorVersion;
           item.description = `session ${state.sessionId.slice(0, 8)}${version ? ` · v${version}` : ''}`;
         }
-        item.iconPath = new vscode.ThemeIcon(icon);
+        item.iconPath = new vscode.ThemeIcon(
+          icon,
+          state.kind === 'recovering' ? new vscode.ThemeColor('problemsWarningIcon.foreground') : undefined,
+        );
         item.contextValue = `state;${state.kind};`;
         if (state.kind === 'idle' || state.kind === 'failed') {
           item.command = {

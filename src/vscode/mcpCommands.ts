@@ -125,10 +125,22 @@ function askToolArguments(server: McpServer, tool: Tool, preset: unknown): Thena
 function callWithProgress(server: McpServer, tool: Tool, args: Record<string, unknown>): Thenable<unknown> {
   return vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Calling ${tool.name} on ${server.name}…`, cancellable: true },
-    (_progress, token) => {
+    (progress, token) => {
       const abort = new AbortController();
       token.onCancellationRequested(() => abort.abort());
-      return server.callTool(tool.name, args, { signal: abort.signal });
+      // While the executor reconnects the call waits: say so, and that it goes on by itself.
+      let waiting = false;
+      const show = () => {
+        const now = server.connection === 'recovering';
+        if (now === waiting) return;
+        waiting = now;
+        progress.report({
+          message: now ? `waiting for executor ${server.executor?.label ?? ''} to reconnect; the call continues then` : '',
+        });
+      };
+      show();
+      const sub = server.onDidChange(show);
+      return server.callTool(tool.name, args, { signal: abort.signal }).finally(() => sub.dispose());
     },
   );
 }

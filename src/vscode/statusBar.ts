@@ -1,24 +1,8 @@
 import * as vscode from 'vscode';
-import type { ExecutorState } from '../core/executorConnection';
 import { describeExecutor } from '../core/executorConfig';
+import { stateText, statusBarText } from '../core/executorStateText';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';
-
-/** Codicon + words for an executor state, shared by the status bar and the Executors view. */
-export function stateText(state: ExecutorState): { icon: string; label: string } {
-  switch (state.kind) {
-    case 'idle':
-      return { icon: 'debug-disconnect', label: 'not connected' };
-    case 'connecting':
-      return { icon: 'sync~spin', label: 'connecting…' };
-    case 'connected':
-      return { icon: 'vm-active', label: 'connected' };
-    case 'recovering':
-      return { icon: 'sync~spin', label: `recovering${state.attempt > 0 ? ` (attempt ${state.attempt})` : ''}…` };
-    case 'failed':
-      return { icon: 'error', label: `failed: ${state.message}` };
-  }
-}
 
 /**
  * The active executor and its state; click → `execBridge.statusMenu` (showStatusMenu) to switch
@@ -37,16 +21,23 @@ export function registerStatusBar(ext: FeatureContext): void {
       return;
     }
     const conn = ext.executors.active;
-    const { icon, label } = stateText(conn.state);
-    item.text = `$(${icon}) ${conn.name}`;
+    const { label, detail } = stateText(conn.state);
+    const others = ext.executors.all().filter((c) => c !== conn);
+    item.text = statusBarText(conn, others);
+    const elsewhere = others
+      .filter((c) => c.state.kind === 'recovering')
+      .map((c) => `\`${c.name}\`: ${stateText(c.state).detail ?? ''}`)
+      .join('\n\n');
     item.tooltip = new vscode.MarkdownString(
-      `**Exec Bridge** — executor \`${conn.name}\`: ${label}\n\n${describeExecutor(conn.config)}\n\nClick to switch, reconnect or show the log.`,
+      `**Exec Bridge** — executor \`${conn.name}\`: ${label}${detail ? `\n\n${detail}` : ''}\n\n${describeExecutor(conn.config)}` +
+        `${elsewhere ? `\n\nAlso reconnecting: ${elsewhere}` : ''}\n\nClick to switch, reconnect or show the log.`,
     );
     item.backgroundColor = conn.state.kind === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     item.show();
   };
   ext.disposables.add(ext.executors.onDidChange(render));
-  ext.disposables.add(ext.executors.onDidChangeState(({ executor }) => executor === ext.executors.active.name && render()));
+  // Every executor's state: another one reconnecting shows too.
+  ext.disposables.add(ext.executors.onDidChangeState(() => render()));
   ext.disposables.add(vscode.workspace.onDidGrantWorkspaceTrust(render));
   render();
 }
