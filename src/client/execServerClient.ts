@@ -94,9 +94,11 @@ export class ExecServerClient implements Disposable {
       backoff: options.backoff ?? { stepMs: 100, maxMs: 2000 },
       keepalive: options.keepalive ?? { intervalMs: 5_000, timeoutMs: 5_000 },
       jitter,
+      binaryOutput: options.binaryOutput ?? true,
     };
     this.link = new SessionLink(settings, connector, this.clock, this.log, {
       onNotification: (method, params) => this.processes.dispatch(method, params),
+      onBinary: (frame) => this.processes.dispatchBinary(frame),
       onConnectionLost: (gen) => this.processes.markStartsLost(gen),
       catchUp: (live) => this.processes.catchUp(live.peer),
       onFailed: (error) => {

@@ -1,3 +1,4 @@
+import { decodeBinaryOutput } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import { ProcessClosedNotification, ProcessExitedNotification, ProcessReadResult } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
@@ -64,6 +65,14 @@ export class ProcessTable {
       default:
         return;
     }
+  }
+
+  /** A binary output frame: the same as a `process/output` notification, without base64. */
+  dispatchBinary(frame: Buffer): void {
+    const out = decodeBinaryOutput(frame);
+    if (!out) return;
+    const handle = this.handles.get(out.processId);
+    if (handle) handle.receive({ type: 'output', seq: out.seq, stream: out.stream, data: out.data });
   }
 
   /** Starts whose answer died with connection generation `gen`: recovery must ask the server about them. */

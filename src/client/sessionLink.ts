@@ -1,3 +1,4 @@
+import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { requests } from '../protocol/methods';
@@ -30,12 +31,16 @@ export interface LinkSettings {
   keepalive: { intervalMs: number; timeoutMs: number } | false;
   /** Per-client factor in [0, 0.3) on the back-off: clients of one server do not retry in lock-step. */
   jitter: number;
+  /** Ask for binary output frames in `initialize` (a server that does not know them ignores the field). */
+  binaryOutput?: boolean;
 }
 
 /** What the link asks of the client that owns it. */
 export interface LinkHooks {
   /** A notification from the current connection generation. */
   onNotification(method: string, params: unknown): void;
+  /** A binary output frame from the current connection generation (src/protocol/binaryOutput.ts). */
+  onBinary?(frame: Buffer): void;
   /** The current connection closed; calls sent on generation `gen` lost their answers. */
   onConnectionLost(gen: number): void;
   /** On a resumed connection, before it counts as connected: bring every process up to date. */
@@ -209,7 +214,11 @@ export class SessionLink {
       try {
         raw = await live.peer.request(
           'initialize',
-          { clientName: this.settings.clientName, ...(resumeSessionId ? { resumeSessionId } : {}) },
+          {
+            clientName: this.settings.clientName,
+            ...(resumeSessionId ? { resumeSessionId } : {}),
+            ...(this.settings.binaryOutput === false ? {} : { [BINARY_OUTPUT_FIELD]: true }),
+          },
           { signal: abort.signal },
         );
       } catch (e) {
@@ -238,6 +247,9 @@ export class SessionLink {
       replyToMalformed: false,
       onNotification: (method, params) => {
         if (gen === this.acceptGen) this.hooks.onNotification(method, params);
+      },
+      onBinary: (frame) => {
+        if (gen === this.acceptGen) this.hooks.onBinary?.(frame);
       },
     });
     const store = new DisposableStore();

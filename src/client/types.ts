@@ -79,6 +79,11 @@ export interface ClientOptions {
   /** Regular calls in flight at once (one more permit is reserved for cleanup calls). Default 64. */
   maxInFlight?: number;
   /**
+   * Ask the server for binary output frames (no base64; docs/protocol-extensions.md). A server
+   * that does not offer them (codex) ignores the request. Default true.
+   */
+  binaryOutput?: boolean;
+  /**
    * If a cleanup call (`process/terminate`, `fs/close`) cannot get even the reserved permit within
    * this long, the connection is judged wedged and closed so teardown can proceed. Default 10 000 ms.
    */

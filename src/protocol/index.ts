@@ -7,3 +7,4 @@ export * from './methods';
 export * from './process';
 export * from './session';
 export * from './sandbox';
+export * from './binaryOutput';

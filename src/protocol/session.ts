@@ -5,6 +5,8 @@ export const InitializeParams = z.object({
   clientName: z.string(),
   /** Reattach a detached session (it keeps its processes and retained output). */
   resumeSessionId: z.string().nullable().optional(),
+  /** Ours: `true` asks for binary output frames (./binaryOutput.ts). Any other value is ignored, as codex ignores the field. */
+  execBridgeBinaryOutput: z.unknown().optional(),
 });
 export type InitializeParams = z.infer<typeof InitializeParams>;
 
@@ -12,5 +14,7 @@ export const InitializeResult = z.object({
   sessionId: z.string(),
   /** Newer servers embed `environment/info` here; absent on older ones. */
   environmentInfo: EnvironmentInfo.optional(),
+  /** Ours: true when this connection's output comes as binary frames (the client asked, the transport can). */
+  execBridgeBinaryOutput: z.boolean().optional(),
 });
 export type InitializeResult = z.infer<typeof InitializeResult>;

@@ -7,6 +7,7 @@ export abstract class BaseTransport implements Transport {
   private readonly messages = new Emitter<string>();
   private readonly closes = new Emitter<string | undefined>();
   private readonly drains = new Emitter<void>();
+  private readonly binaries = new Emitter<Buffer>();
   private closed = false;
   protected pending = 0;
   /** `onDrain` fires when `bufferedBytes` falls to this level (0 = fully flushed). */
@@ -38,6 +39,11 @@ export abstract class BaseTransport implements Transport {
     return this.messages.event(listener);
   }
 
+  /** Subclasses that carry binary messages expose this as `onBinary` (see WebSocketTransport). */
+  protected onBinaryMessage(listener: (frame: Buffer) => void): Disposable {
+    return this.binaries.event(listener);
+  }
+
   onClose(listener: (reason: string | undefined) => void): Disposable {
     return this.closes.event(listener);
   }
@@ -56,6 +62,10 @@ export abstract class BaseTransport implements Transport {
     if (!this.closed) this.messages.fire(text);
   }
 
+  protected emitBinary(frame: Buffer): void {
+    if (!this.closed) this.binaries.fire(frame);
+  }
+
   protected emitClose(reason: string | undefined): void {
     if (this.closed) return;
     this.closed = true;
@@ -63,6 +73,7 @@ export abstract class BaseTransport implements Transport {
     this.messages.dispose();
     this.closes.dispose();
     this.drains.dispose();
+    this.binaries.dispose();
   }
 
   /** Counts bytes handed to the OS layer; every outgoing frame goes through here. */

@@ -11,6 +11,8 @@ export interface PeerHandlers {
   /** Answer a request: return the result, or throw an `RpcError`. Requests run concurrently. */
   onRequest?(method: string, params: unknown, id: RequestId): unknown;
   onNotification?(method: string, params: unknown): void;
+  /** A binary output frame (only on transports with `onBinary`; src/protocol/binaryOutput.ts). */
+  onBinary?(frame: Buffer): void;
   /**
    * A response or error for an id we are not waiting for. The exec-server closes the connection
    * on any unsolicited response (as the real one does); a client just ignores it.
@@ -56,6 +58,8 @@ export class RpcPeer implements Disposable {
     private readonly handlers: PeerHandlers = {},
   ) {
     this.store.add(transport.onMessage((text) => this.receive(text)));
+    const onBinary = handlers.onBinary;
+    if (onBinary && transport.onBinary) this.store.add(transport.onBinary((frame) => onBinary(frame)));
     this.store.add(transport.onClose((reason) => this.handleClose(reason)));
     if (transport.isClosed) this.handleClose('transport already closed');
   }
@@ -99,6 +103,14 @@ export class RpcPeer implements Disposable {
   notifyFrame(frame: Buffer, sent?: () => void): void {
     if (this.closedFlag) sent?.();
     else this.transport.sendFrame(frame, sent);
+  }
+
+  /** Sends a binary output frame; false (and nothing sent) when the transport has no binary messages. */
+  sendBinary(frame: Buffer, sent?: () => void): boolean {
+    if (!this.transport.sendBinary) return false;
+    if (this.closedFlag) sent?.();
+    else this.transport.sendBinary(frame, sent);
+    return true;
   }
 
   close(reason?: string): void {

@@ -13,6 +13,13 @@ export interface Transport {
    */
   sendFrame(frame: Buffer, sent?: () => void): void;
   onMessage(listener: (text: string) => void): Disposable;
+  /**
+   * Binary messages that are not JSON (first byte 0x00: binary output frames, src/protocol/binaryOutput.ts).
+   * Only transports that carry binary messages have it.
+   */
+  onBinary?(listener: (frame: Buffer) => void): Disposable;
+  /** Sends one such binary message; `sent` as for `sendFrame`. Only where `onBinary` exists. */
+  sendBinary?(frame: Buffer, sent?: () => void): void;
   onClose(listener: (reason: string | undefined) => void): Disposable;
   close(reason?: string): void;
   readonly isClosed: boolean;

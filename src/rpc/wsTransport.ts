@@ -1,11 +1,24 @@
 import type WebSocket from 'ws';
+import { BINARY_OUTPUT_KIND } from '../protocol/binaryOutput';
+import type { Disposable } from '../util/disposable';
 import { BaseTransport } from './baseTransport';
 
-/** One JSON-RPC message per WebSocket message. Binary frames holding UTF-8 JSON are accepted too. */
+/**
+ * One JSON-RPC message per WebSocket message. Binary messages holding UTF-8 JSON are accepted too;
+ * a binary message whose first byte is 0x00 is a binary output frame (`onBinary`).
+ */
 export class WebSocketTransport extends BaseTransport {
   constructor(private readonly ws: WebSocket) {
     super();
-    ws.on('message', (data) => this.emitMessage(rawToText(data)));
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) {
+        const buf = rawToBuffer(data);
+        if (buf[0] === BINARY_OUTPUT_KIND) this.emitBinary(buf);
+        else this.emitMessage(buf.toString('utf8'));
+      } else {
+        this.emitMessage(rawToBuffer(data).toString('utf8'));
+      }
+    });
     ws.on('close', (code, reason) => this.emitClose(`websocket closed (${code}${reason.length ? `: ${reason.toString()}` : ''})`));
     ws.on('error', (err) => {
       this.emitClose(`websocket error: ${err.message}`);
@@ -41,6 +54,21 @@ export class WebSocketTransport extends BaseTransport {
     });
   }
 
+  onBinary(listener: (frame: Buffer) => void): Disposable {
+    return this.onBinaryMessage(listener);
+  }
+
+  sendBinary(frame: Buffer, sent?: () => void): void {
+    if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return sent?.();
+    const n = frame.length;
+    this.queued(n);
+    this.ws.send(frame, { binary: true }, (err) => {
+      this.written(n);
+      sent?.();
+      if (err) this.close(`send failed: ${err.message}`);
+    });
+  }
+
   protected override holdInput(): void {
     this.ws.pause();
   }
@@ -55,8 +83,8 @@ export class WebSocketTransport extends BaseTransport {
   }
 }
 
-function rawToText(data: WebSocket.RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
+function rawToBuffer(data: WebSocket.RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
 }

@@ -1,3 +1,4 @@
+import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import { describeZodError } from '../protocol/describeError';
 import { InitializeParams, type InitializeResult } from '../protocol/session';
@@ -74,6 +75,8 @@ export class ServerConnection implements SessionConnection {
   /** When a frame, a pong or a drain last proved the peer is there. */
   private lastHeard = Date.now();
   private probing = false;
+  /** This client asked for binary output frames in `initialize` and the transport carries them. */
+  private binary = false;
 
   constructor(
     private readonly transport: Transport,
@@ -142,6 +145,14 @@ export class ServerConnection implements SessionConnection {
 
   notifyFrame(frame: Buffer, sent?: () => void): void {
     this.peer.notifyFrame(frame, sent);
+  }
+
+  binaryOutput(): boolean {
+    return this.binary;
+  }
+
+  notifyBinary(frame: Buffer, sent?: () => void): void {
+    this.peer.sendBinary(frame, sent);
   }
 
   congested(): boolean {
@@ -217,6 +228,7 @@ export class ServerConnection implements SessionConnection {
     const parsed = InitializeParams.safeParse(raw ?? {}, { reportInput: true });
     if (!parsed.success) throw new RpcError(ErrorCode.InvalidParams, describeZodError(parsed.error));
     const { resumeSessionId } = parsed.data;
+    const binary = parsed.data.execBridgeBinaryOutput === true && this.transport.sendBinary !== undefined;
     // A failed initialize (unknown session, -32010) may be retried on the same connection.
     const session = resumeSessionId ? this.options.registry.resume(resumeSessionId, this) : this.options.registry.create(this);
     if (this.peer.isClosed) {
@@ -225,7 +237,11 @@ export class ServerConnection implements SessionConnection {
     }
     this.session = session;
     this.initializeDone = true;
+    // Set before the answer is sent; output produced meanwhile is binary already (the client asked for it).
+    this.binary = binary;
     this.options.log?.(`${resumeSessionId ? 'resumed' : 'created'} session ${session.id}`);
-    return { sessionId: session.id, environmentInfo: this.options.environmentInfo() };
+    const result: InitializeResult = { sessionId: session.id, environmentInfo: this.options.environmentInfo() };
+    if (binary) result[BINARY_OUTPUT_FIELD] = true;
+    return result;
   }
 }

@@ -45,6 +45,8 @@ export function environmentInfo(opts: { sandbox: boolean }): EnvironmentInfo {
       processResize: true,
       concurrentRequests: true,
       execBridgeSandbox: opts.sandbox,
+      // Binary output frames on WebSocket connections whose client asks (src/protocol/binaryOutput.ts).
+      execBridgeBinaryOutput: true,
     },
   };
 }

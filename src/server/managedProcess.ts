@@ -3,6 +3,7 @@ import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
+import { encodeBinaryOutput } from '../protocol/binaryOutput';
 import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
@@ -20,6 +21,9 @@ export interface ProcessSink {
   notify(method: string, params: unknown): void;
   /** The same, for a notification already encoded (process output: the hot path); `sent` once its memory is free. */
   notifyFrame(frame: Buffer, sent?: () => void): void;
+  /** True when output goes as binary frames (`notifyBinary`) to the attached client. */
+  binaryOutput?(): boolean;
+  notifyBinary?(frame: Buffer, sent?: () => void): void;
   /** True while the attached client's socket buffer is above the high-water mark. */
   congested(): boolean;
   /** Calls `cb` once the congestion clears, or the client detaches. */
@@ -114,6 +118,8 @@ export class ManagedProcess {
   private readonly maxChunk: number;
   /** The process id as a JSON string literal, encoded once. */
   private readonly idJson: string;
+  /** The process id in UTF-8, for binary frames. */
+  private readonly idBytes: Buffer;
 
   private constructor(
     readonly id: string,
@@ -125,6 +131,7 @@ export class ManagedProcess {
     this.window = new OutputWindow(options.retainedBytes);
     this.maxChunk = options.maxChunkBytes ?? MAX_CHUNK;
     this.idJson = JSON.stringify(id);
+    this.idBytes = Buffer.from(id, 'utf8');
   }
 
   get sandboxType(): SandboxType {
@@ -239,8 +246,14 @@ export class ManagedProcess {
     const seq = this.nextSeq++;
     this.window.push({ seq, stream, data });
     let slab: Buffer | undefined;
-    const frame = encodeOutputNotification(this.idJson, seq, stream, data, (bytes) => (slab = FRAMES.take(bytes)));
-    this.sink.notifyFrame(frame, slab && (() => FRAMES.give(slab!)));
+    const take = (bytes: number) => (slab = FRAMES.take(bytes));
+    if (this.sink.binaryOutput?.() && this.sink.notifyBinary) {
+      const frame = encodeBinaryOutput(this.idBytes, seq, stream, data, take);
+      this.sink.notifyBinary(frame, slab && (() => FRAMES.give(slab!)));
+    } else {
+      const frame = encodeOutputNotification(this.idJson, seq, stream, data, take);
+      this.sink.notifyFrame(frame, slab && (() => FRAMES.give(slab!)));
+    }
     this.wake();
     if (!this.paused && this.sink.congested()) this.pauseOutput();
   }

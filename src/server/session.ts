@@ -49,6 +49,11 @@ export class Session {
         if (this.connection) this.connection.notifyFrame(frame, sent);
         else sent?.();
       },
+      binaryOutput: () => this.connection?.binaryOutput?.() ?? false,
+      notifyBinary: (frame, sent) => {
+        if (this.connection?.notifyBinary) this.connection.notifyBinary(frame, sent);
+        else sent?.();
+      },
       congested: () => this.connection?.congested() ?? false,
       whenUncongested: (cb) => {
         if (this.connection) this.connection.whenUncongested(cb);
