@@ -1,5 +1,7 @@
 import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { suite, test } from 'mocha';
+import * as vscode from 'vscode';
 import { getApi, isAlive } from './helpers';
 
 suite('bundled executor', () => {
@@ -13,6 +15,25 @@ suite('bundled executor', () => {
     const again = await api.connect('bundled');
     assert.equal(again.kind, 'connected');
     assert.equal(api.bundledServerPid(), pid);
+  });
+
+  test("its port is not auto-forwarded: a remote.portsAttributes default matches the server's command line", async () => {
+    const api = await getApi();
+    await api.connect('bundled');
+    // code-server's port finder reports each listening port with its process's raw /proc cmdline,
+    // and applies the first regex key of remote.portsAttributes that matches it.
+    const cmdline = readFileSync(`/proc/${api.bundledServerPid()}/cmdline`, 'utf8');
+    const attributes =
+      vscode.workspace.getConfiguration('remote').inspect<Record<string, { onAutoForward?: string }>>('portsAttributes')?.defaultValue ??
+      {};
+    const matching = Object.entries(attributes).filter(([key]) => !/^\d/.test(key) && new RegExp(key).test(cmdline));
+    assert.deepEqual(
+      matching.map(([, v]) => v.onAutoForward),
+      ['ignore'],
+      `keys ${JSON.stringify(Object.keys(attributes))} vs ${JSON.stringify(cmdline)}`,
+    );
+    // A user's own `node dist/cli.js serve` (no --exit-with-stdin) is still theirs to forward.
+    assert.ok(!matching.some(([key]) => new RegExp(key).test('node\0/work/dist/cli.js\0serve\0--listen\0ws://0.0.0.0:8080\0')));
   });
 
   test('restarts on demand after the server dies', async () => {
