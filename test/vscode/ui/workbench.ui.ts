@@ -70,7 +70,7 @@ async function approvalNotification(page: Page): Promise<Locator> {
   }
 }
 
-export async function drive({ page, log, shot }: UiContext): Promise<void> {
+export async function drive({ page, log, shot, workspace }: UiContext): Promise<void> {
   // 1. Our activity-bar container (proof the extension's contributions are registered) → the view.
   const container = page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]');
   await container.waitFor({ timeout: 60_000 });
@@ -137,4 +137,72 @@ export async function drive({ page, log, shot }: UiContext): Promise<void> {
     throw new Error(`the Executors view should show bundled, connected, and the run: ${JSON.stringify(rows)}`);
   }
   await shot('executors-view-after');
+
+  await shellDecorations(page, log, shot);
+  await buildTaskProblems(page, log, shot, workspace);
+}
+
+/** 6. New Executor Shell: bash with our integration marks commands; VS Code draws the decorations. */
+async function shellDecorations(page: Page, log: UiContext['log'], shot: UiContext['shot']): Promise<void> {
+  await runPaletteCommand(page, 'Exec Bridge: New Executor Shell');
+  const terminal = page.locator('.terminal-wrapper.active .xterm, .terminal .xterm').last();
+  await terminal.waitFor({ timeout: 30_000 });
+  await waitForTerminalText(page, /\$ ?$|# ?$|> ?$/m, 30_000);
+  await terminal.click();
+  await page.keyboard.type('echo decorated by exec-bridge; true\n', { delay: 5 });
+  await waitForTerminalText(page, /^decorated by exec-bridge$/m);
+  await page.keyboard.type('ls /no/such/dir\n', { delay: 5 });
+  await waitForTerminalText(page, /No such file or directory/);
+  const ok = page.locator('.terminal-command-decoration.codicon-terminal-decoration-success');
+  const err = page.locator('.terminal-command-decoration.codicon-terminal-decoration-error');
+  // The gutter marks are in the DOM (xterm shows them on hover/scroll): attached is what counts.
+  await ok.first().waitFor({ state: 'attached', timeout: 15_000 });
+  await err.first().waitFor({ state: 'attached', timeout: 15_000 });
+  log('shell decorations:', await ok.count(), 'success,', await err.count(), 'error');
+  await shot('shell-integration');
+}
+
+/** 7. An execBridge build task (Ctrl+Shift+B) whose tsc-style line lands in the Problems view. */
+async function buildTaskProblems(page: Page, log: UiContext['log'], shot: UiContext['shot'], workspace: string): Promise<void> {
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  mkdirSync(join(workspace, '.vscode'), { recursive: true });
+  mkdirSync(join(workspace, 'src'), { recursive: true });
+  writeFileSync(join(workspace, 'src', 'app.ts'), 'export const a = 1;\nexport const b = 2;\nconst n: number = "text";\n');
+  // printf builds the line, so only the output (not the command line shown above it) matches $tsc.
+  const command = `echo "compiling on $(hostname)"; printf '%s(%d,%d): error TS%d: %s\\n' src/app.ts 3 7 2322 "Type 'string' is not assignable to type 'number'."; exit 2`;
+  writeFileSync(
+    join(workspace, '.vscode', 'tasks.json'),
+    JSON.stringify({
+      version: '2.0.0',
+      tasks: [
+        {
+          label: 'build on executor',
+          type: 'execBridge',
+          command,
+          problemMatcher: '$tsc',
+          group: { kind: 'build', isDefault: true },
+        },
+      ],
+    }),
+  );
+  const problems = page.locator('.markers-panel .monaco-list-row:has-text("TS2322")');
+  for (let attempt = 1; ; attempt++) {
+    await runPaletteCommand(page, 'Tasks: Run Build Task');
+    await page.waitForTimeout(500);
+    await runPaletteCommand(page, 'View: Focus Problems');
+    if (
+      await problems
+        .first()
+        .waitFor({ timeout: 20_000 })
+        .then(
+          () => true,
+          () => false,
+        )
+    )
+      break;
+    if (attempt === 3) throw new Error('the build task never put TS2322 in the Problems view');
+  }
+  log('problems:', JSON.stringify(await page.locator('.markers-panel .monaco-list-row').allInnerTexts()));
+  await shot('task-problems');
 }
