@@ -42,7 +42,8 @@ const codeServer = ensureCodeServer();
 const demo = join(cacheRoot, 'demo');
 rmSync(demo, { recursive: true, force: true });
 const { env, userData, extensions, workspace } = isolatedWorld(demo);
-writeUserSettings(userData, { 'workbench.startupEditor': 'readme' });
+// The Welcome page lists our walkthrough ("Get started with Exec Bridge") for a newcomer.
+writeUserSettings(userData, { 'workbench.startupEditor': 'welcomePage' });
 writeFileSync(
   join(workspace, 'README.md'),
   [
@@ -53,9 +54,14 @@ writeFileSync(
     '- **Exec Bridge: Run Command on Executor…** — e.g. `ls -la; uname -a`',
     '- **Exec Bridge: New Executor Shell** — an interactive shell on the executor',
     '- try `touch ~/outside-the-workspace` to see the sandbox ask for approval',
+    '- **Ctrl+Shift+B** runs the `execBridge` build task of `.vscode/tasks.json` on the executor; its error lands in the Problems view',
+    '- the **MCP Servers** view runs `memory` (`.vscode/mcp.json`, the MCP reference memory server) on the executor',
+    '- **Exec Bridge: Open Executor Folder…** adds a folder of the executor to the Explorer',
+    '- **Help: Get Started** → *Get started with Exec Bridge* walks through all of it',
     '',
   ].join('\n'),
 );
+demoWorkspaceFiles(workspace);
 
 log(`installing ${vsix} into code-server ${CS_VERSION}`);
 const install = spawnSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
@@ -166,4 +172,37 @@ async function smokeTest(target) {
   } finally {
     await browser.close();
   }
+}
+
+/** The demo's tasks.json (an execBridge build task with a tsc problem), mcp.json (a reference server we depend on), and the file the problem points at. */
+function demoWorkspaceFiles(dir) {
+  mkdirSync(join(dir, '.vscode'), { recursive: true });
+  mkdirSync(join(dir, 'src'), { recursive: true });
+  writeFileSync(
+    join(dir, 'src', 'app.ts'),
+    'export const answer: number = 42;\nexport const name = "demo";\nconst count: number = "three";\n',
+  );
+  // printf builds the error line, so only the output (not the command line shown above it) matches $tsc.
+  const tsc = `printf '%s(%d,%d): error TS%d: %s\\n' src/app.ts 3 7 2322 "Type 'string' is not assignable to type 'number'."`;
+  const tasks = {
+    version: '2.0.0',
+    tasks: [
+      {
+        label: 'build on the executor',
+        type: 'execBridge',
+        command: `echo "checking on $(hostname) in $(pwd)"; ${tsc}; exit 2`,
+        problemMatcher: '$tsc',
+        group: { kind: 'build', isDefault: true },
+      },
+      { label: 'list the workspace', type: 'execBridge', args: ['ls', '-la', '${workspaceFolder}'], problemMatcher: [] },
+    ],
+  };
+  writeFileSync(join(dir, '.vscode', 'tasks.json'), JSON.stringify(tasks, null, 2) + '\n');
+  const memory = join(root, 'node_modules', '@modelcontextprotocol', 'server-memory', 'dist', 'index.js');
+  const mcp = {
+    servers: {
+      memory: { type: 'stdio', command: process.execPath, args: [memory], env: { MEMORY_FILE_PATH: '${workspaceFolder}/.memory.jsonl' } },
+    },
+  };
+  writeFileSync(join(dir, '.vscode', 'mcp.json'), JSON.stringify(mcp, null, 2) + '\n');
 }
