@@ -217,7 +217,8 @@ export class SessionLink {
           {
             clientName: this.settings.clientName,
             ...(resumeSessionId ? { resumeSessionId } : {}),
-            ...(this.settings.binaryOutput === false ? {} : { [BINARY_OUTPUT_FIELD]: true }),
+            // Only a connection that delivers binary messages may ask for them (a wrapper without `onBinary` would drop them).
+            ...(this.settings.binaryOutput !== false && conn.onBinary ? { [BINARY_OUTPUT_FIELD]: true } : {}),
           },
           { signal: abort.signal },
         );
