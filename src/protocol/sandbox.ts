@@ -88,6 +88,19 @@ export type SandboxContextInput = z.input<typeof SandboxContext>;
 /** What a server sees after parsing. */
 export type SandboxContext = z.output<typeof SandboxContext>;
 
+/**
+ * Ours: the managed network's lists, sent as `process/start`'s `managedNetwork` together with
+ * `enforceManagedNetwork: true` and a sandbox whose network is `restricted`. Each entry is `host`,
+ * `*.host` (subdomains), or an IP literal (`[v6]` with a port), each with an optional `:port`;
+ * `deny` wins over `allow`. The executor runs the proxies and gives the command the proxy
+ * environment (docs/sandbox.md, "Managed network").
+ */
+export const ManagedNetworkLists = z.object({
+  allow: z.array(z.string()).max(1000),
+  deny: z.array(z.string()).max(1000).optional(),
+});
+export type ManagedNetworkLists = z.infer<typeof ManagedNetworkLists>;
+
 /** The three policies users pick from (settings, `exec-bridge run --sandbox`). */
 export const SandboxPolicyName = z.enum(['read-only', 'workspace-write', 'full-access']);
 export type SandboxPolicyName = z.infer<typeof SandboxPolicyName>;

@@ -6,6 +6,7 @@ import type { Readable, Writable } from 'node:stream';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
 import type { ProcessStartRequest } from '../protocol/process';
+import { ManagedNetworkLists } from '../protocol/sandbox';
 import { RpcError } from '../rpc/errors';
 import { buildChildEnv } from './envPolicy';
 import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';
@@ -60,11 +61,17 @@ export interface PlannedStart {
 /** Checks a `process/start` request and asks the planner how to run it; nothing is spawned yet. */
 export async function planStart(req: ProcessStartRequest, planner: SpawnPlanner): Promise<PlannedStart> {
   if (req.argv.length === 0) throw RpcError.invalidParams('argv must not be empty');
+  let managedNetwork: ManagedNetworkLists | undefined;
   if (req.enforceManagedNetwork) {
-    // Fail closed: we cannot enforce a managed network proxy, so we must not run as if we did.
-    throw RpcError.internal('this exec-server does not support enforceManagedNetwork (managed network proxy); the command was not run', {
-      kind: 'unsupported',
-    });
+    // Ours: the lists in `managedNetwork`. Anything else (codex's own proxy context) fails closed:
+    // we must not run as if we enforced a network policy we cannot read.
+    const lists = ManagedNetworkLists.safeParse(req.managedNetwork);
+    if (!lists.success)
+      throw RpcError.internal(
+        'enforceManagedNetwork needs managedNetwork: {allow: [...], deny?: [...]} on this exec-server (a codex proxy context is not supported); the command was not run',
+        { kind: 'unsupported' },
+      );
+    managedNetwork = lists.data;
   }
   const cwd = pathFromUri(req.cwd, 'cwd');
   const env = buildChildEnv(req.env, req.envPolicy);
@@ -84,6 +91,7 @@ export async function planStart(req: ProcessStartRequest, planner: SpawnPlanner)
       env,
       tty: req.tty,
       sandbox: req.sandbox ?? null,
+      ...(managedNetwork ? { managedNetwork } : {}),
     });
   } catch (e) {
     if (e instanceof RpcError) throw e;

@@ -9,6 +9,8 @@ export interface SpawnRequest {
   tty: boolean;
   /** The wire `sandbox` value; absent or null means no sandbox. */
   sandbox: unknown;
+  /** Managed network (`enforceManagedNetwork` with our lists): only these destinations, through the executor's proxy. */
+  managedNetwork?: { allow: string[]; deny?: string[] };
 }
 
 /** How to actually start it: the program and args (possibly a sandbox launcher around argv). */
@@ -80,7 +82,7 @@ export function argvWithArg0(argv: readonly string[], arg0: string | null | unde
 
 /** The plan for a start without a sandbox: run argv as it is. */
 export async function planUnsandboxed(req: SpawnRequest): Promise<SpawnPlan> {
-  if (req.sandbox !== undefined && req.sandbox !== null) {
+  if ((req.sandbox !== undefined && req.sandbox !== null) || req.managedNetwork) {
     throw new Error('this exec-server was started without sandbox support; refusing to run the command unsandboxed');
   }
   return passthroughPlan(req);

@@ -1,6 +1,7 @@
 import { argvWithArg0 } from '../spawnPlan';
 import { isWithin } from './policy';
 import { MINIMAL_PATHS, type Layout } from './layout';
+import { BRIDGE_SOCKET_DIR } from './netBridge';
 
 /*
  * Step 3 (Linux): the layout → a bubblewrap argv. Pure, so the exact argv is unit-tested; the
@@ -26,6 +27,11 @@ export interface BwrapOptions {
    * inaccessible, read-only tmpfs, last, so no bind above can expose it (docs/security.md).
    */
   hidden?: string[];
+  /**
+   * Managed network: the proxy's socket directory, bound read-only at BRIDGE_SOCKET_DIR, and the
+   * launcher (./netBridge.ts) that runs in front of the command and applies its seccomp filter.
+   */
+  managedNetwork?: { socketDir: string; launcher: string[] };
 }
 
 /** /proc entries a uid-0 process could write even without capabilities (as Docker masks them). */
@@ -50,6 +56,7 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   a.push('--proc', '/proc');
   // Without these, uid 0 in the sandbox can write kernel.core_pattern (a full escape) or sysrq.
   if (o.asRoot) for (const p of PROC_READ_ONLY) a.push('--ro-bind-try', p, p);
+  if (o.managedNetwork) a.push('--ro-bind', o.managedNetwork.socketDir, BRIDGE_SOCKET_DIR);
 
   for (const m of layout.mounts) {
     switch (m.kind) {
@@ -80,7 +87,7 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   a.push('--cap-drop', 'ALL');
   if (o.seccompFd !== undefined) a.push('--seccomp', String(o.seccompFd));
   a.push('--chdir', o.cwd);
-  a.push('--', ...argvWithArg0(o.argv, o.arg0));
+  a.push('--', ...(o.managedNetwork?.launcher ?? []), ...argvWithArg0(o.argv, o.arg0));
   return a;
 }
 

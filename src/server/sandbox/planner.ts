@@ -12,7 +12,9 @@ import { computeLayout, type Layout } from './layout';
 import { isClaimedStub, PlaceholderClaims } from './placeholders';
 import { resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
 import { hostFingerprint, PREWARM_STUB, stubScript } from './prewarmStub';
-import { keyringOffFilter, networkOffFilter } from './seccomp';
+import { ManagedNetworks, type ManagedNetSnapshot } from './managedNet';
+import { bridgeLauncher } from './netBridge';
+import { keyringOffFilter, managedNetworkFilter, networkOffFilter } from './seccomp';
 import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
 
 export interface SandboxOptions {
@@ -50,6 +52,9 @@ export class SandboxPlanner {
   private readonly seccompPrograms = new Map<'net-off' | 'keyring-off', Buffer | null>();
   /** Placeholder stubs on the host for missing carve-outs that this planner claims (./placeholders.ts). */
   private readonly placeholders = new PlaceholderClaims();
+  /** The managed network's proxies, started on first use (./managedNet.ts). */
+  private readonly networks = new ManagedNetworks(() => this.stateDir());
+  private managedFilter: Buffer | undefined;
 
   constructor(private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {}) {}
 
@@ -76,18 +81,34 @@ export class SandboxPlanner {
   async plan(req: SpawnRequest): Promise<SandboxedSpawnPlan> {
     if (req.argv.length === 0) throw new SandboxUnsupportedError('argv must not be empty');
     const policy = resolvePolicy(req.sandbox, req.cwd, req.env);
+    if (req.managedNetwork && (policy.unrestricted || policy.network !== 'restricted'))
+      throw new SandboxUnsupportedError(
+        'a managed network needs a sandbox with the network restricted (its proxy is the only way out); the command was not run',
+      );
     if (policy.unrestricted) return unsandboxedPlan(req);
     const platform = this.opts.platform ?? process.platform;
-    if (platform === 'linux') return this.planLinux(req, policy);
-    if (platform === 'darwin') return this.planMac(req, policy);
-    const reason = `no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt).`;
-    throw new SandboxUnavailableError(
-      reason,
-      `${reason.slice(0, -1)}; the command was not run. Start it without a sandbox (full access) if you trust it.`,
-    );
+    if (platform !== 'linux' && platform !== 'darwin') {
+      const reason = `no sandbox is available on ${platform} (only Linux with bubblewrap and macOS with Seatbelt).`;
+      throw new SandboxUnavailableError(
+        reason,
+        `${reason.slice(0, -1)}; the command was not run. Start it without a sandbox (full access) if you trust it.`,
+      );
+    }
+    // One snapshot: the proxy env and what the sandbox lets through come from the same object.
+    let net: ManagedNetSnapshot | undefined;
+    if (req.managedNetwork) {
+      net = await this.networks.snapshot(req.managedNetwork, platform === 'darwin' ? 'tcp' : 'unix');
+      req = { ...req, env: { ...req.env, ...net.env } };
+    }
+    return platform === 'linux' ? this.planLinux(req, policy, net) : this.planMac(req, policy, net);
   }
 
-  private async planLinux(req: SpawnRequest, policy: ResolvedPolicy): Promise<SandboxedSpawnPlan> {
+  /** Closes the managed network's proxies. */
+  close(): void {
+    this.networks.close();
+  }
+
+  private async planLinux(req: SpawnRequest, policy: ResolvedPolicy, net?: ManagedNetSnapshot): Promise<SandboxedSpawnPlan> {
     const bwrap = await this.bwrap();
     // A stub is a directory that holds nothing but claims (ours or another server's); one that
     // someone filled (e.g. `git init` on the host) is a real directory again.
@@ -96,7 +117,14 @@ export class SandboxPlanner {
     // server of this user: a pipe end or a secret reachable by path would be a way out.
     const hidden = [...new Set([this.stateDir(), ...privateDirCandidates()])].filter(ensureDir);
     // Network off: the full filter. Network on: still no kernel keyrings (they are not namespaced).
-    const seccomp = this.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
+    // Managed network: the launcher applies its own filter after the bridge is up (./netBridge.ts).
+    const seccomp = net ? undefined : this.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
+    const managedNetwork = net
+      ? {
+          socketDir: net.socketDir!,
+          launcher: bridgeLauncher({ port: net.port, socketName: net.socketName, filter: this.managedNetworkFilter() }),
+        }
+      : undefined;
     const files = seccomp ? [seccomp] : [];
     const argv = [commandName(req), ...req.argv.slice(1)];
     const arg0 = req.arg0 && req.arg0 !== argv[0] ? req.arg0 : null;
@@ -108,6 +136,7 @@ export class SandboxPlanner {
       tty: req.tty,
       asRoot: process.getuid?.() === 0,
       hidden,
+      managedNetwork,
     };
     const args = bwrapArgs({ ...sandbox, argv, arg0 });
     const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
@@ -118,7 +147,7 @@ export class SandboxPlanner {
     // node-pty has no spare fds to give, so for a PTY a tiny shell opens the filter as fd 3 and
     // execs bwrap, which reads it and closes it before running the command. Pipes get it directly.
     const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
-    const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain());
+    const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain(), net);
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
     // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
@@ -136,11 +165,12 @@ export class SandboxPlanner {
     return plan;
   }
 
-  private planMac(req: SpawnRequest, policy: ResolvedPolicy): SandboxedSpawnPlan {
+  private planMac(req: SpawnRequest, policy: ResolvedPolicy, net?: ManagedNetSnapshot): SandboxedSpawnPlan {
     const layout = computeLayout(policy);
     const profile = seatbeltProfile({
       layout,
       network: policy.network,
+      proxyLoopbackPorts: net ? [net.port] : undefined,
       deniedPaths: [
         ...layout.mounts
           .filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0))
@@ -150,7 +180,15 @@ export class SandboxPlanner {
       readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
     });
     const argv = argvWithArg0([commandName(req), ...req.argv.slice(1)], req.arg0);
-    return this.finish(req, policy, layout, 'macosSeatbelt', { file: SANDBOX_EXEC, args: seatbeltArgs(profile, argv) }, () => undefined);
+    return this.finish(
+      req,
+      policy,
+      layout,
+      'macosSeatbelt',
+      { file: SANDBOX_EXEC, args: seatbeltArgs(profile, argv) },
+      () => undefined,
+      net,
+    );
   }
 
   private finish(
@@ -160,6 +198,7 @@ export class SandboxPlanner {
     sandboxType: SpawnPlan['sandboxType'],
     launch: { file: string; args: string[] },
     release: () => void,
+    net?: ManagedNetSnapshot,
   ): SandboxedSpawnPlan {
     const ctx: DenialContext = {
       fsRestricted: policy.fs === 'restricted',
@@ -169,20 +208,37 @@ export class SandboxPlanner {
       protectedPaths: layout.protectedPaths,
     };
     let disposed = false;
+    // A destination the proxy refused while this command ran is the denial, named.
+    const mark = net?.proxy.mark() ?? 0;
+    const classify = (code: number, output: Buffer[]): DenialVerdict => {
+      const refused = code !== 0 ? net?.proxy.denialsSince(mark) : undefined;
+      if (refused && refused.length > 0)
+        return { denied: true, kind: 'network', evidence: `the sandbox blocked ${refused.at(-1)!.target}` };
+      return classifyExit(code, output, ctx);
+    };
     return {
       ...launch,
       env: req.env,
       cwd: req.cwd,
       sandboxType,
       restricted: true,
-      classify: (code, output) => classifyExit(code, output, ctx),
-      isDenial: (code, output) => classifyExit(code, output, ctx).denied,
+      classify,
+      isDenial: (code, output) => classify(code, output).denied,
       dispose: () => {
         if (disposed) return;
         disposed = true;
         release();
       },
     };
+  }
+
+  private managedNetworkFilter(): Buffer {
+    try {
+      return (this.managedFilter ??= managedNetworkFilter());
+    } catch (e) {
+      const reason = `cannot enforce a managed network on this machine: ${(e as Error).message}.`;
+      throw new SandboxUnavailableError(reason, `${reason.slice(0, -1)}; the command was not run. Run on x86_64/arm64.`);
+    }
   }
 
   /** Finds bwrap and checks once that it can build a sandbox here; fails closed with a fix-it. */

@@ -51,6 +51,10 @@ export interface SyscallTable {
   keyring: number[];
   /** The 32-bit compat ABI (i386 on x86_64, arm on arm64): its AUDIT_ARCH and keyring numbers. */
   compat: { auditArch: number; keyring: number[] };
+  /** ptrace, process_vm_readv, process_vm_writev, pidfd_getfd: reaching into another process (the managed network's bridge). */
+  reachIn: number[];
+  /** What the managed network's launcher calls itself (./netBridge.ts): prctl, seccomp, close. */
+  launcher: { prctl: number; seccomp: number; close: number };
 }
 
 /** Syscall numbers per Node `process.arch` (linux/arch/x86/entry/syscalls, asm-generic/unistd.h). */
@@ -64,6 +68,8 @@ export const SYSCALLS: Readonly<Record<string, SyscallTable>> = {
     ioUring: [425, 426, 427],
     keyring: [248, 249, 250],
     compat: { auditArch: 0x40000003, keyring: [286, 287, 288] },
+    reachIn: [101, 310, 311, 438],
+    launcher: { prctl: 157, seccomp: 317, close: 3 },
   },
   arm64: {
     auditArch: 0xc00000b7,
@@ -73,6 +79,8 @@ export const SYSCALLS: Readonly<Record<string, SyscallTable>> = {
     ioUring: [425, 426, 427],
     keyring: [217, 218, 219],
     compat: { auditArch: 0x40000028, keyring: [309, 310, 311] },
+    reachIn: [117, 270, 271, 438],
+    launcher: { prctl: 167, seccomp: 277, close: 57 },
   },
 };
 
@@ -146,6 +154,41 @@ export function networkOffFilter(arch: string = process.arch): Buffer {
   for (const nr of [...t.ioUring, ...t.keyring]) p.jeq(nr, 'deny');
   p.ret(SECCOMP_RET_ALLOW);
   p.label('socket')
+    .load(offArgLow(0))
+    .jeq(AF_UNIX, 0, 'deny')
+    .load(offArgLow(1))
+    .and(SOCK_TYPE_MASK)
+    .jeq(SOCK_STREAM, 'allow')
+    .jeq(SOCK_SEQPACKET, 'allow');
+  p.label('deny').ret(SECCOMP_RET_ERRNO | EPERM);
+  p.label('allow').ret(SECCOMP_RET_ALLOW);
+  return p.assemble();
+}
+
+const AF_INET = 2;
+const AF_INET6 = 10;
+
+/**
+ * The managed-network filter for `arch`, installed by the in-sandbox launcher on the command after
+ * the bridge is listening (./netBridge.ts). Like the network-off filter, except that IP sockets
+ * are allowed (the network namespace has nothing but its own loopback, where the bridge listens)
+ * and so is `connect`; what makes the host's unix sockets unreachable instead is that no unix
+ * socket can be made at all (`socket(AF_UNIX, …)` ⇒ EPERM; `socketpair` still works, its ends come
+ * connected). The bridge runs unfiltered, so reaching into it (ptrace, process_vm_*, pidfd_getfd)
+ * is denied as well; it is also non-dumpable, which closes /proc/PID/mem.
+ */
+export function managedNetworkFilter(arch: string = process.arch): Buffer {
+  const t = SYSCALLS[arch];
+  if (!t) throw new Error(`no seccomp syscall table for architecture ${arch}`);
+  const p = new Program();
+  p.load(OFF_ARCH).jeq(t.auditArch, 0, 'deny');
+  p.load(OFF_NR);
+  if (t.foreignAbiFloor !== undefined) p.jge(t.foreignAbiFloor, 'deny');
+  p.jeq(t.socket, 'socket').jeq(t.socketpair, 'pair');
+  for (const nr of [...t.ioUring, ...t.keyring, ...t.reachIn]) p.jeq(nr, 'deny');
+  p.ret(SECCOMP_RET_ALLOW);
+  p.label('socket').load(offArgLow(0)).jeq(AF_INET, 'allow').jeq(AF_INET6, 'allow', 'deny');
+  p.label('pair')
     .load(offArgLow(0))
     .jeq(AF_UNIX, 0, 'deny')
     .load(offArgLow(1))
