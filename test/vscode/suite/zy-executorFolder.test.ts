@@ -20,7 +20,7 @@ suite('open executor folder', () => {
     const uri = await vscode.commands.executeCommand<vscode.Uri>('execBridge.openExecutorFolder', 'bundled', dir);
     assert.ok(uri, 'the command returns the folder');
     assert.equal(uri.toString(), vscode.Uri.from({ scheme: 'execbridge', authority: 'bundled', path: dir }).toString());
-    const added = await waitFor(
+    await waitFor(
       'the folder in the workspace',
       () => (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.toString() === uri.toString()),
       20_000,
