@@ -1,3 +1,6 @@
+import { connectCommand, CONNECT_USAGE } from './connect';
+import { daemonCommand, DAEMON_USAGE } from './daemon';
+import { mcpProxyCommand } from './mcpProxy';
 import { runCommand, RUN_USAGE } from './run';
 import { serveCommand, SERVE_USAGE } from './serve';
 
@@ -6,11 +9,18 @@ const USAGE = `exec-bridge — run commands on an executor through an exec-serve
 ${SERVE_USAGE}
 
 ${RUN_USAGE}
+
+${CONNECT_USAGE}
+
+${DAEMON_USAGE}
 `;
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
   run: runCommand,
+  connect: connectCommand,
+  daemon: daemonCommand,
+  'mcp-proxy': mcpProxyCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -4,12 +4,14 @@ import { sandboxPlanner } from '../server/planner';
 import { errorMessage } from '../util/errorMessage';
 import { readTokenFile } from './tokenFile';
 
-export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | stdio] [--token-file FILE]
+export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | unix:PATH | stdio] [--token-file FILE]
                         [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH]
-                        [--sandbox-prewarm-ms N] [--exit-with-stdin] [--verbose]
+                        [--sandbox-prewarm-ms N] [--exit-with-stdin] [--idle-exit-ms N] [--verbose]
 
   --listen          where to listen (default ws://127.0.0.1:0; port 0 picks a free one).
                     Prints exactly one line on stdout: the bound ws:// URL.
+                    "unix:PATH": WebSocket over a unix socket (made 0600; put it in a directory only
+                    you can open); prints ws+unix:PATH:/.
                     "stdio" serves one connection as newline-delimited JSON on stdin/stdout.
   --token-file      WebSocket clients must send "Authorization: Bearer <token>" (file content, trimmed).
                     The file must be yours and not accessible by group or others (chmod 600).
@@ -24,6 +26,7 @@ export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | 
                     0: build every sandbox on the spot).
   --exit-with-stdin stop (killing every child) when stdin reaches end of file: a parent that keeps
                     a pipe to it (the VS Code extension) takes the server along even if it crashes.
+  --idle-exit-ms    stop after this long with no connection and no session (default: never).
   --verbose         log connections and sessions on stderr (never tokens).`;
 
 interface ServeArgs {
@@ -34,6 +37,7 @@ interface ServeArgs {
   bwrapPath?: string;
   prewarmMs?: number;
   exitWithStdin?: boolean;
+  idleExitMs?: number;
   verbose: boolean;
 }
 
@@ -66,6 +70,9 @@ function parseServeArgs(args: string[]): ServeArgs {
         break;
       case '--bwrap-path':
         out.bwrapPath = value();
+        break;
+      case '--idle-exit-ms':
+        out.idleExitMs = nonNegativeInt(flag, value());
         break;
       case '--exit-with-stdin':
         out.exitWithStdin = true;
@@ -146,9 +153,31 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return new Promise<number>(() => undefined);
   }
 
+  if (args.listen.startsWith('unix:')) {
+    const path = args.listen.slice('unix:'.length);
+    if (!path.startsWith('/')) {
+      process.stderr.write(`exec-bridge serve: --listen unix:PATH needs an absolute path, got ${args.listen}\n`);
+      return 2;
+    }
+    if (!token)
+      process.stderr.write(
+        `exec-bridge serve: WARNING: no token; any process of ${process.env.USER ?? 'this user'} that can reach ${path} can run commands.\n`,
+      );
+    if (args.exitWithStdin) stopWithStdin(stop);
+    try {
+      const url = await server.listenUnix(path);
+      if (args.idleExitMs !== undefined) exitWhenIdle(server, args.idleExitMs, () => void stop('idle'));
+      process.stdout.write(url + '\n');
+    } catch (e) {
+      process.stderr.write(`exec-bridge serve: cannot listen on ${args.listen}: ${errorMessage(e)}\n`);
+      return 1;
+    }
+    return new Promise<number>(() => undefined);
+  }
+
   const m = /^ws:\/\/(\[[^\]]+\]|[^:/]+):(\d+)\/?$/.exec(args.listen);
   if (!m) {
-    process.stderr.write(`exec-bridge serve: --listen must be ws://HOST:PORT or stdio, got ${args.listen}\n`);
+    process.stderr.write(`exec-bridge serve: --listen must be ws://HOST:PORT, unix:PATH or stdio, got ${args.listen}\n`);
     return 2;
   }
   const host = m[1]!.replace(/^\[|\]$/g, '');
@@ -168,17 +197,37 @@ export async function serveCommand(argv: string[]): Promise<number> {
         `!!! and run any command as ${process.env.USER ?? 'this user'}. Use --token-file FILE (a chmod 600 file holding a random token).\n\n`,
     );
   }
-  if (args.exitWithStdin) {
-    process.stdin.on('end', () => void stop('stdin closed'));
-    process.stdin.on('error', () => void stop('stdin closed'));
-    process.stdin.resume();
-  }
+  if (args.exitWithStdin) stopWithStdin(stop);
   try {
     const url = await server.listen(host, Number(m[2]));
+    if (args.idleExitMs !== undefined) exitWhenIdle(server, args.idleExitMs, () => void stop('idle'));
     process.stdout.write(url + '\n');
   } catch (e) {
     process.stderr.write(`exec-bridge serve: cannot listen on ${args.listen}: ${errorMessage(e)}\n`);
     return 1;
   }
   return new Promise<number>(() => undefined);
+}
+
+function stopWithStdin(stop: (why: string) => Promise<void>): void {
+  process.stdin.on('end', () => void stop('stdin closed'));
+  process.stdin.on('error', () => void stop('stdin closed'));
+  process.stdin.resume();
+}
+
+/** Calls `onIdle` once the server has had no connection and no session for `ms` (checked at most every second). */
+export function exitWhenIdle(server: ExecServer, ms: number, onIdle: () => void): void {
+  let idleSince: number | undefined = server.idle ? Date.now() : undefined;
+  const timer = setInterval(
+    () => {
+      if (!server.idle) idleSince = undefined;
+      else if (idleSince === undefined) idleSince = Date.now();
+      else if (Date.now() - idleSince >= ms) {
+        clearInterval(timer);
+        onIdle();
+      }
+    },
+    Math.max(20, Math.min(1000, Math.floor(ms / 4))),
+  );
+  timer.unref();
 }

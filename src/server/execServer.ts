@@ -1,6 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { chmodSync, existsSync, unlinkSync } from 'node:fs';
+import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { Router } from '../rpc/router';
 import type { Transport } from '../rpc/transport';
@@ -111,6 +112,48 @@ export class ExecServer {
 
   /** Listens for WebSocket clients on host:port (port 0 picks a free one); resolves the bound `ws://` URL. */
   async listen(host: string, port: number): Promise<string> {
+    const http = this.createListener();
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(port, host, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = http.address() as AddressInfo;
+    const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    return `ws://${h}:${addr.port}`;
+  }
+
+  /**
+   * Listens for WebSocket clients on a unix socket (same auth rules as `listen`); the socket is made
+   * 0600. A stale socket file (nobody accepting) is replaced; a live one is an error. Resolves the
+   * client URL `ws+unix:PATH:/` (the `ws` package's form).
+   */
+  async listenUnix(path: string): Promise<string> {
+    if (path.includes(':')) throw new Error(`a unix socket path must not contain ":" (${path})`);
+    if (existsSync(path)) {
+      if (await socketAccepts(path)) throw new Error(`${path} is in use by a running server`);
+      unlinkSync(path);
+    }
+    const http = this.createListener();
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(path, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
+    chmodSync(path, 0o600);
+    return `ws+unix:${path}:/`;
+  }
+
+  /** No connection and no session (attached or detached): what an idle-exit timer waits for. */
+  get idle(): boolean {
+    return this.connections.size === 0 && this.registry.size === 0;
+  }
+
+  private createListener(): Server {
     const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false });
     this.wss = wss;
     const http = createServer((req, res) => {
@@ -173,16 +216,7 @@ export class ExecServer {
       }
     }, this.options.keepaliveIntervalMs ?? KEEPALIVE_MS);
     this.keepalive.unref();
-    await new Promise<void>((resolve, reject) => {
-      http.once('error', reject);
-      http.listen(port, host, () => {
-        http.off('error', reject);
-        resolve();
-      });
-    });
-    const addr = http.address() as AddressInfo;
-    const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-    return `ws://${h}:${addr.port}`;
+    return http;
   }
 
   /** [status, body] when an upgrade must be refused (docs/protocol.md §11, plus Origin). */
@@ -222,6 +256,18 @@ export class ExecServer {
 }
 
 const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
+
+/** Whether something accepts connections on the unix socket `path`. */
+function socketAccepts(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = netConnect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
 
 function tokensEqual(a: string, b: string): boolean {
   // Compare digests so that the comparison time says nothing about the token's length or prefix.

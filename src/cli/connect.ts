@@ -1,0 +1,113 @@
+import WebSocket from 'ws';
+import { MAX_FRAME_BYTES } from '../rpc/transport';
+import { errorMessage } from '../util/errorMessage';
+import { LineSplitter } from '../util/lineSplitter';
+import { DAEMON_IDLE_MS, ensureDaemon } from './daemon';
+
+export const CONNECT_USAGE = `usage: exec-bridge connect [--idle-exit-ms N] [--session-ttl-ms N] [--verbose]
+
+  Relays stdin/stdout (newline-delimited JSON, as "serve --listen stdio") to this user's exec-bridge
+  daemon, starting it if none runs. Many relays share one daemon; when a relay dies only its
+  connection detaches, so a client that starts a new relay resumes its session:
+    ssh devbox ~/.exec-bridge/server/<version>/bin/exec-bridge connect
+  --idle-exit-ms    when starting the daemon: it exits after this long with no connection and no
+                    session (default ${DAEMON_IDLE_MS}).
+  --session-ttl-ms  when starting the daemon: how long a detached session is kept (default 30000).`;
+
+/** The line a relay prints before the protocol starts when asked to (`--ready-line`, for bootstrappers). */
+export const READY_LINE = 'EB-READY';
+
+/** `exec-bridge connect`: stdin/stdout ↔ the daemon's unix socket. Exits when either side closes. */
+export async function connectCommand(argv: string[]): Promise<number> {
+  let idleExitMs: number | undefined;
+  let sessionTtlMs: number | undefined;
+  let readyLine = false;
+  let verbose = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const num = () => {
+      const n = Number(argv[++i]);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a non-negative integer`);
+      return n;
+    };
+    try {
+      if (a === '--idle-exit-ms') idleExitMs = num();
+      else if (a === '--session-ttl-ms') sessionTtlMs = num();
+      else if (a === '--ready-line') readyLine = true;
+      else if (a === '--verbose') verbose = true;
+      else if (a === '-h' || a === '--help') {
+        process.stdout.write(CONNECT_USAGE + '\n');
+        return 0;
+      } else throw new Error(`unknown option ${a}`);
+    } catch (e) {
+      process.stderr.write(`exec-bridge connect: ${errorMessage(e)}\n${CONNECT_USAGE}\n`);
+      return 2;
+    }
+  }
+  const log = (line: string) => {
+    if (verbose) process.stderr.write(`[exec-bridge connect] ${line}\n`);
+  };
+  let daemon;
+  try {
+    daemon = await ensureDaemon({ cliPath: process.argv[1]!, idleExitMs, sessionTtlMs, log });
+  } catch (e) {
+    process.stderr.write(`exec-bridge connect: ${errorMessage(e)}\n`);
+    return 1;
+  }
+  const ws = new WebSocket(daemon.url, {
+    headers: { Authorization: `Bearer ${daemon.token}` },
+    perMessageDeflate: false,
+    maxPayload: 4 * MAX_FRAME_BYTES,
+  });
+  return new Promise<number>((resolve) => {
+    let done = false;
+    const finish = (code: number, why: string) => {
+      if (done) return;
+      done = true;
+      log(`closing: ${why}`);
+      ws.terminate();
+      // Let what is queued for stdout go out first.
+      process.stdout.write('', () => resolve(code));
+    };
+    ws.once('unexpected-response', (_req, res) => finish(1, `daemon refused the connection: HTTP ${res.statusCode}`));
+    ws.on('error', (e) => {
+      process.stderr.write(`exec-bridge connect: ${e.message}\n`);
+      finish(1, e.message);
+    });
+    ws.once('open', () => {
+      log(`connected to daemon pid ${daemon.pid}${daemon.started ? ' (started it)' : ''}`);
+      if (readyLine) process.stdout.write(`${READY_LINE} ${daemon.pid}\n`);
+      let unsent = 0;
+      const lines = new LineSplitter({
+        maxLineBytes: MAX_FRAME_BYTES,
+        overflow: 'stop',
+        onLine: (line) => {
+          if (line.length === 0) return;
+          unsent++;
+          // Text frames, as a WebSocket client sends them; hold stdin while the socket is behind.
+          ws.send(line.toString('utf8'), () => {
+            if (--unsent === 0 && process.stdin.isPaused()) process.stdin.resume();
+          });
+          if (unsent > 64) process.stdin.pause();
+        },
+        onOverflow: () => finish(1, `a line longer than ${MAX_FRAME_BYTES} bytes`),
+      });
+      process.stdin.on('data', (d: Buffer) => lines.push(d));
+      process.stdin.on('end', () => finish(0, 'stdin ended'));
+      process.stdin.on('error', () => finish(0, 'stdin closed'));
+      process.stdout.on('error', () => finish(0, 'stdout closed'));
+      ws.on('message', (data: Buffer, isBinary: boolean) => {
+        void isBinary;
+        const ok = process.stdout.write(Buffer.concat([data, NEWLINE]));
+        if (!ok) {
+          ws.pause();
+          process.stdout.once('drain', () => ws.resume());
+        }
+      });
+      ws.on('close', (code, reason) => finish(0, `daemon closed the connection (${code} ${reason.toString()})`));
+      process.stdin.resume();
+    });
+  });
+}
+
+const NEWLINE = Buffer.from('\n');
