@@ -9,22 +9,35 @@ import { spawn, type ChildProcess } from 'node:child_process';
  * killing its session takes its whole tree, pipelines, background jobs and `nohup` children
  * included; only a descendant that made a session of its own escapes (as it escapes a terminal).
  * Sandboxed children need none of this (bwrap --die-with-parent ends their PID namespace); they
- * are listed anyway because it costs one write.
+ * are listed anyway because it costs one write. Placeholder stubs ("S" / "s" lines: a claim file)
+ * go with them: after the kills, each listed claim is removed and its stub directory `rmdir`ed.
  */
 const SCRIPT = `trap '' HUP INT TERM QUIT PIPE
 g=' '
+nl='
+'
+st=$nl
 while IFS= read -r l; do
   case $l in
     +*) g="$g\${l#+} " ;;
     -*) s=\${l#-}; case $g in *" $s "*) g="\${g%% $s *} \${g#* $s }" ;; esac ;;
+    S*) st="$st\${l#S}$nl" ;;
+    s*) x=\${l#s}; case $st in *"$nl$x$nl"*) st="\${st%%"$nl$x$nl"*}$nl\${st#*"$nl$x$nl"}" ;; esac ;;
   esac
 done
 set -f
 set -- $g
-[ $# -gt 0 ] || exit 0
-IFS=,
-command -v pkill >/dev/null 2>&1 && pkill -KILL -s "$*"
-for s do kill -s KILL -- "-$s" 2>/dev/null; done
+if [ $# -gt 0 ]; then
+  IFS=,
+  command -v pkill >/dev/null 2>&1 && pkill -KILL -s "$*"
+  for s do kill -s KILL -- "-$s" 2>/dev/null; done
+fi
+printf '%s' "$st" | while IFS= read -r f; do
+  case $f in
+    1/*) f=\${f#1}; rm -f -- "$f"; d=\${f%/*}; rmdir -- "$d" 2>/dev/null && rm -f -- "$d.exec-bridge-stub" ;;
+    0/*) rm -f -- "\${f#0}" ;;
+  esac
+done
 exit 0
 `;
 
@@ -60,6 +73,20 @@ export class OrphanGuard {
   /** The session `sid` was killed or reaped by us: forget it (its id may be reused). */
   remove(sid: number): void {
     if (sid > 0 && this.child) this.child.stdin?.write(`-${sid}\n`);
+  }
+
+  /**
+   * A placeholder stub's claim file (sandbox/placeholders.ts): if we die, the watchdog removes it,
+   * and with `removeDir` the stub directory too (`rmdir`: only while empty, so never anything real
+   * nor a stub another server still claims).
+   */
+  addStub(claimFile: string, removeDir: boolean): void {
+    if (!claimFile.includes('\n')) this.ensure()?.stdin?.write(`S${removeDir ? 1 : 0}${claimFile}\n`);
+  }
+
+  /** The claim was released by us (with the same `removeDir` it was added with). */
+  removeStub(claimFile: string, removeDir: boolean): void {
+    if (!claimFile.includes('\n') && this.child) this.child.stdin?.write(`s${removeDir ? 1 : 0}${claimFile}\n`);
   }
 
   /** The watchdog's pid (tests). */

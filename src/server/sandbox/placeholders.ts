@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { orphanGuard } from '../orphanGuard';
 
 /*
  * Placeholder stubs. A missing carve-out (`.git`, `.vscode`, `.codex`, a denied path) inside a
@@ -10,9 +11,31 @@ import { join } from 'node:path';
  * protected path after all (measured). So each planner that uses a stub keeps a claim file in it
  * (`.exec-bridge-claim-<pid>-<id>`, hidden inside the sandbox by the tmpfs), and removes the
  * directory only with `rmdir`, which the kernel refuses while any other claim — another exec-server
- * on the same workspace — or anything real is in it. Claims of dead processes are swept.
+ * on the same workspace — or anything real is in it. Claims of dead processes are swept, and the
+ * server's orphan watchdog removes its claims and stubs when the server dies (SIGKILL included).
  */
 const CLAIM_PREFIX = '.exec-bridge-claim-';
+/**
+ * Beside each stub we make: `<name>.exec-bridge-stub`, an empty file saying "the directory next to
+ * me is a placeholder". Editors can hide both (the extension contributes `files.exclude` entries
+ * with a `when` clause on it); it goes with the stub.
+ */
+export const STUB_MARKER_SUFFIX = '.exec-bridge-stub';
+
+/** Removes the stub at `p` if it is empty, with its marker; a stub someone put real content in keeps the content and loses the marker. */
+function removeStubDir(p: string): void {
+  try {
+    rmdirSync(p); // only succeeds for an empty directory: never removes anything real, nor a stub another server still claims
+  } catch {
+    // Not there, claimed by another (the marker stays with that stub), or made real by someone: then it must not be hidden.
+    if (safeReaddir(p).every((n) => n.startsWith(CLAIM_PREFIX))) return;
+  }
+  try {
+    unlinkSync(p + STUB_MARKER_SUFFIX);
+  } catch {
+    // never made, or gone already
+  }
+}
 
 /** The stubs one planner uses: how many of its sandboxes rely on each, and which it may remove. */
 export class PlaceholderClaims {
@@ -20,6 +43,8 @@ export class PlaceholderClaims {
   private readonly stubs = new Map<string, number>();
   /** Stubs this planner made, or found claimed by another server: the last user removes them. */
   private readonly removable = new Set<string>();
+  /** Claims the orphan watchdog cleans up if we die: path → whether it removes the directory too. */
+  private readonly guarded = new Map<string, boolean>();
   /** The file that marks a stub as in use by this planner (see `claimStub`). */
   private readonly claimName = `${CLAIM_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`;
 
@@ -29,6 +54,20 @@ export class PlaceholderClaims {
     // deleted on the host meanwhile (a workspace removed and made again).
     if (claimStub(p, this.claimName)) this.removable.add(p);
     this.stubs.set(p, (this.stubs.get(p) ?? 0) + 1);
+    this.guard(p, this.removable.has(p));
+  }
+
+  /** Tells the watchdog about our claim at `p` (`removeDir`: we would remove the stub too), or forgets it. */
+  private guard(p: string, removeDir: boolean | undefined): void {
+    const was = this.guarded.get(p);
+    if (was === removeDir) return;
+    const claim = join(p, this.claimName);
+    if (was !== undefined) orphanGuard.removeStub(claim, was);
+    if (removeDir === undefined) this.guarded.delete(p);
+    else {
+      this.guarded.set(p, removeDir);
+      orphanGuard.addStub(claim, removeDir);
+    }
   }
 
   /** The last user here drops this planner's claim; the last claim anywhere removes the stub. */
@@ -39,6 +78,7 @@ export class PlaceholderClaims {
       return;
     }
     this.stubs.delete(p);
+    this.guard(p, undefined);
     try {
       unlinkSync(join(p, this.claimName));
     } catch {
@@ -46,11 +86,7 @@ export class PlaceholderClaims {
     }
     // An empty directory that was there before (not a stub of ours or another server's) stays.
     if (!this.removable.delete(p)) return;
-    try {
-      rmdirSync(p); // only succeeds for an empty directory: never removes anything real, nor a stub another server still claims
-    } catch {
-      // not there, claimed by another, or someone put content in it: leave it
-    }
+    removeStubDir(p);
   }
 }
 
@@ -65,6 +101,11 @@ function claimStub(p: string, claimName: string): boolean {
     try {
       mkdirSync(p, { mode: 0o755 });
       stub = true;
+      try {
+        writeFileSync(p + STUB_MARKER_SUFFIX, '', { flag: 'wx', mode: 0o644 });
+      } catch {
+        // there already (another server's), or the parent refuses: only the hiding needs it
+      }
     } catch {
       stub = safeReaddir(p).some((n) => n.startsWith(CLAIM_PREFIX) && n !== claimName);
     }
@@ -115,11 +156,7 @@ export function isClaimedStub(p: string): boolean {
     }
   }
   if (live === 0) {
-    try {
-      rmdirSync(p); // a stub left by a server that died: it was never anything real
-    } catch {
-      // not empty after all
-    }
+    removeStubDir(p); // a stub left by a server that died: it was never anything real
   }
   return true;
 }
