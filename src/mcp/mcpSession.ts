@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { inheritAllEnv } from '../client/envPolicy';
 import { defaultExecutorDir } from '../client/executorPaths';
+import { clientCapabilities, installClientFeatures } from './clientFeatures';
 import { resolveLaunch, type McpLaunch, type McpServerDefinition } from './config';
 import { ExecProcessTransport } from './execProcessTransport';
 import { pathFromUri, type McpExecutor } from './executorHost';
@@ -25,7 +26,7 @@ export interface McpSessionOptions {
  * One run's MCP session, not yet connected: the server's process on the executor as an MCP
  * transport (spawned on `connect`), and the SDK client that speaks over it.
  */
-export function createMcpSession(o: McpSessionOptions): { transport: ExecProcessTransport; sdk: Client } {
+export function createMcpSession(o: McpSessionOptions): { transport: ExecProcessTransport; sdk: Client; features: { dispose(): void } } {
   const { executor, launch, ctx, log } = o;
   const processId = `mcp-${o.def.name.replace(/[^\w.-]+/g, '_').slice(0, 40)}-${o.runId}-${randomBytes(3).toString('hex')}`;
   const transport = new ExecProcessTransport({
@@ -50,7 +51,7 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
 
   const debounceMs = ctx.timings.listChangedDebounceMs;
   const sdk = new Client(ctx.clientInfo, {
-    capabilities: {},
+    capabilities: clientCapabilities(ctx.client),
     listChanged: {
       tools: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('tools') },
       resources: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('resources') },
@@ -67,7 +68,8 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
     if (e.message.startsWith('Failed to send cancellation')) return;
     log.lifecycle(`protocol error: ${e.message}`);
   };
-  return { transport, sdk };
+  const features = installClientFeatures(sdk, ctx.client, o.def.name, executor.id, (line) => log.lifecycle(line));
+  return { transport, sdk, features };
 }
 
 /** The definition's launch with its variables filled in for `executor` (its home, its path separator, files read there). */

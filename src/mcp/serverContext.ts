@@ -1,5 +1,6 @@
 import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock } from '../util/clock';
+import type { McpClientFeatures } from './clientFeatures';
 import type { McpInputDefinition } from './config';
 import type { McpExecutorHost } from './executorHost';
 
@@ -41,6 +42,8 @@ export interface McpServerContext {
   trace(): boolean;
   /** Run servers under the orphan reaper on POSIX executors (orphanReaper.ts). */
   reapOrphans: boolean;
+  /** Roots, elicitation, sampling (absent parts are not announced). */
+  client: McpClientFeatures | undefined;
 }
 
 export type McpServerChange = 'state' | 'lists' | 'meta';

@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../util/clock';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import type { McpConfig, McpDiagnostic, McpInputDefinition } from './config';
+import type { McpClientFeatures } from './clientFeatures';
 import type { McpExecutorHost } from './executorHost';
 import { McpServer } from './mcpServer';
 import { DEFAULT_TIMINGS, type McpServerChange, type McpTimings } from './serverContext';
@@ -21,6 +22,8 @@ export interface McpManagerOptions {
   trace?: () => boolean;
   /** Kill what a server leaves behind when it exits on its own (POSIX executors). Default true. */
   reapOrphans?: boolean;
+  /** Roots, elicitation, sampling: what the client announces and answers (clientFeatures.ts). Default none. */
+  client?: McpClientFeatures;
 }
 
 export interface McpServerChangeEvent {
@@ -176,6 +179,7 @@ export class McpServerManager {
       env: o.env ?? process.env,
       trace: o.trace ?? (() => false),
       reapOrphans: o.reapOrphans ?? true,
+      client: o.client,
     });
     this.serverSubscriptions.set(
       server,

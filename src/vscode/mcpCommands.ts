@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { progressStep } from '../mcp/clientFeatures';
 import type { McpServer } from '../mcp/mcpServer';
 import type { McpTreeNode } from '../mcp/treeModel';
 import { exampleArguments, parseToolArguments } from '../mcp/toolArguments';
@@ -140,7 +141,16 @@ function callWithProgress(server: McpServer, tool: Tool, args: Record<string, un
       };
       show();
       const sub = server.onDidChange(show);
-      return server.callTool(tool.name, args, { signal: abort.signal }).finally(() => sub.dispose());
+      // Cancel sends notifications/cancelled (the SDK does, on abort); the server's progress shows here.
+      let percent = 0;
+      const onprogress = (p: { progress: number; total?: number; message?: string }) => {
+        const step = progressStep(p, percent);
+        percent += step.increment ?? 0;
+        progress.report(step);
+      };
+      return server
+        .callTool(tool.name, args, { signal: abort.signal, onprogress, resetTimeoutOnProgress: true })
+        .finally(() => sub.dispose());
     },
   );
 }

@@ -8,7 +8,10 @@ import { McpTreeModel } from '../mcp/treeModel';
 import { Emitter } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import type { FeatureContext } from './context';
+import { rootsFor } from '../mcp/clientFeatures';
 import { registerResultDocuments } from './mcpCommands';
+import { elicitWithQuickInput } from './mcpElicitation';
+import { registerMcpProvider, type McpProviderHandle } from './mcpProvider';
 import { McpConfigSource } from './mcpConfigSource';
 import { McpTreeProvider } from './mcpView';
 
@@ -24,6 +27,8 @@ export interface McpFeature {
   reload(): Promise<void>;
   /** Forgets every stored `${input:…}` answer of the current configuration; returns how many inputs it has. */
   forgetInputs(): Promise<number>;
+  /** VS Code's MCP list integration, once registered (undefined on a VS Code without the API). */
+  readonly provider: Promise<McpProviderHandle | undefined>;
   /** Deactivate: drain every server (call before the executors' clients are disposed). */
   shutdown(): Promise<void>;
 }
@@ -137,12 +142,31 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   const secrets = ext.context.secrets;
   const settings = () => vscode.workspace.getConfiguration('execBridge.mcp');
   let trace = settings().get<boolean>('trace', false);
+  const rootsChanged = new Emitter<void>();
   const manager = new McpServerManager({
     host: new ExtensionExecutorHost(ext),
     clientInfo: { name: 'exec-bridge', version: String(ext.context.extension?.packageJSON?.version ?? '0.0.0') },
     resolveInput: (input) => resolveInput(secrets, input),
     trace: () => trace,
+    client: {
+      roots: {
+        list: (executorId) => {
+          const local = ext.executors.get(executorId)?.config.kind === 'bundled';
+          const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => ({
+            scheme: f.uri.scheme,
+            authority: f.uri.authority,
+            path: f.uri.path,
+            name: f.name,
+          }));
+          return rootsFor(folders, executorId, local);
+        },
+        onDidChange: rootsChanged.event,
+      },
+      elicit: (server, params, signal) => elicitWithQuickInput(server, params, signal),
+    },
   });
+  ext.disposables.add(vscode.workspace.onDidChangeWorkspaceFolders(() => rootsChanged.fire()));
+  ext.disposables.add(rootsChanged);
   const tree = new McpTreeModel(manager);
   const outputs = new McpOutputChannels();
   const source = new McpConfigSource(ext.log);
@@ -174,6 +198,26 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
     }),
   );
 
+  // Our servers in VS Code's own MCP list (chat, agent mode), where VS Code has the API.
+  const vscodeList = registerMcpProvider(
+    manager,
+    ext.context.extension?.extensionPath ?? '',
+    () => ext.executors.active.name,
+    (l) => ext.log.info(l),
+  ).then(
+    (h) => {
+      if (h) {
+        ext.disposables.add(h);
+        ext.disposables.add(ext.executors.onDidChange(() => h.recheck()));
+      }
+      return h;
+    },
+    (e: unknown) => {
+      ext.log.error(`MCP: offering our servers to VS Code failed: ${errorMessage(e)}`);
+      return undefined;
+    },
+  );
+
   let shutdownPromise: Promise<void> | undefined;
   const shutdown = () => {
     shutdownPromise ??= manager.shutdown().finally(() => {
@@ -188,6 +232,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   return {
     manager,
     tree,
+    provider: vscodeList,
     showOutput: (server) => outputs.show(server),
     reload: async () => manager.applyConfig(await source.read(), { autoStart: false }),
     forgetInputs: async () => {

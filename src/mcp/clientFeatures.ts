@@ -1,0 +1,180 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  type ClientCapabilities,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type ElicitRequestFormParams,
+  type ElicitResult,
+  type Root,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Event } from '../util/emitter';
+
+/**
+ * What our MCP client offers servers beyond the basics. Each part is optional: a part that is
+ * absent is not announced in `initialize`, so a server never asks for what we cannot do.
+ */
+export interface McpClientFeatures {
+  /** `roots`: the workspace folders as the executor sees them. */
+  roots?: {
+    /** The roots for a server running on `executorId`. */
+    list(executorId: string): Root[];
+    onDidChange: Event<void>;
+  };
+  /** `elicitation` (form mode): asks the user; a dismissed form is a decline. */
+  elicit?(server: string, params: ElicitRequestFormParams, signal: AbortSignal): Promise<ElicitResult>;
+  /** `sampling`: only where a language model is available and the user consents per request. */
+  sample?(server: string, params: CreateMessageRequest['params'], signal: AbortSignal): Promise<CreateMessageResult>;
+}
+
+/** The capabilities announced in `initialize` for `features`. */
+export function clientCapabilities(features: McpClientFeatures | undefined): ClientCapabilities {
+  const caps: ClientCapabilities = {};
+  if (features?.roots) caps.roots = { listChanged: true };
+  if (features?.elicit) caps.elicitation = { form: {} };
+  if (features?.sample) caps.sampling = {};
+  return caps;
+}
+
+/**
+ * Installs the request handlers for the announced features on `sdk` (before connect), and keeps
+ * the server's roots current. Returns a disposer for the roots subscription.
+ */
+export function installClientFeatures(
+  sdk: Client,
+  features: McpClientFeatures | undefined,
+  server: string,
+  executorId: string,
+  log: (line: string) => void,
+): { dispose(): void } {
+  if (!features) return { dispose: () => undefined };
+  const { roots, elicit, sample } = features;
+  if (roots) sdk.setRequestHandler(ListRootsRequestSchema, () => ({ roots: roots.list(executorId) }));
+  if (elicit) {
+    sdk.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
+      const params = req.params;
+      if (params.mode === 'url') return { action: 'decline' };
+      log(`the server asks for input: ${params.message}`);
+      const result = await elicit(server, params as ElicitRequestFormParams, extra.signal);
+      log(`input request answered: ${result.action}`);
+      return result;
+    });
+  }
+  if (sample) {
+    sdk.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+      log('the server asks for a language model completion (sampling)');
+      return sample(server, req.params, extra.signal);
+    });
+  }
+  if (!roots) return { dispose: () => undefined };
+  const sub = roots.onDidChange(() => {
+    if (sdk.transport) void sdk.sendRootsListChanged().catch(() => undefined);
+  });
+  return sub;
+}
+
+/** One field of an elicitation form, in a shape the UI can ask for one at a time. */
+export interface ElicitField {
+  key: string;
+  title: string;
+  description?: string;
+  kind: 'string' | 'number' | 'integer' | 'boolean' | 'enum';
+  required: boolean;
+  options?: { value: string; label: string }[];
+  default?: string | number | boolean;
+  /** string: a format such as `email` or `uri`, shown as a hint. */
+  format?: string;
+  minimum?: number;
+  maximum?: number;
+}
+
+/** The fields of a form elicitation's `requestedSchema`, in declaration order. */
+export function elicitFields(params: ElicitRequestFormParams): ElicitField[] {
+  const required = new Set(params.requestedSchema.required ?? []);
+  const fields: ElicitField[] = [];
+  for (const [key, raw] of Object.entries(params.requestedSchema.properties)) {
+    const p = raw as Record<string, unknown>;
+    const title = typeof p['title'] === 'string' ? p['title'] : key;
+    const field: ElicitField = { key, title, kind: 'string', required: required.has(key) };
+    if (typeof p['description'] === 'string') field.description = p['description'];
+    const enumValues = Array.isArray(p['enum']) ? (p['enum'] as unknown[]).map(String) : undefined;
+    const oneOf = Array.isArray(p['oneOf']) ? (p['oneOf'] as { const?: unknown; title?: unknown }[]) : undefined;
+    if (enumValues || oneOf) {
+      field.kind = 'enum';
+      const names = Array.isArray(p['enumNames']) ? (p['enumNames'] as unknown[]).map(String) : [];
+      field.options = enumValues
+        ? enumValues.map((v, i) => ({ value: v, label: names[i] ?? v }))
+        : (oneOf ?? []).map((o) => ({ value: String(o.const), label: typeof o.title === 'string' ? o.title : String(o.const) }));
+    } else if (p['type'] === 'number' || p['type'] === 'integer' || p['type'] === 'boolean') {
+      field.kind = p['type'];
+    }
+    if (typeof p['default'] === 'string' || typeof p['default'] === 'number' || typeof p['default'] === 'boolean')
+      field.default = p['default'];
+    if (typeof p['format'] === 'string') field.format = p['format'];
+    if (typeof p['minimum'] === 'number') field.minimum = p['minimum'];
+    if (typeof p['maximum'] === 'number') field.maximum = p['maximum'];
+    fields.push(field);
+  }
+  return fields;
+}
+
+/** Converts what the user typed for `field`; a string is an error message. Empty optional input = undefined. */
+export function parseElicitValue(field: ElicitField, text: string): string | number | boolean | undefined | { error: string } {
+  const t = text.trim();
+  if (t === '') return field.required ? { error: `${field.title} is required` } : undefined;
+  switch (field.kind) {
+    case 'boolean':
+      if (/^(true|yes|y|1)$/i.test(t)) return true;
+      if (/^(false|no|n|0)$/i.test(t)) return false;
+      return { error: 'answer yes or no' };
+    case 'number':
+    case 'integer': {
+      const n = Number(t);
+      if (!Number.isFinite(n) || (field.kind === 'integer' && !Number.isInteger(n))) return { error: `a ${field.kind} is needed` };
+      if (field.minimum !== undefined && n < field.minimum) return { error: `at least ${field.minimum}` };
+      if (field.maximum !== undefined && n > field.maximum) return { error: `at most ${field.maximum}` };
+      return n;
+    }
+    case 'enum':
+      return field.options?.some((o) => o.value === t) ? t : { error: `one of ${field.options?.map((o) => o.value).join(', ')}` };
+    default:
+      return text;
+  }
+}
+
+/** A progress notification as a VS Code progress step: its message, and the increment (of 100) when it has a total. */
+export function progressStep(
+  p: { progress: number; total?: number; message?: string },
+  percentSoFar: number,
+): { message: string; increment?: number } {
+  const count = p.total ? `${p.progress}/${p.total}` : `${p.progress}`;
+  const step: { message: string; increment?: number } = { message: p.message ? `${p.message} (${count})` : count };
+  if (p.total && p.total > 0) step.increment = Math.max(0, Math.min(100, (p.progress / p.total) * 100) - percentSoFar);
+  return step;
+}
+
+/** A workspace folder as VS Code has it: `file` (this machine) or `execbridge://EXECUTOR/path` (an executor's). */
+export interface FolderLike {
+  scheme: string;
+  authority: string;
+  path: string;
+  name: string;
+}
+
+/**
+ * The roots a server on `executorId` gets: its executor's folders (`execbridge://` folders of that
+ * executor) and the local `file` folders (the same paths, as a server on this machine sees them).
+ */
+export function rootsFor(folders: readonly FolderLike[], executorId: string, executorIsLocal: boolean): Root[] {
+  const roots: Root[] = [];
+  for (const f of folders) {
+    if (f.scheme === 'execbridge' && decodeURIComponent(f.authority) === executorId) {
+      roots.push({ uri: `file://${encodeURI(f.path)}`, name: f.name });
+    } else if (f.scheme === 'file' && executorIsLocal) {
+      roots.push({ uri: `file://${encodeURI(f.path)}`, name: f.name });
+    }
+  }
+  return roots;
+}

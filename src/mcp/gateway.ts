@@ -1,0 +1,277 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server as NetServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
+import { errorMessage } from '../util/errorMessage';
+import type { McpServer } from './mcpServer';
+import type { McpServerManager } from './serverManager';
+
+/** The first line a proxy sends: which server it speaks for. */
+export interface GatewayHello {
+  execBridgeMcpProxy: 1;
+  server: string;
+}
+
+/** A tool call through the gateway may run this long (the server's progress resets it). */
+const CALL_TIMEOUT_MS = 10 * 60_000;
+/** A hello longer than this is not one of ours. */
+const MAX_HELLO = 4096;
+
+/**
+ * Lets VS Code's own MCP client use the servers we run, without a second copy of any of them.
+ * VS Code starts `node dist/cli.js mcp-proxy <socket> <name>` (our stdio definition); the proxy
+ * pipes its stdio to this local socket, and here an MCP server answers for our running server:
+ * lists from our client, calls forwarded to it (progress and cancellation pass through).
+ *
+ * Lifecycle is shared: a proxy connecting starts the server if it is not running; the last proxy
+ * of a server going away (VS Code stopped it) stops it; our server stopping or crashing closes
+ * its proxies, so VS Code shows it stopped. Executor reconnects happen below our client and leave
+ * the sessions alone.
+ *
+ * The socket lives in a fresh 0700 folder (a named pipe with a random name on Windows): only this
+ * user reaches it, and no secret is on any command line.
+ */
+export class McpGateway {
+  private net: NetServer | undefined;
+  private dir: string | undefined;
+  private pathValue: string | undefined;
+  private readonly sessions = new Map<string, Set<GatewaySession>>();
+  private readonly subscription: { dispose(): void };
+  private disposed = false;
+
+  constructor(
+    private readonly manager: McpServerManager,
+    private readonly log: (line: string) => void = () => undefined,
+  ) {
+    this.subscription = manager.onDidChangeServer(({ server, change }) => this.onServerChange(server, change));
+  }
+
+  /** The socket (or pipe) proxies connect to; set once `listen` resolved. */
+  get socketPath(): string | undefined {
+    return this.pathValue;
+  }
+
+  /** How many proxies are connected for `name` (all servers when omitted). */
+  sessionCount(name?: string): number {
+    if (name !== undefined) return this.sessions.get(name)?.size ?? 0;
+    let n = 0;
+    for (const s of this.sessions.values()) n += s.size;
+    return n;
+  }
+
+  async listen(): Promise<string> {
+    if (this.pathValue) return this.pathValue;
+    let path: string;
+    if (process.platform === 'win32') {
+      path = `\\\\.\\pipe\\exec-bridge-mcp-${randomBytes(12).toString('hex')}`;
+    } else {
+      // mkdtemp makes the folder 0700. A short name: a socket path has ~100 bytes at most.
+      this.dir = mkdtempSync(join(tmpdir(), 'ebmcp-'));
+      path = join(this.dir, 's');
+    }
+    const net = createServer((socket) => this.accept(socket));
+    await new Promise<void>((resolve, reject) => {
+      net.once('error', reject);
+      net.listen(path, () => {
+        net.off('error', reject);
+        resolve();
+      });
+    });
+    this.net = net;
+    this.pathValue = path;
+    return path;
+  }
+
+  /** Closes every proxy session and the socket; servers keep running (the manager owns them). */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.subscription.dispose();
+    for (const set of this.sessions.values()) for (const s of set) s.close('the extension is shutting down');
+    this.sessions.clear();
+    const net = this.net;
+    if (net) await new Promise<void>((r) => net.close(() => r()));
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private onServerChange(server: McpServer, change: string): void {
+    const set = this.sessions.get(server.name);
+    if (!set || set.size === 0) return;
+    if (change === 'lists') {
+      for (const s of set) s.listsChanged();
+      return;
+    }
+    const kind = server.state.kind;
+    if (kind !== 'ready' && kind !== 'starting') {
+      for (const s of [...set]) s.close(`the server is ${kind}`);
+    }
+  }
+
+  private accept(socket: Socket): void {
+    let buffered = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      const nl = buffered.indexOf(10);
+      if (nl < 0) {
+        if (buffered.length > MAX_HELLO) socket.destroy();
+        return;
+      }
+      socket.off('data', onData);
+      socket.pause();
+      const rest = buffered.subarray(nl + 1);
+      if (rest.length > 0) socket.unshift(rest);
+      let hello: Partial<GatewayHello>;
+      try {
+        hello = JSON.parse(buffered.subarray(0, nl).toString('utf8')) as Partial<GatewayHello>;
+      } catch {
+        socket.destroy();
+        return;
+      }
+      void this.open(socket, hello);
+    };
+    socket.on('data', onData);
+    socket.on('error', () => undefined);
+  }
+
+  private async open(socket: Socket, hello: Partial<GatewayHello>): Promise<void> {
+    const server = hello.execBridgeMcpProxy === 1 && typeof hello.server === 'string' ? this.manager.get(hello.server) : undefined;
+    if (!server) {
+      socket.end(`${JSON.stringify({ execBridgeMcpProxyError: `no MCP server named "${String(hello.server)}" in Exec Bridge` })}\n`);
+      return;
+    }
+    this.log(`${server.name}: VS Code's MCP client connected`);
+    if (server.state.kind !== 'ready') {
+      try {
+        await server.start();
+      } catch (e) {
+        socket.end(`${JSON.stringify({ execBridgeMcpProxyError: errorMessage(e) })}\n`);
+        return;
+      }
+    }
+    if (server.state.kind !== 'ready' || socket.destroyed) {
+      const why = `"${server.name}" did not start: ${server.describe()}`;
+      socket.end(`${JSON.stringify({ execBridgeMcpProxyError: why })}\n`);
+      return;
+    }
+    // The go-ahead: from here on the socket carries MCP.
+    socket.write(`${JSON.stringify({ execBridgeMcpProxyReady: 1 })}\n`);
+    const session = new GatewaySession(server, socket, (byProxy) => {
+      const set = this.sessions.get(server.name);
+      set?.delete(session);
+      if (set?.size === 0) this.sessions.delete(server.name);
+      // VS Code stopped it (its proxy went away): stop ours too, unless another proxy still uses it.
+      if (byProxy && !this.disposed && (set?.size ?? 0) === 0 && server.isActive) {
+        this.log(`${server.name}: stopped from VS Code's MCP list`);
+        void server.stop("stopped from VS Code's MCP server list").catch(() => undefined);
+      }
+    });
+    let set = this.sessions.get(server.name);
+    if (!set) this.sessions.set(server.name, (set = new Set()));
+    set.add(session);
+    await session.connect();
+  }
+}
+
+/** One proxy's MCP session: an SDK server over the socket, answering from our running server. */
+class GatewaySession {
+  private readonly sdk: Server;
+  private closing = false;
+  private readonly capabilities: ServerCapabilities;
+
+  constructor(
+    private readonly server: McpServer,
+    private readonly socket: Socket,
+    private readonly onClosed: (byProxy: boolean) => void,
+  ) {
+    const upstream = server.capabilities ?? {};
+    const caps: ServerCapabilities = { tools: { listChanged: true } };
+    if (upstream.resources) caps.resources = { listChanged: true };
+    if (upstream.prompts) caps.prompts = { listChanged: true };
+    this.capabilities = caps;
+    const info = server.serverInfo;
+    this.sdk = new Server(
+      { name: info?.name ?? server.name, version: info?.version ?? '0.0.0', title: `${server.name} (Exec Bridge)` },
+      { capabilities: caps, ...(server.instructions ? { instructions: server.instructions } : {}) },
+    );
+    this.install();
+    socket.once('close', () => this.closed(!this.closing));
+  }
+
+  async connect(): Promise<void> {
+    const transport = new StdioServerTransport(this.socket, this.socket);
+    await this.sdk.connect(transport);
+    this.socket.resume();
+  }
+
+  listsChanged(): void {
+    void this.sdk.sendToolListChanged().catch(() => undefined);
+    if (this.capabilities.resources) void this.sdk.sendResourceListChanged().catch(() => undefined);
+    if (this.capabilities.prompts) void this.sdk.sendPromptListChanged().catch(() => undefined);
+  }
+
+  close(reason: string): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.server.log.lifecycle(`closing VS Code's session: ${reason}`);
+    this.socket.end();
+    // A proxy that does not hang up is cut off.
+    setTimeout(() => this.socket.destroy(), 2000).unref();
+  }
+
+  private closed(byProxy: boolean): void {
+    this.closing = true;
+    void this.sdk.close().catch(() => undefined);
+    this.onClosed(byProxy);
+  }
+
+  private install(): void {
+    const s = this.server;
+    const sdk = this.sdk;
+    sdk.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...s.tools] }));
+    sdk.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+      const name = req.params.name;
+      if (!s.tools.some((t) => t.name === name)) throw new McpError(ErrorCode.InvalidParams, `tool "${name}" is not enabled`);
+      const token = req.params._meta?.progressToken;
+      return s.callTool(name, req.params.arguments ?? {}, {
+        signal: extra.signal,
+        timeout: CALL_TIMEOUT_MS,
+        resetTimeoutOnProgress: true,
+        ...(token !== undefined
+          ? {
+              onprogress: (p) => {
+                void extra
+                  .sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } })
+                  .catch(() => undefined);
+              },
+            }
+          : {}),
+      });
+    });
+    if (this.capabilities.resources) {
+      sdk.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [...s.resources] }));
+      sdk.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [...s.resourceTemplates] }));
+      sdk.setRequestHandler(ReadResourceRequestSchema, (req, extra) => s.readResource(req.params.uri, { signal: extra.signal }));
+    }
+    if (this.capabilities.prompts) {
+      sdk.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: [...s.prompts] }));
+      sdk.setRequestHandler(GetPromptRequestSchema, (req, extra) =>
+        s.getPrompt(req.params.name, req.params.arguments ?? {}, { signal: extra.signal }),
+      );
+    }
+  }
+}
