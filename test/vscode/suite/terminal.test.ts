@@ -43,6 +43,13 @@ suite('terminals', () => {
     });
     other.show();
     await waitFor('the other terminal to be active', () => vscode.window.activeTerminal === other);
+    // As for a new user: not connected yet, so the profile provider first starts the bundled server
+    // (VS Code activates "the last terminal" meanwhile, which is not ours yet).
+    const pid = api.bundledServerPid();
+    if (pid !== undefined) {
+      process.kill(-pid, 'SIGKILL');
+      await waitFor('the bundled executor failed', () => api.executorState('bundled').kind === 'failed');
+    }
     const before = new Set(api.terminals());
     await vscode.commands.executeCommand('workbench.action.terminal.newWithProfile', {
       config: { extensionIdentifier: EXTENSION_ID, id: 'execBridge.shell', title: 'Exec Bridge shell' },
