@@ -13,6 +13,7 @@ import { readTokenFile } from './tokenFile';
 
 export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--token-file FILE] [--tty] [--cwd DIR]
                       [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
+                      [--sandbox-network-allow HOST[:PORT],...] [--sandbox-network-deny HOST[:PORT],...]
                       [--no-stdin] [--deadline-ms N] [--verbose] -- COMMAND [ARG]...
 
   Runs COMMAND on an executor through the resilient client: streams its stdout/stderr to ours,
@@ -28,6 +29,9 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--toke
                  workspace-write (the working directory is the workspace) or full-access. If the
                  sandbox blocks the command, a "sandbox denied" line says so and how to re-run it.
   --sandbox-network  allow the network inside the sandbox (default: off).
+  --sandbox-network-allow  managed network: only these destinations (host, *.host, IP; optional
+                 :port), through the executor's proxy (HTTP_PROXY/HTTPS_PROXY/ALL_PROXY are set for
+                 the command). Repeat it or separate with commas. --sandbox-network-deny wins over it.
   --no-stdin     give the command /dev/null as stdin. (The protocol cannot forward end-of-file, so a
                  command that reads stdin to its end waits forever unless it is interrupted.)
   --deadline-ms  how long to try resuming a lost connection before giving up (default 25000).
@@ -46,6 +50,9 @@ interface RunArgs {
   verbose: boolean;
   sandbox?: SandboxPolicyName;
   sandboxNetwork: boolean;
+  /** Managed network lists (`--sandbox-network-allow/-deny`). */
+  networkAllow: string[];
+  networkDeny: string[];
   argv: string[];
 }
 
@@ -53,7 +60,16 @@ class UsageError extends Error {}
 class HelpRequested extends Error {}
 
 export function parseRunArgs(args: string[]): RunArgs {
-  const out: RunArgs = { bundled: false, tty: false, stdin: true, verbose: false, sandboxNetwork: false, argv: [] };
+  const out: RunArgs = {
+    bundled: false,
+    tty: false,
+    stdin: true,
+    verbose: false,
+    sandboxNetwork: false,
+    networkAllow: [],
+    networkDeny: [],
+    argv: [],
+  };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--') {
@@ -110,6 +126,15 @@ export function parseRunArgs(args: string[]): RunArgs {
       case '--sandbox-network':
         out.sandboxNetwork = true;
         break;
+      case '--sandbox-network-allow':
+      case '--sandbox-network-deny': {
+        const list = value()
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '');
+        (a === '--sandbox-network-allow' ? out.networkAllow : out.networkDeny).push(...list);
+        break;
+      }
       case '-h':
       case '--help':
         throw new HelpRequested();
@@ -121,6 +146,11 @@ export function parseRunArgs(args: string[]): RunArgs {
   if (out.url === undefined) out.bundled = true;
   if (out.argv.length === 0) throw new UsageError('no command given');
   if (out.sandboxNetwork && !out.sandbox) throw new UsageError('--sandbox-network needs --sandbox');
+  const managed = out.networkAllow.length > 0 || out.networkDeny.length > 0;
+  if (managed && !out.sandbox) throw new UsageError('--sandbox-network-allow needs --sandbox');
+  if (managed && out.sandboxNetwork) throw new UsageError('use either --sandbox-network (everything) or --sandbox-network-allow (a list)');
+  if (out.networkDeny.length > 0 && out.networkAllow.length === 0)
+    throw new UsageError('--sandbox-network-deny needs --sandbox-network-allow');
   return out;
 }
 
@@ -182,6 +212,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       ...(args.sandbox
         ? { sandbox: sandboxForPolicy({ policy: args.sandbox, cwd: pathToFileURL(cwd).href, network: args.sandboxNetwork }) }
         : {}),
+      ...(args.networkAllow.length > 0 ? { managedNetwork: { allow: args.networkAllow, deny: args.networkDeny } } : {}),
       ...(args.tty && process.stdout.isTTY ? { ptySize: { cols: process.stdout.columns, rows: process.stdout.rows } } : {}),
     });
     debug(`started process ${handle.processId}`);
@@ -221,7 +252,13 @@ export async function runCommand(argv: string[]): Promise<number> {
     try {
       const done = await handle.completion;
       await Promise.all([stdoutGone ? undefined : flushed(process.stdout), flushed(process.stderr)]);
-      if (done.sandboxDenied && args.sandbox) {
+      if (done.sandboxDenied && args.sandbox && done.sandboxDeniedTarget) {
+        const host = done.sandboxDeniedTarget;
+        say(
+          `sandbox denied: the sandbox blocked ${host} (\`${shellLine(args.argv)}\`, exit status ${done.exitCode}).` +
+            ` If you trust it, allow it: exec-bridge run --sandbox ${args.sandbox} --sandbox-network-allow ${shellLine([[...args.networkAllow, host].join(',')])} -- ${shellLine(args.argv)}`,
+        );
+      } else if (done.sandboxDenied && args.sandbox) {
         const net = args.sandboxNetwork ? '' : ' (network off)';
         say(
           `sandbox denied: \`${shellLine(args.argv)}\` was blocked by the ${args.sandbox} sandbox${net} (exit status ${done.exitCode}).` +

@@ -176,6 +176,7 @@ export class ExecServerClient implements Disposable {
       arg0: options.arg0 ?? null,
       ...(envPolicy ? { envPolicy } : {}),
       ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+      ...(options.managedNetwork ? { enforceManagedNetwork: true, managedNetwork: options.managedNetwork } : {}),
       ...(tty && options.ptySize ? { ptySize: options.ptySize } : {}),
     };
     try {

@@ -215,7 +215,11 @@ export class ProcessHandleImpl implements ProcessHandle {
   private emitOne(e: SeqEvent): void {
     if (this.isFinished) return;
     if (e.type === 'exited') {
-      this.exitValue = { exitCode: e.exitCode, sandboxDenied: e.sandboxDenied };
+      this.exitValue = {
+        exitCode: e.exitCode,
+        sandboxDenied: e.sandboxDenied,
+        ...(e.sandboxDeniedTarget ? { sandboxDeniedTarget: e.sandboxDeniedTarget } : {}),
+      };
       this.statusValue = 'exited';
     } else if (e.type === 'closed') {
       this.statusValue = 'closed';

@@ -51,7 +51,13 @@ export class ProcessTable {
         const n = ProcessExitedNotification.safeParse(params);
         if (!n.success) return;
         handle.receive(
-          { type: 'exited', seq: n.data.seq, exitCode: n.data.exitCode, sandboxDenied: n.data.sandboxDenied ?? false },
+          {
+            type: 'exited',
+            seq: n.data.seq,
+            exitCode: n.data.exitCode,
+            sandboxDenied: n.data.sandboxDenied ?? false,
+            ...(n.data.sandboxDeniedTarget ? { sandboxDeniedTarget: n.data.sandboxDeniedTarget } : {}),
+          },
           n.data.sandboxDenied === undefined,
         );
         return;

@@ -120,6 +120,8 @@ export interface StartProcessOptions extends CallOptions {
   ptySize?: PtySize;
   /** Executor-side sandbox intent (codex's FileSystemSandboxContext, src/protocol/sandbox.ts), passed through. */
   sandbox?: ProcessStartParams['sandbox'];
+  /** Ours: only these destinations, through the executor's proxy (sent with `enforceManagedNetwork`; needs a network-off sandbox). */
+  managedNetwork?: { allow: string[]; deny?: string[] };
   /** Overrides argv[0] as the child sees it. */
   arg0?: string | null;
   /** Session-unique id; generated when omitted. */
@@ -129,7 +131,7 @@ export interface StartProcessOptions extends CallOptions {
 /** Ordered per-process events (by the server's per-process `seq`); `closed` or `failed` is last. */
 export type ProcessEvent =
   | { type: 'output'; seq: number; stream: OutputStream; data: Buffer }
-  | { type: 'exited'; seq: number; exitCode: number; sandboxDenied: boolean }
+  | { type: 'exited'; seq: number; exitCode: number; sandboxDenied: boolean; sandboxDeniedTarget?: string }
   | { type: 'closed'; seq: number }
   /** Terminal: the handle will deliver nothing more (client failed, or output lost). */
   | { type: 'failed'; error: ExecClientError };
@@ -139,6 +141,8 @@ export interface ProcessCompletion {
   exitCode: number;
   /** The executor judged the failure to be a sandbox denial. */
   sandboxDenied: boolean;
+  /** Ours: the managed network refused this destination (`host:port`). */
+  sandboxDeniedTarget?: string;
 }
 
 export type ProcessStatus = 'running' | 'exited' | 'closed' | 'failed';

@@ -99,6 +99,8 @@ export const ProcessReadResult = z.object({
   closed: z.boolean(),
   failure: z.string().nullable().optional(),
   sandboxDenied: z.boolean().optional().default(false),
+  /** Ours: the managed network's proxy refused this destination (`host:port`); set only with `sandboxDenied`. */
+  sandboxDeniedTarget: z.string().optional(),
 });
 export type ProcessReadResult = z.infer<typeof ProcessReadResult>;
 
@@ -148,6 +150,8 @@ export const ProcessExitedNotification = z.object({
   exitCode: z.number().int(),
   /** Absent on older servers: the client may ask `process/read` once to learn it. */
   sandboxDenied: z.boolean().optional(),
+  /** Ours: the managed network's proxy refused this destination (`host:port`). */
+  sandboxDeniedTarget: z.string().optional(),
 });
 export type ProcessExitedNotification = z.infer<typeof ProcessExitedNotification>;
 

@@ -107,6 +107,8 @@ export class ManagedProcess {
   private rawExit: number | undefined;
   private closedSeq: number | undefined;
   private denied = false;
+  /** Managed network: the destination its proxy refused (`host:port`), when that was the denial. */
+  private deniedTarget: string | undefined;
   private openStreams = 0;
   private readonly writeIds = new Set<string>();
   private readonly writeOrder: string[] = [];
@@ -292,13 +294,20 @@ export class ManagedProcess {
       if (this.plan?.restricted && code !== 0) {
         try {
           this.denied = this.plan.isDenial(code, this.window.allData());
+          if (this.denied) this.deniedTarget = this.plan.networkDenial?.();
         } catch {
           this.denied = false;
         }
       }
       const seq = this.nextSeq++;
       this.exit = { code, seq };
-      this.sink.notify('process/exited', { processId: this.id, seq, exitCode: code, sandboxDenied: this.denied });
+      this.sink.notify('process/exited', {
+        processId: this.id,
+        seq,
+        exitCode: code,
+        sandboxDenied: this.denied,
+        ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
+      });
       this.wake();
       if (this.openStreams === 0) this.publishClosed();
     };
@@ -374,6 +383,7 @@ export class ManagedProcess {
       closed: this.closedSeq !== undefined,
       failure: null,
       sandboxDenied: this.denied,
+      ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
     };
   }
 

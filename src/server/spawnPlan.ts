@@ -24,6 +24,8 @@ export interface SpawnPlan {
   restricted: boolean;
   /** Decides `sandboxDenied` once, after exit, over the retained output. */
   isDenial(exitCode: number, output: Buffer[]): boolean;
+  /** Managed network: the last destination (`host:port`) its proxy refused while this ran. */
+  networkDenial?(): string | undefined;
   /** Releases what the plan created (temp files). Called once after the process is closed. */
   dispose(): void;
   /**

@@ -224,6 +224,7 @@ export class SandboxPlanner {
       restricted: true,
       classify,
       isDenial: (code, output) => classify(code, output).denied,
+      networkDenial: () => net?.proxy.denialsSince(mark).at(-1)?.target,
       dispose: () => {
         if (disposed) return;
         disposed = true;
