@@ -57,18 +57,26 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
     rmSync(base, { recursive: true, force: true });
   });
 
-  for (const policy of ['workspace-write', 'read-only'] as const) {
-    test(`${policy}: a sandboxed command cannot reach the stdio FIFO of the next unsandboxed process`, async () => {
-      const marker = join(outside, `fifo-${policy}`);
+  // The managed network's launcher runs in the sandbox before the command's filter: the same attacks.
+  const MANAGED = { enforceManagedNetwork: true, managedNetwork: { allow: ['127.0.0.1:9'] } };
+  for (const [policy, managed] of [
+    ['workspace-write', false],
+    ['read-only', false],
+    ['workspace-write', true],
+  ] as const) {
+    const label = managed ? `${policy} (managed network)` : policy;
+    test(`${label}: a sandboxed command cannot reach the stdio FIFO of the next unsandboxed process`, async () => {
+      const marker = join(outside, `fifo-${policy}${managed ? '-managed' : ''}`);
       // Let the pool fill first: the attack worked on FIFOs that were waiting to be used.
-      const warm = await client.call('process/start', start(`warm-${policy}`, ['true']));
+      const warm = await client.call('process/start', start(`warm-${label}`, ['true']));
       assert.equal(warm.error, undefined);
-      await client.processEvents(`warm-${policy}`);
-      const attacker = `attacker-${policy}`;
+      await client.processEvents(`warm-${label}`);
+      const attacker = `attacker-${label}`;
       const res = await client.call(
         'process/start',
         start(attacker, ['bash', '-c', FIFO_ATTACK], sandboxForPolicy({ policy, cwd: uri(ws) }), {
           env: { ...ENV, LINE: `touch ${marker}` },
+          ...(managed ? MANAGED : {}),
         }),
       );
       assert.equal(res.error, undefined, JSON.stringify(res.error));
@@ -78,7 +86,7 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
         'the attacker to report',
       );
       // The victim: an unsandboxed shell reading commands from its piped stdin.
-      const victim = `victim-${policy}`;
+      const victim = `victim-${label}`;
       const v = await client.call('process/start', start(victim, ['bash', '-s'], undefined, { pipeStdin: true }));
       assert.equal(v.error, undefined, JSON.stringify(v.error));
       try {
@@ -110,12 +118,17 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
     const token = join(dir, 'token');
     writeFileSync(token, 'secret-token-value\n', { mode: 0o600 });
     try {
-      for (const network of [false, true]) {
+      for (const network of [false, true, 'managed'] as const) {
         const id = `peek-${network}`;
         const script = `ls -a ${privateDir()} 2>&1; echo ls=$?; cat ${token} 2>&1; echo cat=$?; grep -rls --include=token secret-token-value /tmp 2>/dev/null | wc -l`;
         const res = await client.call(
           'process/start',
-          start(id, ['sh', '-c', script], sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) })),
+          start(
+            id,
+            ['sh', '-c', script],
+            sandboxForPolicy({ policy: 'workspace-write', network: network === true, cwd: uri(ws) }),
+            network === 'managed' ? MANAGED : {},
+          ),
         );
         assert.equal(res.error, undefined, JSON.stringify(res.error));
         await client.processEvents(id);
@@ -127,7 +140,7 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
         // An fs call made with the same sandbox sees what the command sees.
         const read = await client.call('fs/readFile', {
           path: uri(token),
-          sandbox: sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) }),
+          sandbox: sandboxForPolicy({ policy: 'workspace-write', network: network === true, cwd: uri(ws) }),
         });
         assert.equal(read.result, undefined, 'the token was readable through a sandboxed fs/readFile');
         assert.deepEqual(read.error, { code: -32600, message: 'Permission denied (os error 13)' });

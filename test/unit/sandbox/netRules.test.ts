@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { sandboxForPolicy } from '../../../src/protocol/sandbox';
+import { isSpecialAddress, NetPolicy, NetRuleError, parseNetRule } from '../../../src/server/netProxyRules';
+import { SandboxPlanner } from '../../../src/server/sandbox';
+import { bwrapArgs } from '../../../src/server/sandbox/bwrapArgs';
+import { proxyEnv } from '../../../src/server/sandbox/managedNet';
+import { BRIDGE_SOCKET_DIR, bridgeLauncher } from '../../../src/server/sandbox/netBridge';
+import { evaluate, managedNetworkFilter, SeccompAction, SYSCALLS } from '../../../src/server/sandbox/seccomp';
+
+describe('managed network rules', () => {
+  test('parses host, *.host, IP literals and ports', () => {
+    assert.deepEqual(parseNetRule('Registry.NPMjs.org.'), { host: 'registry.npmjs.org', wildcard: false, ip: false, port: undefined });
+    assert.deepEqual(parseNetRule('*.github.com:443'), { host: 'github.com', wildcard: true, ip: false, port: 443 });
+    assert.deepEqual(parseNetRule('127.0.0.1:8080'), { host: '127.0.0.1', wildcard: false, ip: true, port: 8080 });
+    assert.deepEqual(parseNetRule('[::1]:22'), { host: '::1', wildcard: false, ip: true, port: 22 });
+    assert.deepEqual(parseNetRule('::1'), { host: '::1', wildcard: false, ip: true, port: undefined });
+    for (const bad of ['', 'http://x/', 'a b', '*', 'x:0', 'x:70000', '[example.com]:1', '*.'])
+      assert.throws(() => parseNetRule(bad), NetRuleError, bad);
+  });
+
+  test('matching: exact names, subdomains for *., ports, and deny wins', () => {
+    const p = new NetPolicy(['example.com', '*.corp.test:443', '10.0.0.1'], ['secret.corp.test']);
+    assert.equal(p.check('EXAMPLE.com.', 80).ok, true);
+    assert.equal(p.check('www.example.com', 80).ok, false, 'a bare name does not cover its subdomains');
+    assert.equal(p.check('a.corp.test', 443).ok, true);
+    assert.equal(p.check('a.corp.test', 80).ok, false, 'the port is part of the rule');
+    assert.equal(p.check('corp.test', 443).ok, false, '*. is subdomains only');
+    assert.equal(p.check('secret.corp.test', 443).ok, false, 'the deny-list wins');
+    assert.equal(p.check('10.0.0.1', 1234).ok, true);
+    assert.equal(p.check('::ffff:10.0.0.1', 1234).ok, true, 'IPv4-mapped IPv6 is the same address');
+  });
+
+  test('a permitted name resolving to loopback, link-local or metadata is refused unless that literal is listed', () => {
+    for (const a of ['127.0.0.1', '127.1.2.3', '::1', '169.254.169.254', 'fe80::1', '0.0.0.0', '::ffff:127.0.0.1', 'fd00:ec2::254'])
+      assert.equal(isSpecialAddress(a), true, a);
+    for (const a of ['10.0.0.1', '93.184.216.34', '2001:db8::1']) assert.equal(isSpecialAddress(a), false, a);
+    const p = new NetPolicy(['localhost', 'example.com']);
+    assert.equal(p.checkResolved('127.0.0.1', 80).ok, false);
+    assert.equal(p.checkResolved('93.184.216.34', 80).ok, true);
+    assert.equal(new NetPolicy(['localhost', '127.0.0.1:80']).checkResolved('127.0.0.1', 80).ok, true);
+    assert.equal(new NetPolicy(['localhost', '127.0.0.1:80']).checkResolved('127.0.0.1', 81).ok, false);
+    assert.equal(new NetPolicy(['x.test'], ['93.184.216.34']).checkResolved('93.184.216.34', 80).ok, false, 'a denied address');
+  });
+
+  test('the proxy env names one port in every variable, both cases; loopback bypasses unless listed', () => {
+    const env = proxyEnv(3128, new NetPolicy(['example.com']));
+    for (const k of ['HTTP_PROXY', 'HTTPS_PROXY']) {
+      assert.equal(env[k], 'http://127.0.0.1:3128');
+      assert.equal(env[k.toLowerCase()], 'http://127.0.0.1:3128');
+    }
+    assert.equal(env.ALL_PROXY, 'socks5h://127.0.0.1:3128');
+    assert.equal(env.no_proxy, 'localhost,127.0.0.1,::1');
+    assert.equal(proxyEnv(3128, new NetPolicy(['127.0.0.1:9'])).NO_PROXY, '');
+  });
+});
+
+describe('managed network filter', () => {
+  for (const arch of Object.keys(SYSCALLS)) {
+    test(`${arch}: IP sockets and connect allowed; no new unix sockets; no reaching into the bridge`, () => {
+      const t = SYSCALLS[arch]!;
+      const bpf = managedNetworkFilter(arch);
+      const run = (nr: number, args: number[] = [], a = t.auditArch) => evaluate(bpf, { arch: a, nr, args });
+      assert.equal(run(t.socket, [2, 1]), SeccompAction.allow); // AF_INET stream
+      assert.equal(run(t.socket, [10, 2]), SeccompAction.allow); // AF_INET6 dgram
+      assert.equal(run(t.connect), SeccompAction.allow);
+      assert.equal(run(t.socket, [1, 1]), SeccompAction.eperm); // AF_UNIX stream
+      assert.equal(run(t.socket, [1, 2]), SeccompAction.eperm); // AF_UNIX dgram
+      assert.equal(run(t.socket, [16, 3]), SeccompAction.eperm); // netlink
+      assert.equal(run(t.socket, [17, 3]), SeccompAction.eperm); // packet
+      assert.equal(run(t.socketpair, [1, 1]), SeccompAction.allow);
+      assert.equal(run(t.socketpair, [1, 2]), SeccompAction.eperm);
+      for (const nr of [...t.reachIn, ...t.ioUring, ...t.keyring]) assert.equal(run(nr), SeccompAction.eperm, String(nr));
+      assert.equal(run(t.socket, [2, 1], t.compat.auditArch), SeccompAction.eperm, 'another ABI');
+      if (t.foreignAbiFloor !== undefined) assert.equal(run(t.foreignAbiFloor + t.socket, [2, 1]), SeccompAction.eperm, 'x32');
+    });
+  }
+});
+
+describe('managed network sandbox plan', () => {
+  const layout = { root: 'ro' as const, mounts: [], writableRoots: [], protectedPaths: [] };
+  test('bwrap binds the socket directory at the bridge path and runs the launcher in front of the command', () => {
+    const launcher = bridgeLauncher({ port: 3128, socketName: 'proxy.sock', filter: managedNetworkFilter('x64') }, 'x64');
+    const a = bwrapArgs({
+      layout: layout as never,
+      network: 'restricted',
+      cwd: '/w',
+      argv: ['/bin/true'],
+      tty: false,
+      asRoot: false,
+      managedNetwork: { socketDir: '/run/x/net-1', launcher },
+    });
+    const bind = a.indexOf(BRIDGE_SOCKET_DIR);
+    assert.deepEqual(a.slice(bind - 2, bind + 1), ['--ro-bind', '/run/x/net-1', BRIDGE_SOCKET_DIR]);
+    assert.ok(a.includes('--unshare-net'));
+    assert.ok(!a.includes('--seccomp'));
+    const dashdash = a.indexOf('--');
+    assert.deepEqual(a.slice(dashdash + 1, dashdash + 3), ['/usr/bin/perl', '-e']);
+    assert.equal(a.at(-1), '/bin/true');
+    assert.equal(launcher[3], managedNetworkFilter('x64').toString('hex'));
+  });
+
+  test('macOS: the Seatbelt profile allows exactly the port the proxy env names (one snapshot)', async () => {
+    const ws = mkdtempSync(join(tmpdir(), 'eb-netmac-'));
+    const planner = new SandboxPlanner({ platform: 'darwin' });
+    try {
+      const plan = await planner.plan({
+        argv: ['/bin/true'],
+        cwd: ws,
+        env: { PATH: '/usr/bin:/bin' },
+        tty: false,
+        sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+        managedNetwork: { allow: ['example.com'] },
+      });
+      const port = Number(new URL(plan.env.HTTPS_PROXY!).port);
+      assert.ok(port > 0);
+      const profile = plan.args[plan.args.indexOf('-p') + 1]!;
+      assert.match(profile, new RegExp(`\\(allow network-outbound \\(remote ip "localhost:${port}"\\)\\)`));
+      assert.equal((profile.match(/remote ip/g) ?? []).length, 1);
+      const plain = await planner.plan({
+        argv: ['/bin/true'],
+        cwd: ws,
+        env: { PATH: '/usr/bin:/bin' },
+        tty: false,
+        sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+      });
+      assert.equal(plain.env.HTTPS_PROXY, undefined);
+      assert.doesNotMatch(plain.args[plain.args.indexOf('-p') + 1]!, /remote ip/);
+    } finally {
+      planner.close();
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
+});
