@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { suite, test } from 'mocha';
 import * as vscode from 'vscode';
-import { getApi, isAlive } from './helpers';
+import { findFiles, getApi, isAlive, waitFor, withSettings } from './helpers';
 
 suite('bundled executor', () => {
   test('connects: starts dist/cli.js serve as a child of the extension host', async () => {
@@ -34,6 +34,24 @@ suite('bundled executor', () => {
     );
     // A user's own `node dist/cli.js serve` (no --exit-with-stdin) is still theirs to forward.
     assert.ok(!matching.some(([key]) => new RegExp(key).test('node\0/work/dist/cli.js\0serve\0--listen\0ws://0.0.0.0:8080\0')));
+  });
+
+  test('an unknown defaultExecutor is reported with the names there are, and bundled is used', async () => {
+    const api = await getApi();
+    const undo = await withSettings({ defaultExecutor: 'no-such-executor' });
+    try {
+      await waitFor(
+        'the defaultExecutor warning in the log',
+        () =>
+          findFiles(api.logUri.fsPath, /Exec Bridge\.log$/).some((f) =>
+            readFileSync(f, 'utf8').includes('execBridge.defaultExecutor is "no-such-executor", which is not an executor (known: bundled'),
+          ),
+        10_000,
+      );
+      assert.equal(api.activeExecutor, 'bundled');
+    } finally {
+      await undo();
+    }
   });
 
   test('restarts on demand after the server dies', async () => {
