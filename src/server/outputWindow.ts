@@ -12,7 +12,8 @@ export interface RetainedChunk {
  * (docs/protocol.md §5.3), exactly as with the real server.
  */
 export class OutputWindow {
-  private chunks: RetainedChunk[] = [];
+  /** Evicted slots (before `head`) are emptied at once: a 64 KiB chunk must not outlive its eviction. */
+  private chunks: Array<RetainedChunk | undefined> = [];
   private head = 0; // index of the oldest retained chunk (amortised O(1) eviction)
   private bytes = 0;
 
@@ -39,10 +40,12 @@ export class OutputWindow {
     this.bytes += chunk.data.length;
     // Keep at least the newest chunk even if it alone exceeds the budget.
     while (this.retainedChunks > 1 && (this.bytes > this.maxBytes || this.retainedChunks > this.maxChunks)) {
-      const old = this.chunks[this.head++]!;
+      const old = this.chunks[this.head]!;
+      this.chunks[this.head++] = undefined;
       this.bytes -= old.data.length;
     }
     if (this.head > 1024 && this.head * 2 > this.chunks.length) {
+      // Only the slots are left to drop; the chunks went at eviction.
       this.chunks = this.chunks.slice(this.head);
       this.head = 0;
     }
@@ -67,7 +70,7 @@ export class OutputWindow {
 
   /** Every retained chunk's bytes, oldest first (for the sandbox-denial heuristic). */
   allData(): Buffer[] {
-    return this.chunks.slice(this.head).map((c) => c.data);
+    return this.chunks.slice(this.head).map((c) => c!.data);
   }
 
   private lowerBound(seq: number): number {

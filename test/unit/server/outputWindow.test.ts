@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { encodeOutputNotification } from '../../../src/server/managedProcess';
 import { OutputWindow } from '../../../src/server/outputWindow';
 
@@ -83,4 +85,23 @@ test('output notifications encoded straight to bytes are the JSON a serializer w
       params: { processId: id, seq: 42, stream: 'stderr', chunk: data.toString('base64') },
     });
   }
+});
+
+test('an evicted chunk is let go at once (the window must not keep a long stream alive)', async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const w = new OutputWindow(1024 * 1024);
+  // 64 KiB chunks: far fewer evictions than it takes to compact the slot array.
+  let evicted: WeakRef<Buffer> | undefined;
+  (() => {
+    const first = chunk(1, 64 * 1024);
+    evicted = new WeakRef(first.data);
+    w.push(first);
+  })();
+  for (let seq = 2; seq <= 40; seq++) w.push(chunk(seq, 64 * 1024));
+  assert.equal(w.firstSeq, 25, 'the newest 1 MiB is retained');
+  await new Promise((r) => setImmediate(r)); // WeakRef targets stay alive until the job ends
+  gc();
+  assert.equal(evicted.deref(), undefined, 'the evicted chunk was collected');
+  assert.equal(w.after(24).length, 16);
 });
