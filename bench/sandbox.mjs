@@ -51,12 +51,18 @@ const variants = [
   ['read-only, network on (bwrap)', sandboxForPolicy({ policy: 'read-only', network: true, cwd })],
   ['read-only, network off (bwrap + seccomp)', sandboxForPolicy({ policy: 'read-only', cwd })],
   ['workspace-write, network off (bwrap + seccomp)', sandboxForPolicy({ policy: 'workspace-write', cwd })],
+  // The managed network: the proxy (started once, by the warm-up) and the in-sandbox bridge + filter launcher.
+  [
+    'workspace-write, managed network (bwrap + bridge + seccomp)',
+    sandboxForPolicy({ policy: 'workspace-write', cwd }),
+    { allow: ['example.com'] },
+  ],
 ];
 
 const plans = [];
 const planMs = [];
-for (const [name, sandbox] of variants) {
-  const req = { argv: ['/bin/true'], arg0: null, cwd: ws, env, tty: false, sandbox };
+for (const [name, sandbox, managedNetwork] of variants) {
+  const req = { argv: ['/bin/true'], arg0: null, cwd: ws, env, tty: false, sandbox, ...(managedNetwork ? { managedNetwork } : {}) };
   await planSpawn(req); // warm: the one-time bwrap probe is not part of a start
   const t = performance.now();
   const plan = await planSpawn(req);
@@ -125,9 +131,10 @@ let n = 0;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 for (let round = -1; round < RUNS; round++) {
   for (const s of servers) {
-    for (const [i, [, sandbox]] of variants.entries()) {
+    for (const [i, [, sandbox, managedNetwork]] of variants.entries()) {
       const t0 = performance.now();
-      await withTimeout(s.client.run(`p${++n}`, ['/bin/true'], { cwd, ...(sandbox ? { sandbox } : {}) }), 20_000, 'a start');
+      const managed = managedNetwork ? { enforceManagedNetwork: true, managedNetwork } : {};
+      await withTimeout(s.client.run(`p${++n}`, ['/bin/true'], { cwd, ...(sandbox ? { sandbox } : {}), ...managed }), 20_000, 'a start');
       if (round >= 0) s.times[i].push(performance.now() - t0); // round -1 warms up (and builds the first sandboxes)
       await sleep(PACE_MS);
     }

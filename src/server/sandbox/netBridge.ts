@@ -13,18 +13,18 @@ import { SYSCALLS } from './seccomp';
  * The listener exists before the command starts, so the first connection never races the bridge.
  * It is Perl because perl-base is on every Debian-family system (it is Essential) and starts in
  * about 2 ms; Node would cost ~40 ms per start, socat a package and no way to be non-dumpable.
- * Only builtins and Socket are used. Errors go to stderr as `exec-bridge network bridge: …` and
+ * Only builtins are used (no module loads). Errors go to stderr as `exec-bridge network bridge: …` and
  * exit 127 (setup failures, never a run without the filter).
  */
 const SCRIPT = String.raw`
-use strict; use Socket;
+# No modules (Socket alone costs ~10 ms to load): Linux constants, sockaddrs packed by hand.
 my ($hex, $port, $path, $prctl, $seccomp, $closenr) = splice(@ARGV, 0, 6);
 $_ += 0 for $port, $prctl, $seccomp, $closenr; # numbers, not strings: syscall passes strings as pointers
 sub fail { print STDERR "exec-bridge network bridge: $_[0]\n"; exit 127 }
 syscall($prctl, 4, 0, 0, 0, 0) == 0 or fail("prctl(PR_SET_DUMPABLE): $!");
-socket(my $l, PF_INET, SOCK_STREAM, 0) or fail("socket: $!");
-setsockopt($l, SOL_SOCKET, SO_REUSEADDR, 1);
-bind($l, pack_sockaddr_in($port, inet_aton('127.0.0.1'))) or fail("bind 127.0.0.1:$port: $!");
+socket(my $l, 2, 1, 0) or fail("socket: $!");
+setsockopt($l, 1, 2, 1);
+bind($l, pack('S n C4 x8', 2, $port, 127, 0, 0, 1)) or fail("bind 127.0.0.1:$port: $!");
 listen($l, 128) or fail("listen: $!");
 my $p = fork(); defined $p or fail("fork: $!");
 if ($p == 0) {
@@ -49,8 +49,8 @@ exec { $ARGV[0] } @ARGV;
 print STDERR "$ARGV[0]: $!\n"; exit 127;
 sub relay {
   my ($c) = @_;
-  socket(my $u, PF_UNIX, SOCK_STREAM, 0) or return;
-  connect($u, pack_sockaddr_un($path)) or return;
+  socket(my $u, 1, 1, 0) or return;
+  connect($u, pack('S a108', 1, $path)) or return;
   my %peer = (fileno($c) => [$c, $u], fileno($u) => [$u, $c]);
   my $rin = ''; vec($rin, $_, 1) = 1 for keys %peer;
   my $open = 2;
