@@ -112,7 +112,8 @@ suite('MCP servers view', () => {
     );
     const byLabel = new Map(snap.tree.map((n) => [n.label, n]));
     assert.match(byLabel.get('memory')?.description ?? '', /^Ready \(9 tools\) · bundled/);
-    assert.match(byLabel.get('everything')?.description ?? '', /^Ready \(13 tools\)/);
+    // 15 since the client declares sampling and elicitation (issue 13): the everything server offers tools for them.
+    assert.match(byLabel.get('everything')?.description ?? '', /^Ready \(15 tools\)/);
     assert.match(byLabel.get('filesystem')?.description ?? '', /^Ready \(14 tools\)/);
     const tools = byLabel.get('memory')?.children.find((c) => c.label === 'Tools');
     assert.ok(tools, 'memory has a Tools group');
