@@ -12,7 +12,7 @@ import { SYSCALLS } from './seccomp';
  *     no_new_privs, and execs the command.
  * The listener exists before the command starts, so the first connection never races the bridge.
  * It is Perl because perl-base is on every Debian-family system (it is Essential) and starts in
- * about 2 ms; Node would cost ~40 ms per start, socat a package and no way to be non-dumpable.
+ * about 2 ms; Node's own start costs 60 ms or more, socat a package and no way to be non-dumpable.
  * Only builtins are used (no module loads). Errors go to stderr as `exec-bridge network bridge: …` and
  * exit 127 (setup failures, never a run without the filter).
  */
