@@ -12,10 +12,13 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ExecServerClient, stdioConnector, websocketConnector } from '../../src/client';
 import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
-import { CLI_JS } from '../helpers/servers';
+import { copyBundle } from '../helpers/sshd';
 import { gather, numberedLines } from './clientHelpers';
 
 const dirs: string[] = [];
+const bundleDir = mkdtempSync(join(tmpdir(), 'eb-daemon-cli-'));
+const CLI_JS = copyBundle(bundleDir);
+dirs.push(bundleDir);
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'eb-daemon-'));
   dirs.push(d);

@@ -1,0 +1,478 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { StdioTransport } from '../rpc/stdioTransport';
+import type { Connection, Connector } from './types';
+
+/*
+ * SSH executors: each connection is one `ssh` process (the system OpenSSH client, BatchMode) whose
+ * remote command probes the platform and Node, installs our bundle if that version is missing
+ * (uploaded through the same connection's stdin), then becomes `exec-bridge connect`, a relay to
+ * the remote user's daemon. A reconnect is a new ssh process and a new relay to the same daemon,
+ * so the client resumes its session.
+ */
+
+export interface SshTarget {
+  user?: string;
+  host: string;
+  port?: number;
+}
+
+/** `[user@]host[:port]` (an IPv6 host in brackets). Throws a message naming the expected form. */
+export function parseSshTarget(text: string): SshTarget {
+  const m = /^(?:([^@\s:/]+)@)?(\[[0-9A-Fa-f:.]+\]|[^@\s:/[\]]+)(?::(\d{1,5}))?$/.exec(text.trim());
+  if (!m || m[2]!.startsWith('-')) throw new Error(`"${text}" is not an SSH destination: use [user@]host[:port]`);
+  const port = m[3] === undefined ? undefined : Number(m[3]);
+  if (port !== undefined && (port < 1 || port > 65535)) throw new Error(`"${text}": port must be 1-65535`);
+  return { ...(m[1] ? { user: m[1] } : {}), host: m[2]!.replace(/^\[|\]$/g, ''), ...(port ? { port } : {}) };
+}
+
+export type SshFailureKind = 'no-ssh' | 'auth' | 'host-key' | 'unreachable' | 'no-node' | 'old-node' | 'platform' | 'install' | 'other';
+
+/** One failure, worded for the user with the fix. */
+export class SshConnectError extends Error {
+  constructor(
+    readonly kind: SshFailureKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SshConnectError';
+  }
+}
+
+export type SshProgress =
+  | { step: 'connecting'; target: string }
+  | { step: 'installing'; version: string; bytes: number }
+  | { step: 'starting' }
+  | { step: 'ready'; info: RemoteInfo };
+
+export interface RemoteInfo {
+  /** `uname -sm`, e.g. `Linux x86_64`. */
+  platform: string;
+  nodePath: string;
+  nodeVersion: string;
+  /** The installed bundle's version key. */
+  version: string;
+  /** Whether this connection uploaded it. */
+  installed: boolean;
+  daemonPid: number;
+}
+
+export interface SshConnectorOptions {
+  /** `[user@]host[:port]`; a host may be a `Host` alias of ~/.ssh/config. */
+  target: string;
+  /** Each is passed as `-o OPT`. */
+  sshOptions?: string[];
+  /** Default `ssh` on PATH. */
+  sshPath?: string;
+  /** The bundle to install: `dist/cli.js` (node-pty is taken from beside it when the remote platform matches ours). */
+  cliPath: string;
+  /** node-pty's package folder to ship for PTYs (default: resolved from the bundle's node_modules); null: none. */
+  nodePtyDir?: string | null;
+  /** Extra `exec-bridge connect` arguments (e.g. `--idle-exit-ms N`). */
+  relayArgs?: string[];
+  env?: NodeJS.ProcessEnv;
+  log?(line: string): void;
+  progress?(p: SshProgress): void;
+}
+
+export interface SshConnector extends Connector {
+  /** What the last successful connection found on the remote. */
+  readonly remote: RemoteInfo | undefined;
+  /** The current ssh process's pid (tests kill it). */
+  readonly sshPid: number | undefined;
+}
+
+interface BundleFile {
+  path: string;
+  abs: string;
+  mode: number;
+}
+
+interface Bundle {
+  version: string;
+  files: BundleFile[];
+  /** `{files, sha256}` header line + concatenated contents. */
+  payload(): Buffer;
+  bytes: number;
+}
+
+/** The uploaded tree: `dist/cli.js` and, for a remote of our own platform, node-pty's JS and native build. */
+function bundleFor(cliPath: string, nodePtyDir: string | null | undefined, remotePlatform: string): Bundle {
+  const cli = readFileSync(cliPath);
+  const version = `${versionOf(cliPath)}-${createHash('sha256').update(cli).digest('hex').slice(0, 12)}`;
+  const files: BundleFile[] = [{ path: 'dist/cli.js', abs: cliPath, mode: 0o644 }];
+  const pty = nodePtyDir === undefined ? findNodePty(cliPath) : nodePtyDir;
+  if (pty && remotePlatform === localUname()) {
+    const add = (rel: string, mode = 0o644) => {
+      const abs = join(pty, rel);
+      if (existsSync(abs)) files.push({ path: `node_modules/node-pty/${rel}`, abs, mode });
+    };
+    add('package.json');
+    for (const sub of ['lib', 'lib/shared']) for (const name of safeList(join(pty, sub))) if (name.endsWith('.js')) add(`${sub}/${name}`);
+    add('build/Release/pty.node', 0o755);
+    add('build/Release/spawn-helper', 0o755);
+  }
+  const bytes = files.reduce((n, f) => n + statSync(f.abs).size, 0);
+  return {
+    version,
+    files,
+    bytes,
+    payload() {
+      const parts = files.map((f) => readFileSync(f.abs));
+      const body = Buffer.concat(parts);
+      const header = {
+        version,
+        sha256: createHash('sha256').update(body).digest('hex'),
+        files: files.map((f, i) => ({ path: f.path, size: parts[i]!.length, mode: f.mode })),
+      };
+      return Buffer.concat([Buffer.from(JSON.stringify(header) + '\n'), body]);
+    },
+  };
+}
+
+/** The version in the package.json beside the bundle's folder (the extension's or the repo's), else 0.0.0. */
+function versionOf(cliPath: string): string {
+  try {
+    const pkg = JSON.parse(readFileSync(join(dirname(dirname(cliPath)), 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' && /^[\w.-]+$/.test(pkg.version) ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+function findNodePty(cliPath: string): string | null {
+  for (let d = dirname(cliPath), i = 0; i < 6; i++, d = dirname(d)) {
+    const p = join(d, 'node_modules', 'node-pty');
+    if (existsSync(join(p, 'package.json'))) return p;
+  }
+  return null;
+}
+
+/** This machine as `uname -sm` says it (for matching node-pty's native build). */
+function localUname(): string {
+  const os = process.platform === 'linux' ? 'Linux' : process.platform === 'darwin' ? 'Darwin' : process.platform;
+  const arch =
+    process.arch === 'x64' ? 'x86_64' : process.arch === 'arm64' ? (process.platform === 'darwin' ? 'arm64' : 'aarch64') : process.arch;
+  return `${os} ${arch}`;
+}
+
+/*
+ * The remote side, run by the login shell as `exec /bin/sh -c '…'` (no single quotes inside): a
+ * probe line, then Node (≥ 20, Linux or macOS only) runs BOOTSTRAP_JS.
+ */
+const BOOTSTRAP_JS = `
+const fs = require('fs'), path = require('path'), os = require('os'), crypto = require('crypto');
+const [node, , key, ...relay] = process.argv;
+const base = path.join(os.homedir(), '.exec-bridge');
+const dir = path.join(base, 'server', key);
+const cli = path.join(dir, 'dist', 'cli.js');
+const say = (s) => process.stdout.write(s + '\\n');
+const fail = (what, e) => {
+  say('EB-ERROR ' + what + ' ' + ((e && e.code) || '-') + ' ' + String((e && e.message) || e).replace(/\\s+/g, ' '));
+  process.exit(3);
+};
+const start = () => {
+  process.stdin.removeAllListeners('end');
+  process.argv = [node, cli, 'connect', '--ready-line', ...relay];
+  require(cli);
+};
+const install = (hdr, body) => {
+  if (crypto.createHash('sha256').update(body).digest('hex') !== hdr.sha256) fail('upload', 'checksum mismatch');
+  fs.mkdirSync(path.join(base, 'server'), { recursive: true, mode: 0o700 });
+  fs.mkdirSync(path.join(base, 'bin'), { recursive: true, mode: 0o700 });
+  const tmp = fs.mkdtempSync(path.join(base, 'server', '.tmp-' + key + '-'));
+  let off = 0;
+  for (const f of hdr.files) {
+    const p = path.join(tmp, f.path);
+    if (!p.startsWith(tmp + path.sep)) fail('upload', 'bad path ' + f.path);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, body.subarray(off, off + f.size), { mode: f.mode });
+    off += f.size;
+  }
+  fs.mkdirSync(path.join(tmp, 'bin'));
+  fs.writeFileSync(path.join(tmp, 'bin', 'exec-bridge'), '#!/bin/sh\\nexec "' + node + '" "' + cli + '" "$@"\\n', { mode: 0o755 });
+  fs.writeFileSync(path.join(tmp, '.complete'), key + '\\n');
+  try {
+    fs.renameSync(tmp, dir);
+  } catch (e) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (!fs.existsSync(path.join(dir, '.complete'))) throw e;
+  }
+  const link = path.join(base, 'bin', '.exec-bridge-' + process.pid);
+  fs.rmSync(link, { force: true });
+  fs.symlinkSync(path.join(dir, 'bin', 'exec-bridge'), link);
+  fs.renameSync(link, path.join(base, 'bin', 'exec-bridge'));
+};
+if (fs.existsSync(path.join(dir, '.complete'))) {
+  say('EB-HAVE ' + key);
+  start();
+} else {
+  say('EB-SEND ' + key);
+  let buf = Buffer.alloc(0), hdr, need = 0;
+  const onData = (d) => {
+    buf = Buffer.concat([buf, d]);
+    if (!hdr) {
+      const i = buf.indexOf(10);
+      if (i < 0) return;
+      hdr = JSON.parse(buf.subarray(0, i).toString());
+      buf = buf.subarray(i + 1);
+      need = hdr.files.reduce((a, f) => a + f.size, 0);
+    }
+    if (buf.length < need) return;
+    process.stdin.off('data', onData);
+    process.stdin.pause();
+    if (buf.length > need) process.stdin.unshift(buf.subarray(need));
+    try {
+      install(hdr, buf.subarray(0, need));
+    } catch (e) {
+      fail('install', e);
+    }
+    say('EB-INSTALLED ' + key);
+    start();
+  };
+  process.stdin.on('data', onData);
+  process.stdin.on('end', () => fail('upload', 'the connection ended during the upload'));
+}
+`;
+
+/** The command line ssh hands to the remote login shell. */
+export function remoteCommand(versionKey: string, relayArgs: string[] = []): string {
+  for (const a of [versionKey, ...relayArgs])
+    if (!/^[\w.=:/-]+$/.test(a)) throw new Error(`unsafe argument for the remote command: ${JSON.stringify(a)}`);
+  const js = Buffer.from(BOOTSTRAP_JS).toString('base64');
+  const script = [
+    'u=$(uname -sm 2>/dev/null)',
+    'n=$(command -v node 2>/dev/null)',
+    'v=',
+    'if [ -n "$n" ]; then v=$("$n" --version 2>/dev/null); fi',
+    'printf "EB-PROBE %s|%s|%s\\n" "$u" "$n" "$v"',
+    'case "$u" in Linux*|Darwin*) ;; *) exit 0;; esac',
+    'case "$v" in v[2-9][0-9].*|v[1-9][0-9][0-9].*) ;; *) exit 0;; esac',
+    `exec "$n" -e "eval(Buffer.from(process.argv[1],\\"base64\\").toString())" ${js} ${versionKey} ${relayArgs.join(' ')}`,
+  ].join('; ');
+  return `exec /bin/sh -c '${script}'`;
+}
+
+/** The ssh argv (without the ssh binary): BatchMode first so that no prompt can ever wait for a terminal. */
+export function sshArgs(target: SshTarget, sshOptions: string[], command: string): string[] {
+  const args = ['-T', '-o', 'BatchMode=yes'];
+  for (const o of sshOptions) args.push('-o', o);
+  args.push('-o', 'ConnectTimeout=10', '-o', 'ServerAliveInterval=5', '-o', 'ServerAliveCountMax=3');
+  if (target.port) args.push('-p', String(target.port));
+  if (target.user) args.push('-l', target.user);
+  args.push('--', target.host, command);
+  return args;
+}
+
+/** ssh's exit without our ready line, as one message with the fix. */
+export function describeSshFailure(targetText: string, stderr: string, code: number | null): SshConnectError {
+  const err = stderr.trim();
+  const last = err.split('\n').slice(-2).join(' ').trim();
+  if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for .* has changed/i.test(err))
+    return new SshConnectError(
+      'host-key',
+      `${targetText}'s host key has CHANGED since it was recorded in known_hosts: this can be an attack. Check with the machine's owner, then remove the old key (ssh-keygen -R HOST)`,
+    );
+  if (/Host key verification failed|No .* host key is known/i.test(err))
+    return new SshConnectError(
+      'host-key',
+      `${targetText}'s host key is not known: connect once in a terminal (ssh ${targetText}) to check and accept it, then try again`,
+    );
+  if (/Permission denied|Too many authentication failures/i.test(err))
+    return new SshConnectError(
+      'auth',
+      `ssh could not log in to ${targetText} (${last}): add your key to ssh-agent (ssh-add) or set IdentityFile in ~/.ssh/config; password and passphrase prompts are not supported (BatchMode)`,
+    );
+  if (/Could not resolve hostname|Connection refused|Connection timed out|No route to host|Network is unreachable/i.test(err))
+    return new SshConnectError('unreachable', `cannot reach ${targetText}: ${last}`);
+  return new SshConnectError('other', `ssh to ${targetText} failed (exit ${code ?? '?'})${last ? `: ${last}` : ''}`);
+}
+
+/** A connector that reaches the remote daemon through a new ssh process each time (see the file comment). */
+export function sshConnector(options: SshConnectorOptions): SshConnector {
+  const target = parseSshTarget(options.target);
+  let remote: RemoteInfo | undefined;
+  let current: ChildProcess | undefined;
+  const log = (line: string) => options.log?.(line);
+  const connector = (signal: AbortSignal) =>
+    new Promise<Connection>((resolve, reject) => {
+      // The upload decides the version; node-pty joins only for a remote of our platform (known after the first probe).
+      let bundle = bundleFor(options.cliPath, options.nodePtyDir, remote?.platform ?? localUname());
+      const command = remoteCommand(bundle.version, options.relayArgs);
+      const sshPath = options.sshPath ?? 'ssh';
+      options.progress?.({ step: 'connecting', target: options.target });
+      log(`ssh ${options.target}: connecting (version ${bundle.version})`);
+      const child = spawn(sshPath, sshArgs(target, options.sshOptions ?? [], command), {
+        env: options.env ?? process.env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        windowsHide: true,
+      });
+      current = child;
+      let stderr = '';
+      let settled = false;
+      let probe: { platform: string; nodePath: string; nodeVersion: string } | undefined;
+      let installed = false;
+      let buf: Buffer = Buffer.alloc(0);
+      const fail = (e: Error) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        child.kill('SIGKILL');
+        log(`ssh ${options.target}: ${e.message}`);
+        reject(e);
+      };
+      const onAbort = () => fail(new Error(`connecting to ${options.target} over ssh timed out`));
+      signal.addEventListener('abort', onAbort, { once: true });
+      child.stdin!.on('error', () => undefined);
+      child.stderr!.setEncoding('utf8');
+      child.stderr!.on('data', (d: string) => {
+        stderr = (stderr + d).slice(-8192);
+        for (const line of d.split('\n')) if (line.trim()) log(`ssh ${options.target}: [stderr] ${line.trim()}`);
+      });
+      child.once('error', (e: NodeJS.ErrnoException) =>
+        fail(
+          e.code === 'ENOENT'
+            ? new SshConnectError(
+                'no-ssh',
+                `no ssh client found (${sshPath}): install OpenSSH (e.g. apt install openssh-client) or set its path`,
+              )
+            : e,
+        ),
+      );
+      child.once('exit', (code) => {
+        if (settled) return;
+        if (probe === undefined || code === 255) return fail(describeSshFailure(options.target, stderr, code));
+        if (!/^(Linux|Darwin) /.test(probe.platform))
+          return fail(
+            new SshConnectError(
+              'platform',
+              `${options.target} runs ${probe.platform || 'an unknown system'}: SSH executors need Linux or macOS`,
+            ),
+          );
+        if (!probe.nodePath)
+          return fail(
+            new SshConnectError(
+              'no-node',
+              `${options.target} has no Node.js on the PATH of a non-interactive login: install Node.js 20 or newer there`,
+            ),
+          );
+        if (!/^v([2-9]\d|[1-9]\d\d)\./.test(probe.nodeVersion))
+          return fail(
+            new SshConnectError(
+              'old-node',
+              `${options.target} has Node.js ${probe.nodeVersion || '(unknown version)'} at ${probe.nodePath}: Exec Bridge needs 20 or newer`,
+            ),
+          );
+        fail(describeSshFailure(options.target, stderr, code));
+      });
+      const onLine = (line: string): boolean => {
+        const [word, ...rest] = line.split(' ');
+        const arg = rest.join(' ');
+        switch (word) {
+          case 'EB-PROBE': {
+            const [platform = '', nodePath = '', nodeVersion = ''] = arg.split('|');
+            probe = { platform, nodePath, nodeVersion };
+            log(`ssh ${options.target}: ${platform}, node ${nodeVersion || 'none'} ${nodePath}`);
+            if (remote === undefined && platform !== localUname()) bundle = bundleFor(options.cliPath, options.nodePtyDir, platform);
+            return true;
+          }
+          case 'EB-HAVE':
+            options.progress?.({ step: 'starting' });
+            log(`ssh ${options.target}: exec-server ${bundle.version} is installed; starting`);
+            return true;
+          case 'EB-SEND': {
+            const payload = bundle.payload();
+            options.progress?.({ step: 'installing', version: bundle.version, bytes: payload.length });
+            log(`ssh ${options.target}: installing exec-server ${bundle.version} (${payload.length} bytes, ${bundle.files.length} files)`);
+            child.stdin!.write(payload);
+            installed = true;
+            return true;
+          }
+          case 'EB-INSTALLED':
+            options.progress?.({ step: 'starting' });
+            log(`ssh ${options.target}: installed ${arg}; starting`);
+            return true;
+          case 'EB-ERROR': {
+            const [what = '', code = '', ...msg] = rest;
+            const text = msg.join(' ');
+            const fix =
+              code === 'ENOSPC'
+                ? ': the remote disk is full; free some space in your home directory'
+                : code === 'EACCES' || code === 'EPERM'
+                  ? ': permission denied in ~/.exec-bridge on the remote; check that your home directory is writable'
+                  : '';
+            fail(new SshConnectError('install', `${what} on ${options.target} failed: ${text}${fix}`));
+            return false;
+          }
+          case 'EB-READY': {
+            remote = {
+              platform: probe?.platform ?? '',
+              nodePath: probe?.nodePath ?? '',
+              nodeVersion: probe?.nodeVersion ?? '',
+              version: bundle.version,
+              installed,
+              daemonPid: Number(arg),
+            };
+            options.progress?.({ step: 'ready', info: remote });
+            log(`ssh ${options.target}: relay ready (daemon pid ${arg})`);
+            return false;
+          }
+          default:
+            log(`ssh ${options.target}: [remote] ${line}`);
+            return true;
+        }
+      };
+      const onData = (d: Buffer) => {
+        buf = buf.length ? Buffer.concat([buf, d]) : d;
+        for (;;) {
+          const i = buf.indexOf(10);
+          if (i < 0) return;
+          const line = buf.subarray(0, i).toString('utf8');
+          buf = buf.subarray(i + 1);
+          if (!onLine(line)) {
+            child.stdout!.off('data', onData);
+            if (settled) return;
+            if (!line.startsWith('EB-READY')) return;
+            settled = true;
+            signal.removeEventListener('abort', onAbort);
+            child.stdout!.pause();
+            if (buf.length) child.stdout!.unshift(buf);
+            const transport = new StdioTransport(child.stdout!, child.stdin!);
+            transport.onClose(() => {
+              if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+            });
+            child.once('exit', (code, sig) => transport.close(`ssh to ${options.target} exited (${sig ?? code})`));
+            child.stdout!.resume();
+            resolve(transport);
+            return;
+          }
+        }
+      };
+      child.stdout!.on('data', onData);
+    });
+  return Object.defineProperties(connector, {
+    remote: { get: () => remote },
+    sshPid: { get: () => (current && current.exitCode === null && current.signalCode === null ? current.pid : undefined) },
+  }) as SshConnector;
+}
+
+/** `Host` aliases of an ssh_config text (no wildcards or negations), in file order. */
+export function sshConfigHosts(text: string): string[] {
+  const out: string[] = [];
+  for (const raw of text.split('\n')) {
+    const m = /^\s*Host\s+(.+?)\s*$/i.exec(raw.replace(/#.*/, ''));
+    if (!m) continue;
+    for (const h of m[1]!.split(/\s+/)) if (h && !/[*?!]/.test(h) && !out.includes(h)) out.push(h);
+  }
+  return out;
+}

@@ -1,0 +1,179 @@
+/**
+ * SSH executors against a real OpenSSH server on 127.0.0.1 (test/helpers/sshd.ts): the bundle is
+ * installed over the ssh connection on first use and reused after; drops (the TCP connection cut
+ * under ssh by a fault proxy, and kill -9 of the ssh client) during a 2000-line stream resume
+ * byte-exact with the same remote process; the failures a user meets are one clear message each.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { ExecServerClient, type ConnectionState } from '../../src/client';
+import { SshConnectError, sshConnector, type SshProgress } from '../../src/client/sshConnector';
+import { FaultProxy } from '../helpers/faultProxy';
+import { isAlive, until } from '../helpers/procs';
+import { copyBundle, NODE_PTY_DIR, startSshd, type Sshd } from '../helpers/sshd';
+import { gather, numberedLines } from './clientHelpers';
+
+let sshd: Sshd;
+/** Every connector's log, printed when a test fails. */
+const logs: string[] = [];
+const work = mkdtempSync(join(tmpdir(), 'eb-ssh-test-'));
+const CLI = copyBundle(join(work, 'v1'));
+
+before(async () => {
+  sshd = await startSshd();
+});
+afterEach((t) => {
+  if (t.passed === false) process.stderr.write(logs.join('\n') + '\n');
+  logs.length = 0;
+});
+after(async () => {
+  await sshd?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+function gatedScript(fifo: string): string[] {
+  return [
+    'bash',
+    '-c',
+    `mkfifo ${fifo}; echo "pid $$"; for ((i=1;i<=1000;i++)); do echo "line $i"; done; read -r _ < ${fifo}; for ((i=1001;i<=2000;i++)); do echo "line $i"; done; echo "pid $$"`,
+  ];
+}
+
+function connector(port: number, extra: { sshOptions?: string[]; cliPath?: string; progress?: (p: SshProgress) => void } = {}) {
+  return sshConnector({
+    target: `root@127.0.0.1:${port}`,
+    sshOptions: extra.sshOptions ?? sshd.clientOptions,
+    cliPath: extra.cliPath ?? CLI,
+    nodePtyDir: NODE_PTY_DIR,
+    progress: extra.progress,
+    log: (line) => logs.push(line),
+  });
+}
+
+describe('ssh executors', () => {
+  test('first connect installs the bundle on the remote; the second reuses it; a new version installs beside it', async () => {
+    const steps: string[] = [];
+    const c1 = connector(sshd.port, { progress: (p) => steps.push(p.step) });
+    const a = await ExecServerClient.connect({ connector: c1, attemptTimeoutMs: 30_000 });
+    assert.deepEqual(steps, ['connecting', 'installing', 'starting', 'ready']);
+    const info = c1.remote!;
+    assert.equal(info.installed, true);
+    assert.match(info.platform, /^Linux /);
+    const dir = join(sshd.home, '.exec-bridge', 'server', info.version);
+    assert.ok(existsSync(join(dir, 'dist', 'cli.js')));
+    assert.deepEqual(readFileSync(join(dir, 'dist', 'cli.js')), readFileSync(CLI));
+    assert.ok(existsSync(join(dir, 'node_modules', 'node-pty', 'build', 'Release', 'pty.node')), 'node-pty for a remote of our platform');
+    assert.equal(readlinkSync(join(sshd.home, '.exec-bridge', 'bin', 'exec-bridge')), join(dir, 'bin', 'exec-bridge'));
+    // A PTY works on the remote with the shipped node-pty.
+    const tty = await a.startProcess({ argv: ['sh', '-c', 'tty; echo ok'], cwd: '/tmp', tty: true });
+    const to = gather(tty);
+    await to.until((text) => text.includes('ok\r\n'), 10_000, 'the pty output');
+    assert.match(to.text(), /^\/dev\/pts\/\d+\r\nok\r\n$/);
+    await tty.completion;
+    a.dispose();
+
+    steps.length = 0;
+    const c2 = connector(sshd.port, { progress: (p) => steps.push(p.step) });
+    const b = await ExecServerClient.connect({ connector: c2 });
+    assert.deepEqual(steps, ['connecting', 'starting', 'ready']);
+    assert.equal(c2.remote!.installed, false);
+    assert.equal(c2.remote!.daemonPid, info.daemonPid, 'the same daemon');
+    b.dispose();
+
+    // Another build of the bundle is another version: installed beside the first.
+    const c3 = connector(sshd.port, { cliPath: copyBundle(join(work, 'v2'), '\n// another build\n') });
+    const c = await ExecServerClient.connect({ connector: c3, attemptTimeoutMs: 30_000 });
+    assert.equal(c3.remote!.installed, true);
+    assert.notEqual(c3.remote!.version, info.version);
+    assert.notEqual(c3.remote!.daemonPid, info.daemonPid, 'a daemon per version');
+    assert.ok(existsSync(join(dir, '.complete')), 'the older version stays');
+    c.dispose();
+  });
+
+  for (const how of ['cut', 'kill'] as const) {
+    test(`${how === 'cut' ? 'the TCP connection cut under ssh' : 'kill -9 of the ssh client'} mid-stream: resumed, byte-exact, same remote process`, async () => {
+      const proxy = await FaultProxy.start(sshd.port);
+      const conn = connector(proxy.port);
+      const client = await ExecServerClient.connect({ connector: conn, keepalive: false, attemptTimeoutMs: 30_000 });
+      const states: ConnectionState['kind'][] = [];
+      client.onDidChangeState((s) => states.push(s.kind));
+      const daemonPid = conn.remote!.daemonPid;
+      const fifo = join(work, `go-${how}`);
+      const h = await client.startProcess({ argv: gatedScript(fifo), cwd: '/tmp' });
+      const out = gather(h);
+      await out.until((s) => s.includes('line 1000\n'));
+      const pid = Number(/^pid (\d+)/.exec(out.text())![1]);
+      const lost = until(() => client.state.kind === 'recovering', 15_000, 'the client to notice');
+      const t0 = Date.now();
+      if (how === 'cut') proxy.cut();
+      else process.kill(conn.sshPid!, 'SIGKILL');
+      await lost;
+      assert.ok(isAlive(pid), 'the remote command keeps running');
+      writeFileSync(fifo, 'go\n');
+      await until(() => client.state.kind === 'connected', 25_000, 'resume');
+      const reconnectMs = Date.now() - t0;
+      const done = await h.completion;
+      assert.equal(done.exitCode, 0);
+      assert.equal(out.text(), `pid ${pid}\n${numberedLines(2000)}pid ${pid}\n`);
+      assert.equal(conn.remote!.daemonPid, daemonPid, 'same daemon');
+      assert.ok(!states.includes('failed') && states[0] === 'recovering' && states.at(-1) === 'connected', states.join(' '));
+      process.stdout.write(`# ${how}: resumed in ${reconnectMs} ms\n`);
+      client.dispose();
+      await proxy.close();
+    });
+  }
+
+  async function failure(c: ReturnType<typeof connector>): Promise<SshConnectError> {
+    const t0 = Date.now();
+    const e = await ExecServerClient.connect({ connector: c, deadlineMs: 0, attemptTimeoutMs: 20_000 }).then(
+      () => assert.fail('connected'),
+      (err: unknown) => err,
+    );
+    assert.ok(Date.now() - t0 < 15_000, 'no hang');
+    const cause = findSshError(e);
+    assert.ok(cause, `an SshConnectError, got ${String(e)}`);
+    return cause;
+  }
+
+  test('errors: no ssh binary, unknown host key, failed auth, no node, old node', async () => {
+    const noSsh = await failure(sshConnector({ target: `root@127.0.0.1:${sshd.port}`, sshPath: join(work, 'no-such-ssh'), cliPath: CLI }));
+    assert.equal(noSsh.kind, 'no-ssh');
+    assert.match(noSsh.message, /install OpenSSH/);
+
+    const emptyKnown = join(work, 'known_empty');
+    writeFileSync(emptyKnown, '');
+    const unknownKey = await failure(
+      connector(sshd.port, { sshOptions: [`IdentityFile=${sshd.clientKey}`, `UserKnownHostsFile=${emptyKnown}`, 'IdentitiesOnly=yes'] }),
+    );
+    assert.equal(unknownKey.kind, 'host-key');
+    assert.match(unknownKey.message, /host key is not known/);
+    assert.equal(readFileSync(emptyKnown, 'utf8'), '', 'nothing was accepted');
+
+    const otherKey = join(work, 'otherkey');
+    await new Promise((r) => spawn('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', otherKey]).once('exit', r));
+    const auth = await failure(
+      connector(sshd.port, {
+        sshOptions: [`IdentityFile=${otherKey}`, 'IdentitiesOnly=yes', 'IdentityAgent=none', ...sshd.clientOptions.slice(2)],
+      }),
+    );
+    assert.equal(auth.kind, 'auth');
+    assert.match(auth.message, /ssh-add|IdentityFile/);
+
+    const noNode = await failure(connector(sshd.noNodePort));
+    assert.equal(noNode.kind, 'no-node');
+    assert.match(noNode.message, /install Node\.js 20 or newer/);
+
+    const oldNode = await failure(connector(sshd.oldNodePort));
+    assert.equal(oldNode.kind, 'old-node');
+    assert.match(oldNode.message, /v18\.19\.0 .* needs 20 or newer/);
+  });
+});
+
+function findSshError(e: unknown): SshConnectError | undefined {
+  for (let x = e, i = 0; x && i < 5; x = (x as { cause?: unknown }).cause, i++) if (x instanceof SshConnectError) return x;
+  return undefined;
+}
