@@ -12,7 +12,7 @@ import { FramePool, frameBytes } from './framePool';
 import { orphanGuard } from './orphanGuard';
 import { OutputWindow } from './outputWindow';
 import type { SandboxPrewarmer } from './prewarm';
-import { planStart, ptyLaunch, spawnPipes, spawnPty } from './processSpawn';
+import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
 import { killTree, treesKilled } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
 
@@ -158,6 +158,7 @@ export class ManagedProcess {
     proc.plan = plan;
     try {
       if (req.tty) {
+        await spawnTurn();
         proc.adoptPty(spawnPty(ptyLaunch(plan, argv0, req.argv[0]!, req.arg0), plan, req.ptySize ?? DEFAULT_PTY));
       } else {
         const started = await spawnPipes(

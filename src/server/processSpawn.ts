@@ -52,6 +52,19 @@ function resolveExecutable(file: string, cwd: string, pathVar: string | undefine
   return found;
 }
 
+let lastTurn: Promise<void> = Promise.resolve();
+
+/**
+ * Resolves when it is this start's turn to spawn: one spawn per turn of the event loop. A burst of
+ * starts otherwise forks back to back in one turn (each fork costs ~1–2 ms, more in a bigger server),
+ * and no child's exit, output or `closed` is handled until the last of them has been spawned.
+ */
+export function spawnTurn(): Promise<void> {
+  const turn = lastTurn.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+  lastTurn = turn;
+  return turn;
+}
+
 /** A start request checked and planned: what to spawn, and argv[0] as resolved on the child's PATH. */
 export interface PlannedStart {
   plan: SpawnPlan;
@@ -191,6 +204,8 @@ export async function spawnPipes(
       : ['ignore', fds[0]!, fds[1]!]
     : [pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'];
   const launch = plan.pipeLaunch ?? { file: plan.file, args: plan.args, files: [] };
+  // Right before the fork: starts that waited together (for FIFOs) still fork one per turn.
+  await spawnTurn();
   const fileFds: number[] = [];
   let child: ChildProcess;
   try {

@@ -38,3 +38,19 @@ test('frames built in a reused buffer are exact, and a buffer is reused only aft
   const big = encodeOutputNotification(long, 9, 'stderr', Buffer.alloc(65536, 1), (n) => pool.take(n));
   assert.equal(JSON.parse(big.toString('utf8')).params.seq, 9);
 });
+
+test('idle buffers beyond the few kept go once the pool was not used for a while; in use, they stay', async () => {
+  const pool = new FramePool(1024, 128, 2, 50);
+  const bufs = Array.from({ length: 10 }, () => pool.take(1)!);
+  for (const b of bufs) pool.give(b);
+  assert.equal(pool.idle, 10);
+  // In use: takes before the first trim check (timers run in deadline order) keep the idle buffers.
+  for (let i = 0; i < 3; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    pool.give(pool.take(1)!);
+  }
+  assert.equal(pool.idle, 10);
+  // Unused for a whole period: only `keepIdle` stay (bounded wait: a few periods).
+  for (let i = 0; i < 40 && pool.idle > 2; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(pool.idle, 2);
+});
