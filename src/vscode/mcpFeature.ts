@@ -11,27 +11,14 @@ import type { FeatureContext } from './context';
 import { rootsFor } from '../mcp/clientFeatures';
 import { registerResultDocuments } from './mcpCommands';
 import { elicitWithQuickInput } from './mcpElicitation';
-import { registerMcpProvider, type McpProviderHandle } from './mcpProvider';
+import type { McpFeature } from './mcpFeatureApi';
+import { registerMcpProvider } from './mcpProvider';
 import { McpConfigSource } from './mcpConfigSource';
 import { McpTreeProvider } from './mcpView';
 
 const INPUT_SECRET_PREFIX = 'execBridge.mcp.input.';
 
-/** What the extension (and the `execBridge.mcp.*` commands, mcpCommands.ts) use of the MCP feature. */
-export interface McpFeature {
-  readonly manager: McpServerManager;
-  readonly tree: McpTreeModel;
-  /** Shows a server's output channel. */
-  showOutput(server: McpServer): void;
-  /** Reads the configuration now and applies it (starting nothing on its own). */
-  reload(): Promise<void>;
-  /** Forgets every stored `${input:…}` answer of the current configuration; returns how many inputs it has. */
-  forgetInputs(): Promise<number>;
-  /** VS Code's MCP list integration, once registered (undefined on a VS Code without the API). */
-  readonly provider: Promise<McpProviderHandle | undefined>;
-  /** Deactivate: drain every server (call before the executors' clients are disposed). */
-  shutdown(): Promise<void>;
-}
+export type { McpFeature } from './mcpFeatureApi';
 
 /**
  * The executor seam for the manager, over the extension's ExecutorManager: `executor` names an

@@ -1,0 +1,180 @@
+// Our MCP servers in VS Code's own MCP list (VS Code 1.101+): the definition we offer is started by
+// VS Code's MCP service, the server runs once on the executor (a descendant of the exec-server, not
+// of VS Code's proxy), its tools reach vscode.lm.tools, and a stop on either side ends both. On a
+// VS Code without the provider API (1.100) the extension says so and offers nothing.
+import * as assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
+import * as vscode from 'vscode';
+import { getApi, waitFor, withSettings } from './helpers';
+
+interface Snapshot {
+  servers: { name: string; state: { kind: string; reason?: string }; tools: string[] }[];
+  vscodeList?: {
+    socket: string;
+    definitions: { name: string; label: string; version: string; args: string[] }[];
+    sessions: Record<string, number>;
+  };
+}
+
+const TAG = `vscode-list-${process.pid}-${Date.now()}`;
+const TINY = join(__dirname, '..', '..', 'integration', 'mcpTinyServer.js');
+const hasApi =
+  typeof (vscode as unknown as { lm?: { registerMcpServerDefinitionProvider?: unknown } }).lm?.registerMcpServerDefinitionProvider ===
+  'function';
+const [major, minor] = vscode.version.split('.').map(Number) as [number, number];
+const apiExpected = major > 1 || minor >= 101;
+
+const snapshot = () => vscode.commands.executeCommand<Snapshot>('execBridge.mcp.snapshot');
+
+async function waitForSnapshot(what: string, check: (s: Snapshot) => boolean, timeoutMs = 30_000): Promise<Snapshot> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await snapshot();
+    if (check(s)) return s;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(s.servers)} ${JSON.stringify(s.vscodeList)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  cmd: string;
+  env: string;
+}
+function processes(): Proc[] {
+  const out: Proc[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (rest[0] === 'Z') continue;
+      out.push({
+        pid: Number(name),
+        ppid: Number(rest[1]),
+        cmd: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' '),
+        env: readFileSync(`/proc/${name}/environ`, 'latin1'),
+      });
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+function ancestors(pid: number, procs: Proc[]): Proc[] {
+  const byPid = new Map(procs.map((p) => [p.pid, p]));
+  const out: Proc[] = [];
+  for (let p = byPid.get(byPid.get(pid)?.ppid ?? 0); p && out.length < 50; p = byPid.get(p.ppid)) out.push(p);
+  return out;
+}
+/** The server itself (the orphan-reaper wrapper shell carries the tag too). */
+const serverProcs = (procs = processes()) => procs.filter((p) => p.env.includes(`MCP_TEST_TAG=${TAG}\0`) && !p.cmd.startsWith('/bin/sh'));
+const proxies = (socket: string, procs = processes()) => procs.filter((p) => p.cmd.includes('mcp-proxy') && p.cmd.includes(socket));
+
+suite("MCP servers in VS Code's own MCP list", () => {
+  let restore: (() => Promise<void>) | undefined;
+
+  suiteSetup(async () => {
+    await getApi();
+    restore = await withSettings({
+      'mcp.servers': { listed: { command: process.execPath, args: [TINY], env: { MCP_TEST_TAG: TAG }, autoStart: false } },
+    });
+    await waitForSnapshot('the server from settings', (s) => s.servers.some((x) => x.name === 'listed'));
+  });
+  suiteTeardown(async () => {
+    await restore?.();
+  });
+
+  if (!apiExpected) {
+    test(`VS Code ${vscode.version} has no provider API: nothing is offered, the tree still has the server`, async () => {
+      assert.equal(hasApi, false);
+      const s = await snapshot();
+      assert.equal(s.vscodeList, undefined);
+      assert.ok(s.servers.some((x) => x.name === 'listed'));
+    });
+    return;
+  }
+
+  const id = 'exec-bridge.exec-bridge/listed · bundled';
+
+  test('the definition is offered; VS Code starting it starts ours once, on the executor; its tools reach vscode.lm.tools', async function () {
+    this.timeout(60_000);
+    assert.ok(hasApi, `VS Code ${vscode.version} should have registerMcpServerDefinitionProvider`);
+    const s0 = await waitForSnapshot('our definition', (s) => s.vscodeList?.definitions.some((d) => d.name === 'listed') === true);
+    const def = s0.vscodeList!.definitions.find((d) => d.name === 'listed')!;
+    assert.equal(def.label, 'listed · bundled');
+    assert.ok(def.args.includes('mcp-proxy'));
+    assert.ok(!JSON.stringify(def).match(/token/i), 'no secret in the definition');
+
+    // VS Code reads a provider's definitions asynchronously after registration: until it has ours,
+    // its start command finds no server with that id. Ask again until it does (bounded).
+    for (let i = 0; i < 100 && (await snapshot()).servers.find((x) => x.name === 'listed')?.state.kind !== 'ready'; i++) {
+      await vscode.commands.executeCommand('workbench.mcp.startServer', id, { autoTrustChanges: true, waitForLiveTools: true });
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await waitForSnapshot(
+      'ready through VS Code',
+      (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'ready' && s.vscodeList?.sessions['listed'] === 1,
+    );
+    const procs = processes();
+    const servers = serverProcs(procs);
+    assert.equal(servers.length, 1, 'exactly one server process');
+    const [proxy] = proxies(s0.vscodeList!.socket, procs);
+    assert.ok(proxy, "VS Code's proxy runs");
+    const chain = ancestors(servers[0]!.pid, procs);
+    assert.ok(
+      chain.some((p) => /cli\.js serve/.test(p.cmd)),
+      `the server descends from the exec-server: ${chain.map((p) => p.cmd.slice(0, 60)).join(' <- ')}`,
+    );
+    assert.ok(!chain.some((p) => p.pid === proxy.pid), 'not from the proxy VS Code spawned');
+
+    // VS Code registers the server's tools as language model tools (chat's tool picker lists them).
+    await waitFor(
+      `our echo tool in vscode.lm.tools (${vscode.lm.tools.map((t) => t.name).join(', ')})`,
+      () => vscode.lm.tools.some((t) => /echo/.test(t.name) && /listed/i.test(t.name)),
+      20_000,
+    );
+  });
+
+  test("stopping it in VS Code's list stops ours; stopping ours ends VS Code's session", async function () {
+    this.timeout(60_000);
+    await vscode.commands.executeCommand('workbench.mcp.startServer', id, { autoTrustChanges: true, waitForLiveTools: true });
+    const s1 = await waitForSnapshot(
+      'ready',
+      (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'ready' && s.vscodeList?.sessions['listed'] === 1,
+    );
+    await vscode.commands.executeCommand('workbench.mcp.stopServer', id);
+    const stopped = await waitForSnapshot(
+      'stopped from VS Code',
+      (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'stopped',
+    );
+    assert.match(stopped.servers.find((x) => x.name === 'listed')!.state.reason ?? '', /VS Code/);
+    await waitFor('no server process', () => serverProcs().length === 0, 10_000);
+
+    await vscode.commands.executeCommand('workbench.mcp.startServer', id, { autoTrustChanges: true, waitForLiveTools: true });
+    await waitForSnapshot(
+      'ready again',
+      (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'ready' && s.vscodeList?.sessions['listed'] === 1,
+    );
+    await vscode.commands.executeCommand('execBridge.mcp.stop', 'listed');
+    await waitForSnapshot("VS Code's session closed", (s) => s.vscodeList?.sessions['listed'] === 0);
+    await waitFor("VS Code's proxy exited", () => proxies(s1.vscodeList!.socket).length === 0, 10_000);
+  });
+
+  test("50 start/stop cycles through VS Code's side leave nothing running", async function () {
+    this.timeout(180_000);
+    const socket = (await snapshot()).vscodeList!.socket;
+    for (let i = 0; i < 50; i++) {
+      await vscode.commands.executeCommand('workbench.mcp.startServer', id, { autoTrustChanges: true, waitForLiveTools: true });
+      await waitForSnapshot(`ready (cycle ${i})`, (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'ready');
+      await vscode.commands.executeCommand('workbench.mcp.stopServer', id);
+      await waitForSnapshot(`stopped (cycle ${i})`, (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'stopped');
+    }
+    await waitFor('nothing left', () => serverProcs().length === 0 && proxies(socket).length === 0, 10_000);
+    assert.equal((await snapshot()).vscodeList?.sessions['listed'], 0);
+  });
+});
