@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ExecServerClient, isExecClientError, redact, type ConnectionState, type ProcessHandle } from '../client';
+import { ExecServerClient, isExecClientError, redact, type ConnectionState, type Connector, type ProcessHandle } from '../client';
+import { parseSshTarget, sshConnector } from '../client/sshConnector';
 import { executorPath } from '../client/executorPaths';
 import { SandboxPolicyName, sandboxForPolicy } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
@@ -11,7 +12,8 @@ import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/priv
 import { shellLine } from '../util/shellQuote';
 import { readTokenFile } from './tokenFile';
 
-export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--token-file FILE] [--tty] [--cwd DIR]
+export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled | --ssh [USER@]HOST[:PORT] [--ssh-option OPT]...]
+                      [--token-file FILE] [--tty] [--cwd DIR]
                       [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
                       [--sandbox-network-allow HOST[:PORT],...] [--sandbox-network-deny HOST[:PORT],...]
                       [--no-stdin] [--deadline-ms N] [--verbose] -- COMMAND [ARG]...
@@ -22,6 +24,10 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--toke
 
   --url          exec-server to use (ws:// or wss://); e.g. ours or \`codex exec-server\`.
   --bundled      start our own exec-server (loopback, random token) for this run (default without --url).
+  --ssh          run on HOST over the system ssh (keys or agent; no prompts): installs this exec-server
+                 under ~/.exec-bridge on HOST if that version is missing (HOST needs Node.js 20+),
+                 then relays to HOST's per-user daemon; a drop resumes through a new ssh.
+  --ssh-option   passed to ssh as -o OPT (repeatable), e.g. --ssh-option ProxyJump=bastion.
   --token-file   bearer token for --url (file content, trimmed; EXEC_BRIDGE_TOKEN works too).
   --tty          run in a pseudo-terminal (our terminal goes raw; the remote line discipline handles keys).
   --cwd          working directory on the executor (default: ours with --bundled, the executor's with --url).
@@ -41,6 +47,8 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled] [--toke
 
 interface RunArgs {
   url?: string;
+  ssh?: string;
+  sshOptions: string[];
   bundled: boolean;
   tokenFile?: string;
   tty: boolean;
@@ -68,6 +76,7 @@ export function parseRunArgs(args: string[]): RunArgs {
     sandboxNetwork: false,
     networkAllow: [],
     networkDeny: [],
+    sshOptions: [],
     argv: [],
   };
   for (let i = 0; i < args.length; i++) {
@@ -93,6 +102,12 @@ export function parseRunArgs(args: string[]): RunArgs {
         break;
       case '--bundled':
         out.bundled = true;
+        break;
+      case '--ssh':
+        out.ssh = value();
+        break;
+      case '--ssh-option':
+        out.sshOptions.push(value());
         break;
       case '--token-file':
         out.tokenFile = value();
@@ -142,8 +157,17 @@ export function parseRunArgs(args: string[]): RunArgs {
         throw new UsageError(`unknown option ${a}`);
     }
   }
-  if (out.url !== undefined && out.bundled) throw new UsageError('use either --url or --bundled');
-  if (out.url === undefined) out.bundled = true;
+  if ([out.url !== undefined, out.bundled, out.ssh !== undefined].filter(Boolean).length > 1)
+    throw new UsageError('use one of --url, --bundled and --ssh');
+  if (out.sshOptions.length > 0 && out.ssh === undefined) throw new UsageError('--ssh-option needs --ssh');
+  if (out.ssh !== undefined) {
+    try {
+      parseSshTarget(out.ssh);
+    } catch (e) {
+      throw new UsageError(errorMessage(e));
+    }
+  }
+  if (out.url === undefined && out.ssh === undefined) out.bundled = true;
   if (out.argv.length === 0) throw new UsageError('no command given');
   if (out.sandboxNetwork && !out.sandbox) throw new UsageError('--sandbox-network needs --sandbox');
   const managed = out.networkAllow.length > 0 || out.networkDeny.length > 0;
@@ -177,7 +201,19 @@ export async function runCommand(argv: string[]): Promise<number> {
   try {
     let url: string;
     let token: string | undefined;
-    if (args.bundled) {
+    let connector: Connector | undefined;
+    if (args.ssh !== undefined) {
+      url = `ssh://${args.ssh}`;
+      connector = sshConnector({
+        target: args.ssh,
+        sshOptions: args.sshOptions,
+        cliPath: process.argv[1]!,
+        log: debug,
+        progress: (p) => {
+          if (p.step === 'installing') say(`installing exec-server ${p.version} on ${args.ssh} (${(p.bytes / 1e6).toFixed(1)} MB)…`);
+        },
+      });
+    } else if (args.bundled) {
       bundled = await startBundledServer();
       cleanup.add(() => bundled?.stop());
       url = bundled.url;
@@ -189,6 +225,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     }
     client = await ExecServerClient.connect({
       endpoint: { kind: 'websocket', url, token },
+      // A first ssh connect may upload the bundle: more than the default 5 s per attempt.
+      ...(connector ? { connector, attemptTimeoutMs: 60_000 } : {}),
       clientName: 'exec-bridge-run',
       deadlineMs: args.deadlineMs,
       log: args.verbose ? (line) => say(line) : undefined,

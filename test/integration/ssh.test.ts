@@ -127,6 +127,54 @@ describe('ssh executors', () => {
     });
   }
 
+  test('exec-bridge run --ssh: output, exit code, and a cut mid-stream prints the resume lines', async () => {
+    const proxy = await FaultProxy.start(sshd.port);
+    const fifo = join(work, 'go-cli');
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'run',
+        '--ssh',
+        `root@127.0.0.1:${proxy.port}`,
+        ...sshd.clientOptions.flatMap((o) => ['--ssh-option', o]),
+        '--no-stdin',
+        '--',
+        ...gatedScript(fifo),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    await until(() => out.includes('line 1000\n'), 30_000, 'line 1000 from run --ssh');
+    proxy.cut();
+    await until(() => err.includes('resuming'), 15_000, `a "connection lost" line; stderr: ${err}`);
+    writeFileSync(fifo, 'go\n');
+    assert.equal(await exit, 0, err);
+    const pid = /^pid (\d+)/.exec(out)?.[1];
+    assert.equal(out, `pid ${pid}\n${numberedLines(2000)}pid ${pid}\n`);
+    // (The command may end during the catch-up, before a "resumed after" line.)
+    assert.match(err, /connection lost \(.*\); resuming…\n/);
+    await proxy.close();
+
+    const code = spawn(process.execPath, [
+      CLI,
+      'run',
+      '--ssh',
+      `root@127.0.0.1:${sshd.port}`,
+      ...sshd.clientOptions.flatMap((o) => ['--ssh-option', o]),
+      '--no-stdin',
+      '--',
+      'sh',
+      '-c',
+      'exit 7',
+    ]);
+    assert.equal(await new Promise((r) => code.once('exit', r)), 7);
+  });
+
   async function failure(c: ReturnType<typeof connector>): Promise<SshConnectError> {
     const t0 = Date.now();
     const e = await ExecServerClient.connect({ connector: c, deadlineMs: 0, attemptTimeoutMs: 20_000 }).then(
