@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { ExecServerClient, stdioConnector } from '../../src/client';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { makePrivateSubdir, privateDir, privateDirCandidates, TOKEN_DIR_PREFIX } from '../../src/util/privateDir';
 import { isAlive, until } from '../helpers/procs';
@@ -227,3 +228,78 @@ describe('children die with the server', { skip: process.platform !== 'linux' &&
     await until(() => !isAlive(pid), 10_000, 'the nohup child to die');
   });
 });
+
+describe('the executor daemon is out of a sandbox’s reach', { skip: process.platform !== 'linux' && 'bubblewrap is Linux-only' }, () => {
+  const root = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : '/tmp', 'exec-bridge-daemon-escape-')));
+  const run = join(root, 'run');
+  const work = join(root, 'ws');
+
+  after(() => {
+    for (const name of existsSync(run) ? readdirSync(run) : []) {
+      try {
+        process.kill((JSON.parse(readFileSync(join(run, name, 'state.json'), 'utf8')) as { pid: number }).pid, 'SIGKILL');
+      } catch {
+        // not a daemon dir, or not running
+      }
+    }
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  test('network on or off, a sandboxed command cannot read the token, list the directory or open the socket', async () => {
+    mkdirSync(work, { recursive: true });
+    const connector = stdioConnector(process.execPath, [CLI_JS, 'connect'], { env: { ...process.env, EXEC_BRIDGE_RUNTIME_DIR: run } });
+    const client = await ExecServerClient.connect({ connector, keepalive: false });
+    try {
+      const [dirName] = readdirSync(run).filter((n) => n.startsWith('daemon-'));
+      assert.ok(dirName, 'the daemon dir');
+      const dir = join(run, dirName);
+      const { pid } = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { pid: number };
+      assert.equal(listensOnTcp(pid), false, 'the daemon has no TCP listener');
+      const script = [
+        `cat ${dir}/token 2>/dev/null; echo cat=$?`,
+        `ls ${run} >/dev/null 2>&1; echo ls=$?`,
+        `node -e 'require("net").connect(process.argv[1]).on("connect",()=>{console.log("sock=open");process.exit(0)}).on("error",e=>{console.log("sock="+e.code);process.exit(0)})' ${dir}/sock`,
+        `cat /proc/${pid}/environ >/dev/null 2>&1; echo proc=$?`,
+      ].join('; ');
+      for (const network of [false, true]) {
+        const h = await client.startProcess({
+          argv: ['sh', '-c', script],
+          cwd: work,
+          sandbox: sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(work) }),
+        });
+        const chunks: Buffer[] = [];
+        h.onEvent((e) => {
+          if (e.type === 'output') chunks.push(e.data);
+        });
+        await h.completion;
+        await until(() => Buffer.concat(chunks).toString().includes('proc='), 5_000, 'the script output');
+        const out = Buffer.concat(chunks).toString();
+        assert.match(out, /^cat=1\nls=[12]\nsock=E[A-Z]+\nproc=1\n$/, `network ${network}: ${out}`);
+        assert.doesNotMatch(out, /sock=open/);
+      }
+    } finally {
+      client.dispose();
+    }
+  });
+});
+
+/** Whether `pid` holds a listening TCP socket (IPv4 or IPv6), from /proc. */
+function listensOnTcp(pid: number): boolean {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f[3] === '0A' && inodes.has(f[9]!)) return true;
+    }
+  }
+  return false;
+}
