@@ -18,7 +18,7 @@ export type ApprovalMode = 'ask' | 'askBeforeRun' | 'autoApprove' | 'never';
 export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask', 'askBeforeRun', 'autoApprove', 'never'];
 
 /** The user's answer to the prompt; `undefined` = dismissed (treated as deny). */
-export type ApprovalAnswer = 'once' | 'always' | 'deny';
+export type ApprovalAnswer = 'once' | 'always' | 'deny' | 'allowHost';
 
 /** The answer to the before-run prompt: also `sandboxed` (run it in the sandbox this time). */
 export type BeforeRunAnswer = ApprovalAnswer | 'sandboxed';
@@ -48,6 +48,8 @@ export interface DeniedRun {
   sandboxLabel: string;
   exitCode?: number;
   unavailable?: string;
+  /** Managed network: the host the proxy refused (offered as "Allow HOST for this workspace"). */
+  deniedHost?: string;
 }
 
 /**
@@ -69,7 +71,10 @@ export interface ApprovalOutcome {
   /** One line for the terminal and the log. */
   note: string;
   /** What decided it. */
-  reason: 'autoApprove' | 'alwaysAllowed' | 'approvedOnce' | 'approvedAlways' | 'denied' | 'dismissed' | 'never' | 'cancelled';
+  reason:
+    'autoApprove' | 'alwaysAllowed' | 'approvedOnce' | 'approvedAlways' | 'denied' | 'dismissed' | 'never' | 'cancelled' | 'allowedHost';
+  /** "Allow HOST for this workspace": the host was added to the allow-list; re-run in the sandbox with it. */
+  allowedHost?: string;
 }
 
 /** Workspace-scoped storage for "Always Allow" (VS Code: `workspaceState`). */
@@ -95,6 +100,8 @@ export interface ApprovalPolicyDeps {
   store: AlwaysAllowStore;
   /** Shows the prompt; resolves with the answer or `undefined` when dismissed. */
   ask(run: DeniedRun, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
+  /** Adds a host to this workspace's managed-network allow-list ("Allow HOST for this workspace"). */
+  allowHost?(host: string): Promise<void>;
   /** The `askBeforeRun` prompt (nothing has run yet); without it that mode runs sandboxed as `ask` does. */
   askBeforeRun?(run: PlannedRun, signal: AbortSignal): Promise<BeforeRunAnswer | undefined>;
 }
@@ -154,6 +161,7 @@ export class ApprovalPolicy {
         return { decision: 'unsandboxed', reason: 'approvedAlways', note: 'approved: Always Allow This Command' };
       case 'deny':
         return { decision: 'cancel', reason: 'denied', note: 'not run: denied' };
+      case 'allowHost': // only offered after a denial
       case undefined:
         return { decision: 'cancel', reason: 'dismissed', note: 'not run: the prompt was dismissed' };
     }
@@ -184,6 +192,13 @@ export class ApprovalPolicy {
       case 'always':
         await this.remember(run);
         return { approved: true, reason: 'approvedAlways', note: 'approved: Always Allow This Command' };
+      case 'allowHost': {
+        const host = run.deniedHost;
+        if (host === undefined || !this.deps.allowHost)
+          return { approved: false, reason: 'dismissed', note: `${not}: the prompt was dismissed` };
+        await this.deps.allowHost(host);
+        return { approved: false, reason: 'allowedHost', allowedHost: host, note: `allowed ${host} for this workspace` };
+      }
       case 'deny':
         return { approved: false, reason: 'denied', note: `${not}: denied` };
       case undefined:
@@ -198,11 +213,13 @@ export interface RetryableStart {
   cwd: string;
   env?: Record<string, string>;
   sandbox?: unknown;
+  /** The managed network's lists go with the sandbox (they need one). */
+  managedNetwork?: unknown;
 }
 
 /** The approved retry: the same argv, cwd and env, no sandbox, marked as an unsandboxed retry. */
-export function unsandboxedRetry<T extends RetryableStart>(start: T): Omit<T, 'sandbox'> & { unsandboxedRetry: true } {
-  const { sandbox: _dropped, ...rest } = start;
+export function unsandboxedRetry<T extends RetryableStart>(start: T): Omit<T, 'sandbox' | 'managedNetwork'> & { unsandboxedRetry: true } {
+  const { sandbox: _dropped, managedNetwork: _net, ...rest } = start;
   return { ...rest, unsandboxedRetry: true };
 }
 

@@ -1,23 +1,56 @@
 import { pathToFileURL } from 'node:url';
 import { sandboxForPolicy, SandboxPolicyName, type SandboxContextInput } from '../protocol/sandbox';
 
-/** The user's sandbox choice (`execBridge.sandbox` + `execBridge.sandboxNetwork`). */
+/** The user's sandbox choice (`execBridge.sandbox` + `execBridge.sandboxNetwork` + `execBridge.sandboxNetworkAllow`). */
 export interface SandboxSettings {
   policy: SandboxPolicyName;
   network: boolean;
+  /** With the network off: the managed network's allow-list (host, *.host, IP; optional :port). */
+  networkAllow?: string[];
 }
 
 export const DEFAULT_SANDBOX: SandboxSettings = { policy: 'workspace-write', network: false };
 
 /** Reads raw setting values; anything unknown falls back to the safe default. */
-export function readSandboxSettings(policy: unknown, network: unknown): SandboxSettings {
+export function readSandboxSettings(policy: unknown, network: unknown, networkAllow?: unknown): SandboxSettings {
   const parsed = SandboxPolicyName.safeParse(policy);
-  return { policy: parsed.success ? parsed.data : DEFAULT_SANDBOX.policy, network: network === true };
+  const allow = Array.isArray(networkAllow)
+    ? [...new Set(networkAllow.filter((h): h is string => typeof h === 'string').map((h) => h.trim()))].filter((h) => h !== '')
+    : [];
+  return {
+    policy: parsed.success ? parsed.data : DEFAULT_SANDBOX.policy,
+    network: network === true,
+    ...(allow.length > 0 ? { networkAllow: allow } : {}),
+  };
 }
 
 /** E.g. `workspace-write, network off` — shown in terminals and approval popups. */
 export function sandboxLabel(s: SandboxSettings): string {
+  const allow = managedNetworkFor(s);
+  if (allow) return `${s.policy}, network only ${allow.allow.join(', ')}`;
   return `${s.policy}, network ${s.network ? 'on' : 'off'}`;
+}
+
+/**
+ * The managed network's lists for `process/start` (`managedNetwork`), or undefined: only with the
+ * network off and a non-empty allow-list (the network on already reaches everything).
+ */
+export function managedNetworkFor(s: SandboxSettings): { allow: string[] } | undefined {
+  return !s.network && s.networkAllow && s.networkAllow.length > 0 ? { allow: [...s.networkAllow] } : undefined;
+}
+
+/** `{managedNetwork}` for a RunSpec when the settings ask for one, else nothing. */
+export function withManagedNetwork(s: SandboxSettings): { managedNetwork?: { allow: string[] } } {
+  const m = managedNetworkFor(s);
+  return m ? { managedNetwork: m } : {};
+}
+
+/** The host part of a `host:port` the proxy refused (`[::1]:443` → `::1`): what "Allow host" adds. */
+export function hostOfTarget(target: string): string {
+  const v6 = /^\[([^\]]+)\](?::\d+)?$/.exec(target);
+  if (v6) return v6[1]!;
+  const i = target.lastIndexOf(':');
+  return i > 0 ? target.slice(0, i) : target;
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   type PlannedRun,
 } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
+import { hostOfTarget } from './sandboxSettings';
 import { terminalName } from './terminalNames';
 import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
 
@@ -36,6 +37,8 @@ export interface RunSpec {
   sandbox?: StartProcessOptions['sandbox'];
   /** Human description of the sandbox policy, e.g. `workspace-write, network off`. */
   sandboxLabel: string;
+  /** With `sandbox`: the managed network's lists (only these destinations, through the executor's proxy). */
+  managedNetwork?: { allow: string[] };
 }
 
 export interface TerminalRunDeps {
@@ -151,6 +154,7 @@ export class TerminalRun {
       pipeStdin: !spec.tty && spec.pipeStdin,
       ...(spec.tty && dims ? { ptySize: dims } : {}),
       ...(spec.sandbox !== undefined ? { sandbox: spec.sandbox } : {}),
+      ...(spec.sandbox !== undefined && spec.managedNetwork ? { managedNetwork: spec.managedNetwork } : {}),
     };
     if (spec.kind === 'command' && spec.sandbox !== undefined && this.deps.beforeRun) {
       const planned = {
@@ -181,7 +185,8 @@ export class TerminalRun {
       } else if (before.note) this.model.notice(before.note);
       if (asked) this.update({ status: 'starting' });
     }
-    for (let attempt = 0; attempt < 2; attempt++) {
+    // Each "Allow HOST for this workspace" re-runs in the sandbox once more (bounded); an unsandboxed retry ends it.
+    for (let attempt = 0, hostRetries = 0; attempt < 2; attempt++) {
       if (this.closed.signal.aborted) return;
       const sandboxed = options.sandbox !== undefined;
       let handle: ProcessHandle;
@@ -194,7 +199,7 @@ export class TerminalRun {
         if (unavailable !== undefined && !this.closed.signal.aborted) {
           this.model.warning(`The executor cannot run this command in the sandbox (${spec.sandboxLabel}): ${unavailable}`);
           this.update({ status: 'awaitingApproval' });
-          if (await this.retryUnsandboxed({ unavailable })) {
+          if ((await this.retryUnsandboxed({ unavailable })) === true) {
             options = unsandboxedRetry(options);
             continue;
           }
@@ -236,12 +241,21 @@ export class TerminalRun {
           `The sandbox (${spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}); what it did before that is done.`,
         );
         this.update({ status: 'awaitingApproval', exitCode: completion.exitCode, sandboxDenied: true });
-        const retry = await this.retryUnsandboxed({ exitCode: completion.exitCode });
+        const deniedHost = completion.sandboxDeniedTarget ? hostOfTarget(completion.sandboxDeniedTarget) : undefined;
+        const retry = await this.retryUnsandboxed({ exitCode: completion.exitCode, ...(deniedHost ? { deniedHost } : {}) });
         if (this.closed.signal.aborted) {
           this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: true });
           return;
         }
-        if (retry) {
+        if (typeof retry === 'string' && options.managedNetwork && hostRetries < 5) {
+          // Allowed for this workspace: the same start, in the sandbox, with the host on the list.
+          hostRetries++;
+          options = { ...options, managedNetwork: { allow: [...new Set([...options.managedNetwork.allow, retry])] } };
+          this.model.notice(`↻ re-running in the sandbox with ${retry} allowed`);
+          attempt--;
+          continue;
+        }
+        if (retry === true) {
           options = unsandboxedRetry(options);
           continue;
         }
@@ -256,7 +270,7 @@ export class TerminalRun {
    * Asks the approval policy whether to run the command again (or at all) without the sandbox and
    * says the answer in the terminal. True: go on unsandboxed (the terminal's name says so).
    */
-  private async retryUnsandboxed(blocked: Pick<DeniedRun, 'exitCode' | 'unavailable'>): Promise<boolean> {
+  private async retryUnsandboxed(blocked: Pick<DeniedRun, 'exitCode' | 'unavailable' | 'deniedHost'>): Promise<boolean | string> {
     const { spec } = this;
     const outcome = await this.deps.approve(
       {
@@ -272,7 +286,7 @@ export class TerminalRun {
     if (this.closed.signal.aborted) return false;
     if (!outcome.approved) {
       this.model.notice(outcome.note);
-      return false;
+      return outcome.allowedHost ?? false;
     }
     this.model.warning(`↻ ${outcome.note} — ${blocked.unavailable !== undefined ? 'running' : 're-running'} WITHOUT the sandbox`);
     this.setUnsandboxed();

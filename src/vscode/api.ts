@@ -6,7 +6,10 @@ import type { Phase } from '../core/terminalStreamModel';
 export const APPROVAL_CHOICES = ['Run Without Sandbox', 'Always Allow This Command', 'Deny'] as const;
 /** The buttons of the `askBeforeRun` notification (nothing has run yet), in the order shown. */
 export const BEFORE_RUN_CHOICES = ['Run in Sandbox', 'Run Without Sandbox', 'Always Allow This Command', 'Deny'] as const;
-export type ApprovalChoice = (typeof BEFORE_RUN_CHOICES)[number];
+/** After a managed-network denial, shown first: `Allow api.example.com for this workspace`. */
+export type AllowHostChoice = `Allow ${string} for this workspace`;
+export const allowHostChoice = (host: string): AllowHostChoice => `Allow ${host} for this workspace`;
+export type ApprovalChoice = (typeof BEFORE_RUN_CHOICES)[number] | AllowHostChoice;
 
 /** A sandbox question waiting for the user's answer (the notification is on screen). */
 export interface PendingApproval {
@@ -17,6 +20,10 @@ export interface PendingApproval {
   readonly executor: string;
   readonly commandLine: string;
   readonly sandboxLabel: string;
+  /** Managed network: the host the proxy refused (the notification offers "Allow HOST for this workspace"). */
+  readonly deniedHost?: string;
+  /** The buttons shown, in order. */
+  readonly choices: readonly ApprovalChoice[];
   /** Answers as if the button was clicked (for automation; the notification stays until dismissed). */
   respond(choice: ApprovalChoice): void;
 }

@@ -10,11 +10,11 @@ import {
   type PlannedRun,
 } from '../core/approvalPolicy';
 import { Emitter, type Event } from '../util/emitter';
-import { APPROVAL_CHOICES, BEFORE_RUN_CHOICES, type ApprovalChoice, type PendingApproval } from './api';
+import { allowHostChoice, APPROVAL_CHOICES, BEFORE_RUN_CHOICES, type ApprovalChoice, type PendingApproval } from './api';
 
 const ALWAYS_ALLOW_KEY = 'execBridge.alwaysAllowedCommands';
 
-const ANSWERS: Record<ApprovalChoice, BeforeRunAnswer> = {
+const ANSWERS: Record<string, BeforeRunAnswer> = {
   'Run in Sandbox': 'sandboxed',
   'Run Without Sandbox': 'once',
   'Always Allow This Command': 'always',
@@ -47,7 +47,18 @@ export class ApprovalService {
           await workspaceState.update(ALWAYS_ALLOW_KEY, keys);
         },
       },
-      ask: (run, signal) => this.ask(run.unavailable !== undefined ? 'unavailable' : 'denied', run, signal, APPROVAL_CHOICES),
+      ask: (run, signal) =>
+        this.ask(run.unavailable !== undefined ? 'unavailable' : 'denied', run, signal, [
+          ...(run.deniedHost !== undefined ? [allowHostChoice(run.deniedHost)] : []),
+          ...APPROVAL_CHOICES,
+        ]),
+      // "Allow HOST for this workspace": the workspace's own value of the setting, listed (and removable) in Settings.
+      allowHost: async (host) => {
+        const c = vscode.workspace.getConfiguration('execBridge');
+        const current = c.inspect<string[]>('sandboxNetworkAllow')?.workspaceValue ?? [];
+        if (!current.includes(host)) await c.update('sandboxNetworkAllow', [...current, host], vscode.ConfigurationTarget.Workspace);
+        this.log.info(`managed network: allowed ${host} for this workspace (execBridge.sandboxNetworkAllow)`);
+      },
       askBeforeRun: (run, signal) => this.ask('beforeRun', run, signal, BEFORE_RUN_CHOICES),
     });
   }
@@ -92,7 +103,9 @@ export class ApprovalService {
         if (settled) return;
         settled = true;
         signal.removeEventListener('abort', onAbort);
-        resolve(choice === undefined || !choices.includes(choice) ? undefined : (ANSWERS[choice] as A));
+        const answer =
+          choice === undefined || !choices.includes(choice) ? undefined : choice.startsWith('Allow ') ? 'allowHost' : ANSWERS[choice];
+        resolve(answer as A | undefined);
       };
       const onAbort = () => settle(undefined);
       signal.addEventListener('abort', onAbort, { once: true });
@@ -107,6 +120,8 @@ export class ApprovalService {
         executor: run.executor,
         commandLine: run.commandLine,
         sandboxLabel: run.sandboxLabel,
+        ...(run.deniedHost !== undefined ? { deniedHost: run.deniedHost } : {}),
+        choices,
         respond: (choice) => settle(choice),
       });
     });
@@ -124,7 +139,7 @@ export function approvalMessage(kind: PendingApproval['kind'], run: PlannedRun &
       return `Exec Bridge: ${run.executor} cannot run "${run.commandLine}" in the sandbox (${run.sandboxLabel}): ${run.unavailable} It has not run. Run it without the sandbox?`;
     case 'denied':
       return (
-        `Exec Bridge: the sandbox (${run.sandboxLabel}) blocked "${run.commandLine}" on ${run.executor} (exit code ${run.exitCode}). ` +
+        `Exec Bridge: the sandbox (${run.sandboxLabel}) blocked ${run.deniedHost !== undefined ? `${run.deniedHost} for ` : ''}"${run.commandLine}" on ${run.executor} (exit code ${run.exitCode}). ` +
         'It already ran once in the sandbox: what it did before it was blocked, where the sandbox lets it write, is done, and running it again repeats that. ' +
         'Run it again without the sandbox?'
       );

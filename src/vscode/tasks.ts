@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { inheritAllEnv } from '../client/envPolicy';
 import { outputRewriter, type StreamReplacer } from '../core/pathMapping';
-import { readSandboxSettings, sandboxLabel, sandboxRequest, type SandboxSettings } from '../core/sandboxSettings';
+import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork, type SandboxSettings } from '../core/sandboxSettings';
 import { EXEC_TASK_TYPE, parseTaskDefinition, resolveTask } from '../core/taskDefinition';
 import { TerminalRun, type RunSpec } from '../core/terminalRun';
 import { errorMessage } from '../util/errorMessage';
@@ -114,6 +114,7 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
       pipeStdin: true,
       sandbox: t.sandbox === 'none' ? undefined : sandboxRequest(settings, t.cwd, roots),
       sandboxLabel: t.sandbox === 'none' ? 'none' : sandboxLabel(settings),
+      ...(t.sandbox === 'none' ? {} : withManagedNetwork(settings)),
     };
     const rewriter: StreamReplacer | undefined = t.mapping ? outputRewriter(t.mapping) : undefined;
     const run = new TerminalRun(spec, {
@@ -140,8 +141,8 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
 
   private sandboxSettings(override: string | undefined): SandboxSettings {
     const c = vscode.workspace.getConfiguration('execBridge');
-    const base = readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'));
-    return override && override !== 'none' ? readSandboxSettings(override, base.network) : base;
+    const base = readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'), c.get('sandboxNetworkAllow'));
+    return override && override !== 'none' ? readSandboxSettings(override, base.network, base.networkAllow) : base;
   }
 
   handleInput(data: string): void {

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { inheritAllEnv } from '../client/envPolicy';
 import type { ExecutorConnection } from '../core/executorConnection';
-import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
+import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
 import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
 import { terminalName } from '../core/terminalNames';
 import { TerminalRun, type RunSpec } from '../core/terminalRun';
@@ -193,6 +193,7 @@ export class TerminalFeature {
       pipeStdin: true,
       sandbox: sandboxRequest(settings, cwd, this.workspaceRoots(conn)),
       sandboxLabel: sandboxLabel(settings),
+      ...withManagedNetwork(settings),
     };
     return this.createTerminal(conn, spec, terminalName(spec));
   }
@@ -222,6 +223,7 @@ export class TerminalFeature {
       pipeStdin: false,
       sandbox: sandboxRequest(settings, cwd, this.workspaceRoots(conn)),
       sandboxLabel: sandboxLabel(settings),
+      ...withManagedNetwork(settings),
     };
     const pty = new RunPseudoterminal(this.newRun(conn, spec));
     this.unadopted.add(pty);
@@ -264,7 +266,7 @@ export class TerminalFeature {
 
   private sandboxSettings() {
     const c = vscode.workspace.getConfiguration('execBridge');
-    return readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'));
+    return readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'), c.get('sandboxNetworkAllow'));
   }
 
   /** The workspace folders are writable roots only where they exist: on the bundled (local) executor. */

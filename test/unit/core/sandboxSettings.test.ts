@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseListenUrl } from '../../../src/core/bundledServer';
-import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../../../src/core/sandboxSettings';
+import { hostOfTarget, managedNetworkFor, readSandboxSettings, sandboxLabel, sandboxRequest } from '../../../src/core/sandboxSettings';
 import { SandboxContext } from '../../../src/protocol/sandbox';
 
 test('settings fall back to workspace-write with the network off', () => {
@@ -40,4 +40,16 @@ test('"/" is never a writable root: workspace-write there falls back to read-onl
   assert.deepEqual(atRoot.permissions, readOnly.permissions);
   const mixed = SandboxContext.parse(sandboxRequest({ policy: 'workspace-write', network: false }, '/w', ['/', '/w']));
   assert.deepEqual(mixed.workspaceRoots, ['file:///w']);
+});
+
+test('the managed network: an allow-list applies only with the network off; labels and denied hosts', () => {
+  const s = readSandboxSettings('workspace-write', false, [' registry.npmjs.org ', 'registry.npmjs.org', 7, '', '*.github.com:443']);
+  assert.deepEqual(s.networkAllow, ['registry.npmjs.org', '*.github.com:443']);
+  assert.deepEqual(managedNetworkFor(s), { allow: ['registry.npmjs.org', '*.github.com:443'] });
+  assert.equal(sandboxLabel(s), 'workspace-write, network only registry.npmjs.org, *.github.com:443');
+  assert.equal(managedNetworkFor(readSandboxSettings('workspace-write', true, ['x.test'])), undefined, 'the network on reaches everything');
+  assert.equal(managedNetworkFor(readSandboxSettings('workspace-write', false, [])), undefined);
+  assert.deepEqual(readSandboxSettings('read-only', false, 'not-a-list'), { policy: 'read-only', network: false });
+  assert.equal(hostOfTarget('api.example.com:443'), 'api.example.com');
+  assert.equal(hostOfTarget('[::1]:8080'), '::1');
 });
