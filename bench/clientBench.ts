@@ -1,7 +1,9 @@
 /**
- * Our ExecServerClient's own figures (issue 3), run as a child process of bench/client.mjs so its
- * CPU and peak RSS are its own:
- *   stream <url>    256 MiB of stdout through the client: wall, client CPU (user+sys), peak RSS.
+ * Our ExecServerClient's own figures (issues 3 and 16), run as a child process of bench/client.mjs
+ * and bench/run.mjs so its CPU and peak RSS are its own:
+ *   stream <url> [base64]   256 MiB of stdout through the client: wall, client CPU (user+sys), peak
+ *                           RSS; binary output frames unless `base64` (a server without them ignores the ask).
+ *   readfile <url> <path>   `readFile` of a whole file: wall, client CPU, byte count.
  *   recovery <url>  a ticking process behind a fault proxy: time from a cut (server reachable at
  *                   once) and from the end of a 500 ms black-hole until output flows again.
  * Prints one JSON line.
@@ -11,8 +13,8 @@ import { FaultProxy } from '../test/helpers/faultProxy';
 
 const STREAM_BYTES = 256 * 1024 * 1024;
 
-async function stream(url: string): Promise<object> {
-  const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url }, clientName: 'bench' });
+async function stream(url: string, base64: boolean): Promise<object> {
+  const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url }, clientName: 'bench', binaryOutput: !base64 });
   const t0 = process.hrtime.bigint();
   const cpu0 = process.cpuUsage();
   const proc = await client.startProcess({ argv: ['head', '-c', String(STREAM_BYTES), '/dev/zero'], cwd: '/tmp', tty: false });
@@ -93,8 +95,19 @@ async function recovery(url: string): Promise<object> {
   };
 }
 
-const [mode, url] = process.argv.slice(2);
-(mode === 'stream' ? stream(url!) : recovery(url!)).then(
+async function readFile(url: string, path: string): Promise<object> {
+  const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url }, clientName: 'bench' });
+  const t0 = process.hrtime.bigint();
+  const cpu0 = process.cpuUsage();
+  const data = await client.readFile(path);
+  const wallS = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  client.dispose();
+  return { wallS, bytes: data.length, cpuS: (cpu.user + cpu.system) / 1e6, maxRssMiB: process.resourceUsage().maxRSS / 1024 };
+}
+
+const [mode, url, extra] = process.argv.slice(2);
+(mode === 'stream' ? stream(url!, extra === 'base64') : mode === 'readfile' ? readFile(url!, extra!) : recovery(url!)).then(
   (r) => {
     process.stdout.write(JSON.stringify(r) + '\n');
     process.exit(0);

@@ -7,7 +7,7 @@
 //   node bench/run.mjs --write         …and replace the generated part of bench/RESULTS.md
 //   node bench/run.mjs --quick         fewer iterations (a smoke run, not for RESULTS.md)
 //   node bench/run.mjs --only ours     one side (ours|codex|spawn), e.g. with --profile
-//   node bench/run.mjs --phases stream  some of: oneshot,parallel,echo,stream
+//   node bench/run.mjs --phases stream  some of: oneshot,parallel,echo,stream,readfile
 //   node bench/run.mjs --profile       start our server under `node --cpu-prof` (bench/profiles/)
 //
 // The client speaks the raw wire protocol over `ws` (one JSON-RPC message per frame, no
@@ -15,7 +15,8 @@
 // not the bottleneck. Every loop has a fixed count and every wait a timeout.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,6 +28,10 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = join(ROOT, 'dist', 'cli.js');
 const CODEX = join(ROOT, 'node_modules', '.bin', 'codex');
 const STREAM_BYTES = 256 * 1024 * 1024;
+const READ_FILE_BYTES = 64 * 1024 * 1024;
+const READ_FILE = join(os.tmpdir(), `exec-bridge-bench-${process.pid}.bin`);
+/** ExecServerClient (src/client) bundled for the figures taken through our real client. */
+const CLIENT_BENCH = join(ROOT, 'bench', 'out', 'clientBench.js');
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
@@ -44,7 +49,7 @@ function more(cfg, i, start) {
   return i < cfg.warmup + cfg.n && (i < cfg.warmup + cfg.min || now() - start < cfg.budgetMs);
 }
 const value = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream').split(','));
+const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream,readfile').split(','));
 
 // ---------- small utilities ----------
 
@@ -115,13 +120,32 @@ function cpuSeconds(pid) {
   }
 }
 
-/** Peak resident set (VmHWM) of a process, in MiB. */
-function peakRssMiB(pid) {
+/** A field of /proc/<pid>/status in MiB: VmHWM (peak resident set) or VmRSS (now). */
+function statusMiB(pid, field = 'VmHWM') {
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
     return NaN;
+  }
+}
+const peakRssMiB = (pid) => statusMiB(pid, 'VmHWM');
+
+/**
+ * Runs `work` while sampling a server's resident set every 10 ms; adds the server's CPU time for
+ * it (`serverCpuS`) and its RSS before (`rssBeforeMiB`) and at the peak (`serverPeakMiB`).
+ */
+async function sampled(pid, work) {
+  const cpu0 = cpuSeconds(pid);
+  const before = statusMiB(pid, 'VmRSS');
+  let peak = before;
+  const timer = setInterval(() => (peak = Math.max(peak, statusMiB(pid, 'VmRSS'))), 10);
+  try {
+    const r = await work();
+    peak = Math.max(peak, statusMiB(pid, 'VmRSS'));
+    return { ...r, serverCpuS: cpuSeconds(pid) - cpu0, rssBeforeMiB: before, serverPeakMiB: peak };
+  } finally {
+    clearInterval(timer);
   }
 }
 
@@ -141,17 +165,30 @@ async function serverOneShot(client) {
   return times;
 }
 
-async function serverParallel(client) {
+/** 64 at once, rounds of: wall per round, and each process's own start→closed time (`each`). */
+async function serverParallel(client, cfg = PARALLEL) {
   const walls = [];
+  const each = [];
   const start = now();
-  for (let r = 0; more(PARALLEL, r, start); r++) {
+  for (let r = 0; more(cfg, r, start); r++) {
     const t0 = now();
     const runs = [];
-    for (let i = 0; i < PARALLEL.width; i++) runs.push(client.run(uid('par'), ['/bin/echo', 'hello']));
+    const lat = [];
+    for (let i = 0; i < cfg.width; i++)
+      runs.push(
+        client.run(uid('par'), ['/bin/echo', 'hello']).then((b) => {
+          lat.push(now() - t0);
+          return b;
+        }),
+      );
     const bytes = await withTimeout(Promise.all(runs), 60_000, '64 parallel processes');
     if (bytes.some((b) => b !== 6)) throw new Error(`parallel: unexpected output sizes ${bytes}`);
-    if (r >= PARALLEL.warmup) walls.push(now() - t0);
+    if (r >= cfg.warmup) {
+      walls.push(now() - t0);
+      each.push(...lat);
+    }
   }
+  walls.each = each;
   return walls;
 }
 
@@ -232,14 +269,20 @@ async function spawnOneShot() {
 
 async function spawnParallel() {
   const walls = [];
+  const each = [];
   const start = now();
   for (let r = 0; more(PARALLEL, r, start); r++) {
     const t0 = now();
     const runs = [];
-    for (let i = 0; i < PARALLEL.width; i++) runs.push(spawnOnce('/bin/echo', ['hello']));
+    const lat = [];
+    for (let i = 0; i < PARALLEL.width; i++) runs.push(spawnOnce('/bin/echo', ['hello']).then(() => lat.push(now() - t0)));
     await withTimeout(Promise.all(runs), 60_000, 'spawn 64 parallel');
-    if (r >= PARALLEL.warmup) walls.push(now() - t0);
+    if (r >= PARALLEL.warmup) {
+      walls.push(now() - t0);
+      each.push(...lat);
+    }
   }
+  walls.each = each;
   return walls;
 }
 
@@ -309,6 +352,29 @@ async function stream(kind, url) {
   return r;
 }
 
+/** Runs bench/clientBench.ts (ExecServerClient) in a child process; its JSON line. */
+async function clientWorker(mode, url, extra) {
+  const child = spawn(process.execPath, [CLIENT_BENCH, mode, url, ...(extra ? [extra] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const [code] = await withTimeout(once(child, 'exit'), 150_000, `client ${mode}`);
+  if (code !== 0) throw new Error(`client ${mode} failed (${code})`);
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+async function buildClientBench() {
+  const esbuild = await import('esbuild');
+  await esbuild.build({
+    entryPoints: [join(ROOT, 'bench', 'clientBench.ts')],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    outfile: CLIENT_BENCH,
+    logLevel: 'warning',
+    external: ['node-pty'],
+  });
+}
+
 // ---------- the run ----------
 
 async function measureServer(kind) {
@@ -330,14 +396,31 @@ async function measureServer(kind) {
       r.echo = await serverEcho(client);
     }
     client.close();
+    const pid = server.workerPid();
     if (PHASES.has('stream')) {
-      phase(' 256 MiB stream…');
-      const cpu0 = cpuSeconds(server.workerPid());
-      r.stream = await stream(kind, server.url);
       // CPU per byte says more than wall time on a busy shared machine.
-      r.stream.serverCpuS = cpuSeconds(server.workerPid()) - cpu0;
+      phase(' 256 MiB stream (wire client)…');
+      r.stream = await sampled(pid, () => stream(kind, server.url));
+      phase(' (ExecServerClient)…');
+      const c = await sampled(pid, () => clientWorker('stream', server.url));
+      if (c.bytes !== undefined && c.bytes !== STREAM_BYTES) throw new Error(`client stream: ${c.bytes} bytes`);
+      r.clientStream = { ...c, ms: c.wallS * 1000, clientCpuS: c.cpuS, rssMiB: c.maxRssMiB };
+      await sleep(1000);
+      r.rssAfterStreamMiB = statusMiB(pid, 'VmRSS');
+      if (PHASES.has('parallel')) {
+        phase(' 64-parallel after the streams…');
+        const after = await Client.connect(server.url);
+        r.parallelAfter = await serverParallel(after, { ...PARALLEL, warmup: 0 });
+        after.close();
+      }
     }
-    r.serverPeakRssMiB = peakRssMiB(server.workerPid());
+    if (PHASES.has('readfile')) {
+      phase(' 64 MiB readFile…');
+      r.readFile = await sampled(pid, () => clientWorker('readfile', server.url, READ_FILE)).catch((e) => ({
+        error: String(e.message ?? e),
+      }));
+    }
+    r.serverPeakRssMiB = peakRssMiB(pid);
     phase(' done\n');
     return r;
   } finally {
@@ -364,6 +447,17 @@ async function measureSpawn() {
     phase(' 256 MiB stream…');
     r.stream = await stream('spawn');
   }
+  if (PHASES.has('readfile')) {
+    phase(' 64 MiB fs.readFile…');
+    const times = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = now();
+      const b = await readFile(READ_FILE);
+      times.push(now() - t0);
+      if (b.length !== READ_FILE_BYTES) throw new Error('readFile size');
+    }
+    r.readFile = { wallS: percentile(times, 50) / 1000 };
+  }
   phase(' done\n');
   return r;
 }
@@ -378,6 +472,7 @@ function report(results, totalMs) {
   const row = (name, f, key) =>
     key && !sides.every((k) => results[k][key]) ? undefined : `| ${name} | ${sides.map((k) => f(results[k])).join(' | ')} |`;
   const mibs = (s) => STREAM_BYTES / (1024 * 1024) / (s.ms / 1000);
+  const { ours, codex, spawn: base } = results;
   const lines = [
     `| metric | ${sides.map((k) => label[k]).join(' | ')} |`,
     `|---|${sides.map(() => '---:').join('|')}|`,
@@ -385,36 +480,95 @@ function report(results, totalMs) {
     row('one-shot p95 (ms)', (r) => fmt(percentile(r.oneShot, 95)), 'oneShot'),
     row(`64 parallel \`/bin/echo\` wall, median of ${PARALLEL.n} rounds (ms)`, (r) => withN(r.parallel, PARALLEL, 1), 'parallel'),
     row('64 parallel wall, worst round (ms)', (r) => fmt(Math.max(...r.parallel), 1), 'parallel'),
+    row('64 parallel: each process start→closed, p50 (ms)', (r) => fmt(percentile(r.parallel.each, 50), 1), 'parallel'),
+    row('64 parallel: each process, p95 (ms)', (r) => fmt(percentile(r.parallel.each, 95), 1), 'parallel'),
+    row(
+      '64 parallel wall right after the streams, median (ms)',
+      (r) => (r.parallelAfter ? withN(r.parallelAfter, PARALLEL, 1) : '—'),
+      'parallel',
+    ),
     row(`PTY echo round trip p50 (ms, n=${ECHO.n})`, (r) => withN(r.echo, ECHO, 3), 'echo'),
     row('PTY echo p95 (ms)', (r) => fmt(percentile(r.echo, 95), 3), 'echo'),
-    row('256 MiB stdout stream (MiB/s)', (r) => fmt(mibs(r.stream), 0), 'stream'),
-    row('256 MiB stream time (s)', (r) => fmt(r.stream.ms / 1000, 2), 'stream'),
-    row(
-      'server CPU for the stream (s, user+sys)',
-      (r) => (r.stream.serverCpuS === undefined ? '—' : fmt(r.stream.serverCpuS, 2)),
-      'stream',
+    row('server RSS before / after the streams (MiB)', (r) =>
+      r.stream?.rssBeforeMiB === undefined ? '—' : `${fmt(r.stream.rssBeforeMiB, 0)} / ${fmt(r.rssAfterStreamMiB, 0)}`,
     ),
-    row('client CPU for the stream (s, user+sys)', (r) => fmt(r.stream.clientCpuS, 2), 'stream'),
-    row('client peak RSS during the stream (MiB)', (r) => fmt(r.stream.rssMiB, 0), 'stream'),
     row('server peak RSS over the run (MiB)', (r) => (r.serverPeakRssMiB === undefined ? '—' : fmt(r.serverPeakRssMiB, 0))),
   ];
+  // The streams: one row per server × client.
+  const streams = [];
+  const srow = (name, s) =>
+    s &&
+    streams.push(
+      `| ${name} | ${fmt(mibs(s), 0)} | ${fmt(s.ms / 1000, 2)} | ${s.serverCpuS === undefined ? '—' : fmt(s.serverCpuS, 2)} | ${fmt(s.clientCpuS, 2)} | ${fmt(s.rssMiB, 0)} | ${s.serverPeakMiB === undefined ? '—' : `${fmt(s.rssBeforeMiB, 0)} → ${fmt(s.serverPeakMiB, 0)}`} |`,
+    );
+  srow('ours ↔ ExecServerClient (binary frames)', ours?.clientStream);
+  srow('ours ↔ codex-style wire client (base64)', ours?.stream);
+  srow('codex ↔ ExecServerClient (base64: codex ignores the ask)', codex?.clientStream);
+  srow('codex ↔ codex-style wire client (base64)', codex?.stream);
+  srow('plain spawn, piped', base?.stream);
+  const files = [];
+  const frow = (name, f) =>
+    f &&
+    files.push(
+      f.error
+        ? `| ${name} | failed: ${f.error.slice(0, 120)} | | |`
+        : `| ${name} | ${fmt(f.wallS * 1000, 0)} | ${fmt(READ_FILE_BYTES / 2 ** 20 / f.wallS, 0)} | ${f.cpuS === undefined ? '—' : fmt(f.cpuS, 2)} |`,
+    );
+  frow('ours ↔ ExecServerClient.readFile', ours?.readFile);
+  frow('codex ↔ ExecServerClient.readFile', codex?.readFile);
+  frow('local fs.promises.readFile (median of 5)', base?.readFile);
+
   const targets = [];
-  const { ours, codex, spawn: base } = results;
+  const t = (name, value, ok) => targets.push([name, value, ok]);
+  const ratio = (a, b) => a / b;
   if (ours?.oneShot && base?.oneShot) {
     const r1 = percentile(ours.oneShot, 50) / percentile(base.oneShot, 50);
-    targets.push([`one-shot p50 ours / spawn ≤ 2×`, `${fmt(r1)}×`, r1 <= 2]);
-  }
-  if (ours?.stream && codex?.stream) {
-    const r2 = mibs(ours.stream) / mibs(codex.stream);
-    targets.push([`stream throughput ours / codex ≥ 3×`, `${fmt(r2)}×`, r2 >= 3]);
+    t(`one-shot p50 ours / spawn ≤ 2×`, `${fmt(r1)}×`, r1 <= 2);
   }
   if (ours?.echo) {
     const e = percentile(ours.echo, 50);
-    targets.push([`PTY echo p50 ours ≤ 2 ms`, `${fmt(e, 3)} ms`, e <= 2]);
+    t(`PTY echo p50 ours ≤ 2 ms`, `${fmt(e, 3)} ms`, e <= 2);
+  }
+  if (ours?.clientStream && codex?.stream && base?.stream) {
+    const vsCodex = ratio(mibs(ours.clientStream), Math.max(mibs(codex.stream), mibs(codex.clientStream ?? codex.stream)));
+    const vsSpawn = ratio(mibs(ours.clientStream), mibs(base.stream));
+    t(`256 MiB ours ↔ our client (binary) / codex (its faster client) ≥ 3×`, `${fmt(vsCodex)}×`, vsCodex >= 3);
+    t(`256 MiB ours ↔ our client (binary) / plain spawn ≥ 0.5×`, `${fmt(vsSpawn)}×`, vsSpawn >= 0.5);
+  }
+  if (codex?.clientStream && codex?.stream) {
+    const r = ratio(mibs(codex.clientStream), mibs(codex.stream));
+    t(`256 MiB our client ↔ codex / codex-style client ↔ codex ≥ 1.0×`, `${fmt(r)}×`, r >= 1);
+  }
+  if (ours?.stream && codex?.stream) {
+    const r = ratio(mibs(ours.stream), mibs(codex.stream));
+    t(`256 MiB codex-style client ↔ ours / ↔ codex (base64) ≥ 1.0×`, `${fmt(r)}×`, r >= 1);
+  }
+  if (ours?.clientStream) {
+    const c = ours.clientStream.clientCpuS;
+    t(`client CPU per 256 MiB (ExecServerClient, binary) ≤ 0.21 s (0.3× of 0.71 s)`, `${fmt(c)} s`, c <= 0.213);
+  }
+  if (ours?.stream && codex?.stream) {
+    const peakOurs = Math.max(ours.stream.serverPeakMiB, ours.clientStream?.serverPeakMiB ?? 0);
+    const peakCodex = Math.max(codex.stream.serverPeakMiB, codex.clientStream?.serverPeakMiB ?? 0);
+    const r = peakOurs / peakCodex;
+    t(`server peak RSS during the streams ours / codex ≤ 1.3×`, `${fmt(r)}× (${fmt(peakOurs, 0)} / ${fmt(peakCodex, 0)} MiB)`, r <= 1.3);
   }
   if (ours?.parallel && base?.parallel) {
     const r4 = percentile(ours.parallel, 50) / percentile(base.parallel, 50);
-    targets.push([`64-parallel wall ours / spawn ≤ 1.5×`, `${fmt(r4)}×`, r4 <= 1.5]);
+    t(`64-parallel wall ours / spawn ≤ 1.5×`, `${fmt(r4)}×`, r4 <= 1.5);
+    const r5 = percentile(ours.parallel.each, 50) / percentile(base.parallel.each, 50);
+    t(`64-parallel per-process p50 ours / spawn ≤ 1.5×`, `${fmt(r5)}×`, r5 <= 1.5);
+  }
+  if (ours?.parallelAfter && ours?.parallel) {
+    const r6 = percentile(ours.parallelAfter, 50) / percentile(ours.parallel, 50);
+    t(`64-parallel wall right after the 256 MiB streams / fresh (same server) ≤ 1.1×`, `${fmt(r6)}×`, r6 <= 1.1);
+  }
+  if (ours?.readFile && codex?.readFile && base?.readFile) {
+    const ok = !ours.readFile.error;
+    const vsCodex = ok && !codex.readFile.error ? codex.readFile.wallS / ours.readFile.wallS : NaN;
+    const vsLocal = ok ? base.readFile.wallS / ours.readFile.wallS : NaN;
+    t(`64 MiB readFile through the client ours / codex ≥ 3×`, `${fmt(vsCodex)}×`, vsCodex >= 3);
+    t(`64 MiB readFile through the client ours / local fs.readFile ≥ 0.3×`, `${fmt(vsLocal)}×`, vsLocal >= 0.3);
   }
   const info = [
     `- command: \`npm run bench\` (= \`node esbuild.config.mjs && node bench/run.mjs\`)${QUICK ? ' with --quick' : ''}`,
@@ -428,9 +582,18 @@ function report(results, totalMs) {
     '',
     ...lines.filter(Boolean),
     '',
+    ...(streams.length
+      ? [
+          '| 256 MiB stdout stream | MiB/s | s | server CPU s | client CPU s | client peak RSS MiB | server RSS before → peak MiB |',
+          '|---|---:|---:|---:|---:|---:|---:|',
+          ...streams,
+          '',
+        ]
+      : []),
+    ...(files.length ? ['| 64 MiB file | ms | MiB/s | client CPU s |', '|---|---:|---:|---:|', ...files, ''] : []),
     '| target | measured | met |',
     '|---|---:|:---:|',
-    ...targets.map(([t, v, ok]) => `| ${t} | ${v} | ${ok ? 'yes' : '**no**'} |`),
+    ...targets.map(([name, v, ok]) => `| ${name} | ${v} | ${ok ? 'yes' : '**no**'} |`),
   ].join('\n');
 }
 
@@ -441,11 +604,14 @@ async function main() {
   }
   const only = value('--only');
   const t0 = now();
+  await buildClientBench();
+  if (PHASES.has('readfile')) writeFileSync(READ_FILE, Buffer.alloc(READ_FILE_BYTES, 'exec-bridge'));
   const results = {};
   // One side at a time, so that they don't compete for the two cores.
   if (!only || only === 'spawn') results.spawn = await measureSpawn();
   if (!only || only === 'ours') results.ours = await measureServer('ours');
   if (!only || only === 'codex') results.codex = await measureServer('codex');
+  rmSync(READ_FILE, { force: true });
   const md = report(results, now() - t0);
   process.stdout.write(md + '\n');
   if (flag('--write')) {

@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
 import WebSocket from 'ws';
 import { StdioTransport } from '../rpc/stdioTransport';
-import { MAX_FRAME_BYTES } from '../rpc/transport';
 import { WebSocketTransport } from '../rpc/wsTransport';
 import type { Disposable } from '../util/disposable';
 import type { Connection, Connector, Endpoint } from './types';
+
+/** The largest message the client accepts. */
+const MAX_ANSWER_BYTES = 384 * 1024 * 1024;
 
 /** A WebSocket connection with keepalive probes (ws ping/pong control frames). */
 class WebSocketConnection extends WebSocketTransport implements Connection {
@@ -34,7 +36,8 @@ export function websocketConnector(url: string, token?: string): Connector {
       const ws = new WebSocket(url, {
         headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
         perMessageDeflate: false,
-        maxPayload: 4 * MAX_FRAME_BYTES,
+        // Whole-file answers: fs/readFile reads up to 256 MiB (binary frame), 342 MiB as base64 JSON.
+        maxPayload: MAX_ANSWER_BYTES,
       });
       const done = (err?: Error) => {
         signal.removeEventListener('abort', onAbort);

@@ -1,4 +1,5 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { BinaryResult } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo, EnvironmentStatusResult } from '../protocol/environment';
 import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
@@ -213,7 +214,7 @@ export class ExecServerClient implements Disposable {
 
   async readFile(path: string, options?: CallOptions): Promise<Buffer> {
     const r = await this.invoke('fs/readFile', { path: toUri(path) }, options);
-    return Buffer.from(r.dataBase64, 'base64');
+    return r instanceof BinaryResult ? r.data : Buffer.from(r.dataBase64, 'base64');
   }
   async writeFile(path: string, data: Buffer | string, options?: CallOptions): Promise<void> {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
@@ -303,6 +304,8 @@ export class ExecServerClient implements Disposable {
           if (signal?.aborted) throw new AbortedError(method, { cause: signal.reason });
           throw e;
         }
+        // A binary file result (src/protocol/binaryOutput.ts) is already typed: its bytes, no base64.
+        if (raw instanceof BinaryResult) return raw as unknown as ResultOf<M>;
         return parseResult(method, raw);
       }
     } finally {

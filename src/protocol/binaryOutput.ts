@@ -65,3 +65,55 @@ export function decodeBinaryOutput(frame: Buffer): BinaryOutput | undefined {
     data: frame.subarray(dataStart),
   };
 }
+
+/**
+ * Binary file results: the answer to an `fs/readFile` on a connection with binary frames.
+ *
+ *   byte 0      0x01: frame kind "fs/readFile result"
+ *   byte 1      id type: 0 a number (decimal ASCII), 1 a string (UTF-8)
+ *   bytes 2-3   id length in bytes (unsigned, big-endian)
+ *   then        the id, then the file's bytes (the rest of the message)
+ *
+ * It means `{"id":<id>,"result":{"dataBase64":<the bytes in base64>}}`.
+ */
+export const BINARY_RESULT_KIND = 0x01;
+const RESULT_HEADER_BYTES = 4;
+
+/** What a request handler returns for a result that may travel as a binary frame. */
+export class BinaryResult {
+  constructor(readonly data: Buffer) {}
+  /** The result as the JSON protocol has it (encoded on demand). */
+  get dataBase64(): string {
+    return this.data.toString('base64');
+  }
+  /** The JSON form, for a connection without binary frames. */
+  toJSON(): { dataBase64: string } {
+    return { dataBase64: this.data.toString('base64') };
+  }
+}
+
+export function encodeBinaryResult(id: number | string, data: Buffer): Buffer {
+  const idBytes = Buffer.from(String(id), 'utf8');
+  const frame = Buffer.allocUnsafe(RESULT_HEADER_BYTES + idBytes.length + data.length);
+  frame[0] = BINARY_RESULT_KIND;
+  frame[1] = typeof id === 'number' ? 0 : 1;
+  frame.writeUInt16BE(idBytes.length, 2);
+  idBytes.copy(frame, RESULT_HEADER_BYTES);
+  data.copy(frame, RESULT_HEADER_BYTES + idBytes.length);
+  return frame;
+}
+
+export function decodeBinaryResult(frame: Buffer): { id: number | string; data: Buffer } | undefined {
+  if (frame.length < RESULT_HEADER_BYTES || frame[0] !== BINARY_RESULT_KIND || frame[1]! > 1) return undefined;
+  const end = RESULT_HEADER_BYTES + frame.readUInt16BE(2);
+  if (end > frame.length) return undefined;
+  const text = frame.toString('utf8', RESULT_HEADER_BYTES, end);
+  const id = frame[1] === 0 ? Number(text) : text;
+  if (typeof id === 'number' && !Number.isSafeInteger(id)) return undefined;
+  return { id, data: frame.subarray(end) };
+}
+
+/** First bytes of the binary messages above: never the first byte of a JSON text. */
+export function isBinaryFrameKind(byte: number | undefined): boolean {
+  return byte === BINARY_OUTPUT_KIND || byte === BINARY_RESULT_KIND;
+}

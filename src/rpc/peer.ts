@@ -3,6 +3,7 @@ import type { Disposable } from '../util/disposable';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
+import { BINARY_RESULT_KIND, BinaryResult, decodeBinaryResult, encodeBinaryResult } from '../protocol/binaryOutput';
 import { ConnectionClosedError, RpcError } from './errors';
 import { encodeError, encodeNotification, encodeRequest, encodeResult, parseMessage, type RequestId } from './message';
 import type { Transport } from './transport';
@@ -50,6 +51,8 @@ export class RpcPeer implements Disposable {
   private readonly closeEmitter = new Emitter<string | undefined>();
   private closeReason: string | undefined;
   private closedFlag = false;
+  /** Answer `BinaryResult`s as binary frames (the client asked for binary frames); else as JSON. */
+  binaryResults = false;
 
   readonly onClose: Event<string | undefined> = this.closeEmitter.event;
 
@@ -58,8 +61,7 @@ export class RpcPeer implements Disposable {
     private readonly handlers: PeerHandlers = {},
   ) {
     this.store.add(transport.onMessage((text) => this.receive(text)));
-    const onBinary = handlers.onBinary;
-    if (onBinary && transport.onBinary) this.store.add(transport.onBinary((frame) => onBinary(frame)));
+    if (transport.onBinary) this.store.add(transport.onBinary((frame) => this.receiveBinary(frame)));
     this.store.add(transport.onClose((reason) => this.handleClose(reason)));
     if (transport.isClosed) this.handleClose('transport already closed');
   }
@@ -152,6 +154,19 @@ export class RpcPeer implements Disposable {
     }
   }
 
+  /** A binary result answers a pending request (as a `BinaryResult`); anything else is for the owner. */
+  private receiveBinary(frame: Buffer): void {
+    if (frame[0] !== BINARY_RESULT_KIND) {
+      this.handlers.onBinary?.(frame);
+      return;
+    }
+    const r = decodeBinaryResult(frame);
+    if (!r) return;
+    const p = this.take(r.id);
+    if (p) p.resolve(new BinaryResult(r.data));
+    else this.handlers.onUnexpectedResponse?.(r.id);
+  }
+
   private take(id: RequestId): Pending | undefined {
     const p = this.pending.get(id);
     if (p) {
@@ -167,6 +182,10 @@ export class RpcPeer implements Disposable {
     try {
       if (!handler) throw new RpcError(ErrorCode.MethodNotFound, `method \`${method}\` is not handled here`);
       const result = await handler(method, params, id);
+      if (result instanceof BinaryResult && this.binaryResults && this.transport.sendBinary) {
+        if (!this.closedFlag) this.transport.sendBinary(encodeBinaryResult(id, result.data));
+        return;
+      }
       frame = encodeResult(id, result);
     } catch (e) {
       const err = e instanceof RpcError ? e : RpcError.internal(errorMessage(e));

@@ -1,11 +1,11 @@
 import type WebSocket from 'ws';
-import { BINARY_OUTPUT_KIND } from '../protocol/binaryOutput';
+import { isBinaryFrameKind } from '../protocol/binaryOutput';
 import type { Disposable } from '../util/disposable';
 import { BaseTransport } from './baseTransport';
 
 /**
  * One JSON-RPC message per WebSocket message. Binary messages holding UTF-8 JSON are accepted too;
- * a binary message whose first byte is 0x00 is a binary output frame (`onBinary`).
+ * a binary message whose first byte is 0x00 or 0x01 is a binary frame (`onBinary`, src/protocol/binaryOutput.ts).
  */
 export class WebSocketTransport extends BaseTransport {
   constructor(private readonly ws: WebSocket) {
@@ -13,7 +13,7 @@ export class WebSocketTransport extends BaseTransport {
     ws.on('message', (data, isBinary) => {
       if (isBinary) {
         const buf = rawToBuffer(data);
-        if (buf[0] === BINARY_OUTPUT_KIND) this.emitBinary(buf);
+        if (isBinaryFrameKind(buf[0])) this.emitBinary(buf);
         else this.emitMessage(buf.toString('utf8'));
       } else {
         this.emitMessage(rawToBuffer(data).toString('utf8'));

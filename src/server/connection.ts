@@ -239,6 +239,7 @@ export class ServerConnection implements SessionConnection {
     this.initializeDone = true;
     // Set before the answer is sent; output produced meanwhile is binary already (the client asked for it).
     this.binary = binary;
+    this.peer.binaryResults = binary;
     this.options.log?.(`${resumeSessionId ? 'resumed' : 'created'} session ${session.id}`);
     const result: InitializeResult = { sessionId: session.id, environmentInfo: this.options.environmentInfo() };
     if (binary) result[BINARY_OUTPUT_FIELD] = true;

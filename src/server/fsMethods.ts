@@ -1,4 +1,5 @@
 import * as fsp from 'node:fs/promises';
+import { BinaryResult } from '../protocol/binaryOutput';
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { FileHandleTable } from './fileHandles';
@@ -52,7 +53,8 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
         await file.close();
       }
     });
-    return { dataBase64: data.toString('base64') };
+    // JSON-encoded as {dataBase64}; sent as raw bytes to a client with binary frames (src/protocol/binaryOutput.ts).
+    return new BinaryResult(data);
   });
 
   router.on('fs/writeFile', async (params) => {

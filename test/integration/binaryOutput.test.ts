@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { ExecServerClient, websocketConnector, type Connection } from '../../src/client';
-import { decodeBinaryOutput } from '../../src/protocol/binaryOutput';
+import { decodeBinaryOutput, decodeBinaryResult } from '../../src/protocol/binaryOutput';
 import { FaultProxy } from '../helpers/faultProxy';
 import { CLI_JS, startExecServer, type ExecServerProcess } from '../helpers/servers';
 
@@ -25,6 +25,11 @@ writeFileSync(SMALL_FILE, SMALL);
 const BIG = randomBytes(8 * 1024 * 1024);
 const BIG_FILE = join(dir, 'big');
 writeFileSync(BIG_FILE, BIG);
+/** Larger than the 64 MiB the client once accepted per message. */
+const HUGE = Buffer.alloc(70 * 1024 * 1024);
+for (let i = 0; i < HUGE.length; i += 4096) HUGE.writeUInt32BE(i, i);
+const HUGE_FILE = join(dir, 'huge');
+writeFileSync(HUGE_FILE, HUGE);
 /** The big file in 32 pieces, 30 ms apart: a stream a test can cut in the middle of. */
 const PACED = ['bash', '-c', `for i in $(seq 0 31); do dd if='${BIG_FILE}' bs=262144 skip=$i count=1 status=none; sleep 0.03; done`];
 
@@ -129,6 +134,24 @@ describe('binary output frames on our server', () => {
     s.ws.terminate();
   });
 
+  test('fs/readFile: a codex-style client gets base64 JSON text, an opted-in one a binary result', async () => {
+    const plain = await rawSession(server.url, { clientName: 'codex-style' });
+    plain.ws.send(JSON.stringify({ id: 2, method: 'fs/readFile', params: { path: `file://${SMALL_FILE}` } }));
+    await plain.until(() => plain.json().some((m) => m.id === 2), 'readFile answer');
+    assert.ok(plain.frames.every((f) => !f.binary));
+    const answer = plain.json().find((m) => m.id === 2);
+    assert.deepEqual(Object.keys(answer), ['id', 'result']);
+    assert.deepEqual(Buffer.from(answer.result.dataBase64, 'base64'), SMALL);
+    plain.ws.terminate();
+    const bin = await rawSession(server.url, { clientName: 'ours', execBridgeBinaryOutput: true });
+    bin.ws.send(JSON.stringify({ id: 'r-1', method: 'fs/readFile', params: { path: `file://${SMALL_FILE}` } }));
+    await bin.until(() => bin.frames.some((f) => f.binary && f.data[0] === 1), 'binary result');
+    const r = decodeBinaryResult(bin.frames.find((f) => f.binary)!.data)!;
+    assert.equal(r.id, 'r-1');
+    assert.deepEqual(r.data, SMALL);
+    bin.ws.terminate();
+  });
+
   test('stdio carries no binary frames: the opt-in is ignored there and output stays base64', async () => {
     const child = spawn(process.execPath, [CLI_JS, 'serve', '--listen', 'stdio'], { stdio: ['pipe', 'pipe', 'ignore'] });
     let buf = '';
@@ -196,6 +219,19 @@ for (const kind of ['ours', 'codex'] as const) {
         assert.deepEqual(Buffer.concat(got), SMALL);
         if (kind === 'ours') assert.ok(counts[0]! > 0, 'output came as binary frames');
         else assert.equal(counts[0], 0);
+      } finally {
+        client.dispose();
+      }
+    });
+
+    test('readFile of a 70 MiB file: exact bytes', async () => {
+      const counts: number[] = [];
+      const client = await ExecServerClient.connect({ connector: counting(server.url, counts), clientName: 'test' });
+      try {
+        const data = await client.readFile(HUGE_FILE);
+        assert.equal(data.length, HUGE.length);
+        assert.ok(data.equals(HUGE), 'same bytes');
+        assert.equal(counts[0], kind === 'ours' ? 1 : 0, 'one binary result from ours, none from codex');
       } finally {
         client.dispose();
       }
