@@ -47,6 +47,11 @@ export class BundledServer {
 
   constructor(private readonly options: BundledServerOptions) {}
 
+  /** The exec-server bundle (also what an SSH executor installs on its host). */
+  get cliPath(): string {
+    return this.options.cliPath;
+  }
+
   get pid(): number | undefined {
     return this.child?.exitCode === null && this.child.signalCode === null ? this.child.pid : undefined;
   }

@@ -10,7 +10,9 @@ export const BUNDLED_EXECUTOR = 'bundled';
 export type ExecutorConfig =
   | { kind: 'bundled'; name: typeof BUNDLED_EXECUTOR; cwd?: string }
   | { kind: 'websocket'; name: string; url: string; tokenSecret: string; cwd?: string }
-  | { kind: 'stdio'; name: string; command: string[]; cwd?: string };
+  | { kind: 'stdio'; name: string; command: string[]; cwd?: string }
+  /** `ssh`: `[user@]host[:port]` (or a ~/.ssh/config Host); `sshOptions` go to ssh as `-o OPT`. */
+  | { kind: 'ssh'; name: string; ssh: string; sshOptions: string[]; cwd?: string };
 
 const Name = z
   .string()
@@ -32,6 +34,20 @@ const StdioEntry = z
   .object({
     name: Name,
     command: z.array(z.string()).min(1, 'command must not be empty'),
+    cwd: Cwd,
+  })
+  .strict();
+
+const SshEntry = z
+  .object({
+    name: Name,
+    ssh: z
+      .string()
+      .trim()
+      .regex(/^(?:[^@\s:/]+@)?(?:\[[0-9A-Fa-f:.]+\]|[^-@\s:/[\]][^@\s:/[\]]*)(?::\d{1,5})?$/, 'ssh must be [user@]host[:port]'),
+    sshOptions: z
+      .array(z.string().regex(/^[A-Za-z]+[ =]\S.*$/, 'each sshOptions entry is an ssh -o option such as "ProxyJump=bastion"'))
+      .optional(),
     cwd: Cwd,
   })
   .strict();
@@ -64,11 +80,12 @@ export function parseExecutors(raw: unknown, bundledCwd?: string): ParsedExecuto
     const isObject = typeof entry === 'object' && entry !== null;
     const hasUrl = isObject && 'url' in entry;
     const hasCommand = isObject && 'command' in entry;
-    if (!isObject || hasUrl === hasCommand) {
-      problems.push({ index, message: `entry ${index + 1}: needs exactly one of "url" or "command"` });
+    const hasSsh = isObject && 'ssh' in entry;
+    if (!isObject || [hasUrl, hasCommand, hasSsh].filter(Boolean).length !== 1) {
+      problems.push({ index, message: `entry ${index + 1}: needs exactly one of "url", "command" or "ssh"` });
       return;
     }
-    const parsed = hasUrl ? WebSocketEntry.safeParse(entry) : StdioEntry.safeParse(entry);
+    const parsed = hasUrl ? WebSocketEntry.safeParse(entry) : hasSsh ? SshEntry.safeParse(entry) : StdioEntry.safeParse(entry);
     if (!parsed.success) {
       const first = parsed.error.issues[0];
       const where = first && first.path.length > 0 ? `${first.path.join('.')}: ` : '';
@@ -81,7 +98,15 @@ export function parseExecutors(raw: unknown, bundledCwd?: string): ParsedExecuto
       return;
     }
     seen.add(value.name);
-    if ('url' in value) {
+    if ('ssh' in value) {
+      executors.push({
+        kind: 'ssh',
+        name: value.name,
+        ssh: value.ssh,
+        sshOptions: value.sshOptions ?? [],
+        ...(value.cwd ? { cwd: value.cwd } : {}),
+      });
+    } else if ('url' in value) {
       executors.push({
         kind: 'websocket',
         name: value.name,
@@ -105,6 +130,8 @@ export function describeExecutor(config: ExecutorConfig): string {
       return redactUrl(config.url);
     case 'stdio':
       return config.command.join(' ');
+    case 'ssh':
+      return `ssh ${config.ssh}${config.sshOptions.length ? ` (${config.sshOptions.join(', ')})` : ''}`;
   }
 }
 

@@ -1,11 +1,15 @@
 import { ExecServerClient } from '../client/execServerClient';
 import { defaultExecutorDir } from '../client/executorPaths';
+import { sshConnector, type RemoteInfo, type SshConnector, type SshProgress } from '../client/sshConnector';
 import type { ClientOptions, ConnectionState, Endpoint } from '../client/types';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import type { BundledServer } from './bundledServer';
-import { redactUrl, type ExecutorConfig } from './executorConfig';
+import { describeExecutor, redactUrl, type ExecutorConfig } from './executorConfig';
+
+/** A first SSH connect may upload the bundle (about 1.4 MB) on a slow link. */
+const SSH_ATTEMPT_MS = 60_000;
 
 /** The executor as the UI shows it: the client's own states plus the time before there is a client. */
 export type ExecutorState =
@@ -25,6 +29,10 @@ export interface ExecutorConnectionDeps {
    * through its client, stops resuming a lost connection (idle: it connects again when next used).
    */
   isActive?(): boolean;
+  /** The bundle an SSH executor installs on its host (`dist/cli.js`; node-pty beside it). */
+  sshBundle?: { cliPath: string; nodePtyDir?: string | null };
+  /** An SSH executor's steps (connecting, installing, starting), for a progress notification. */
+  onSshProgress?(executor: string, progress: SshProgress): void;
   /** Client tuning (deadline, keepalive); tests shorten them. */
   clientOptions?: Partial<Omit<ClientOptions, 'endpoint' | 'connector' | 'log'>>;
   log?(line: string): void;
@@ -44,6 +52,7 @@ export class ExecutorConnection {
   /** Per-connection disposables (client listeners); replaced for each new client. */
   private scope = new DisposableStore();
   private disposed = false;
+  private ssh: SshConnector | undefined;
   /** Why the current client is being failed on purpose (clearer than the client's own words). */
   private failureReason: string | undefined;
   readonly onDidChangeState: Event<ExecutorState> = this.stateEmitter.event;
@@ -108,12 +117,14 @@ export class ExecutorConnection {
     this.dropClient(`${this.name} was reconnected`);
     this.setState({ kind: 'connecting' });
     try {
-      const endpoint = await this.endpoint();
-      log?.(`${this.name}: connecting (${describeEndpoint(endpoint)})`);
+      const target =
+        this.config.kind === 'ssh' ? { connector: this.sshConnector(this.config), attemptTimeoutMs: SSH_ATTEMPT_MS } : undefined;
+      const endpoint = target ? undefined : await this.endpoint();
+      log?.(`${this.name}: connecting (${endpoint ? describeEndpoint(endpoint) : describeExecutor(this.config)})`);
       const client = await ExecServerClient.connect({
         clientName: 'exec-bridge-vscode',
         ...this.deps.clientOptions,
-        endpoint,
+        ...(endpoint ? { endpoint } : target),
         log: (line) => log?.(`${this.name}: ${line}`),
       });
       if (this.disposed) {
@@ -193,7 +204,28 @@ export class ExecutorConnection {
       }
       case 'stdio':
         return { kind: 'stdio', command: c.command[0]!, args: c.command.slice(1) };
+      case 'ssh':
+        throw new Error('an SSH executor connects through its connector');
     }
+  }
+
+  /** What the SSH executor's last connection found on its host (platform, Node, server version). */
+  get remote(): RemoteInfo | undefined {
+    return this.ssh?.remote;
+  }
+
+  private sshConnector(c: Extract<ExecutorConfig, { kind: 'ssh' }>): SshConnector {
+    const bundle = this.deps.sshBundle;
+    if (!bundle) throw new Error('SSH executors need the exec-server bundle (dist/cli.js), which this build does not have');
+    this.ssh = sshConnector({
+      target: c.ssh,
+      sshOptions: c.sshOptions,
+      cliPath: bundle.cliPath,
+      ...(bundle.nodePtyDir !== undefined ? { nodePtyDir: bundle.nodePtyDir } : {}),
+      log: (line) => this.deps.log?.(`${this.name}: ${line}`),
+      progress: (p) => this.deps.onSshProgress?.(this.name, p),
+    });
+    return this.ssh;
   }
 
   /** `reason`: the words in-flight work ends with. */

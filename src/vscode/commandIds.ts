@@ -12,6 +12,7 @@ export const COMMAND_NAMES = [
   'connect',
   'reconnect',
   'setExecutorToken',
+  'addSshExecutor',
   'showLog',
   'forgetAlwaysAllowed',
   'statusMenu',

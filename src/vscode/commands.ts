@@ -5,6 +5,7 @@ import { commandId, type CommandName } from './commandIds';
 import type { FeatureContext } from './context';
 import { selectExecutor, setExecutorToken } from './executorCommands';
 import { openExecutorFolder } from './executorFiles';
+import { addSshExecutor } from './sshExecutors';
 import { executorOfNode, runOfNode } from './executorsView';
 import * as mcp from './mcpCommands';
 import type { McpFeature } from './mcpFeature';
@@ -57,6 +58,14 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
   reconnect: { needsTrust: true, needsConnection: false, run: (ext) => ext.reconnect(ext.executors.active) },
   setExecutorToken: { needsTrust: true, needsConnection: false, run: (ext, name, token) => setExecutorToken(ext, name, token) },
   showLog: { needsTrust: false, needsConnection: false, run: (ext) => ext.log.show(true) },
+  addSshExecutor: {
+    needsTrust: true,
+    needsConnection: false,
+    run: async (ext) => {
+      const name = await addSshExecutor(ext.executors.all().map((c) => c.name));
+      if (name) await vscode.commands.executeCommand(commandId('selectExecutor'), name);
+    },
+  },
   forgetAlwaysAllowed: {
     needsTrust: false,
     needsConnection: false,

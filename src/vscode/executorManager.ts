@@ -5,6 +5,7 @@ import { ExecutorConnection, type ExecutorState } from '../core/executorConnecti
 import type { ClientOptions } from '../client/types';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import { SshProgressNotifier } from './sshExecutors';
 
 const SECRET_PREFIX = 'execBridge.token.';
 
@@ -22,6 +23,9 @@ export class ExecutorManager {
   readonly onDidChange: Event<void> = this.changedEmitter.event;
   /** Any executor's state changed. */
   readonly onDidChangeState: Event<{ executor: string; state: ExecutorState }> = this.stateEmitter.event;
+
+  /** First-connect notifications of SSH executors. */
+  private readonly sshNotifier = new SshProgressNotifier((name) => this.connections.get(name)?.state);
 
   constructor(
     private readonly secrets: vscode.SecretStorage,
@@ -109,12 +113,17 @@ export class ExecutorManager {
       old?.dispose(`the settings of ${config.name} changed`);
       const conn = new ExecutorConnection(config, {
         bundled: this.bundled,
+        sshBundle: { cliPath: this.bundled.cliPath },
+        onSshProgress: (name, p) => this.sshNotifier.onProgress(name, p),
         getToken: async (secret) => (await this.secrets.get(SECRET_PREFIX + secret)) || undefined,
         clientOptions: this.clientOptions,
         isActive: () => this.active.name === config.name,
         log: (line) => this.log.info(line),
       });
-      conn.onDidChangeState((state) => this.stateEmitter.fire({ executor: conn.name, state }));
+      conn.onDidChangeState((state) => {
+        if (state.kind === 'connected' || state.kind === 'failed' || state.kind === 'idle') this.sshNotifier.end(conn.name);
+        this.stateEmitter.fire({ executor: conn.name, state });
+      });
       next.set(config.name, conn);
     }
     for (const [name, conn] of this.connections) if (!next.has(name)) conn.dispose(`${name} was removed from the settings`);

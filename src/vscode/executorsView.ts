@@ -73,6 +73,9 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
         if (state.kind === 'connected') {
           const version = conn?.client?.environmentInfo?.executorVersion;
           item.description = `session ${state.sessionId.slice(0, 8)}${version ? ` · v${version}` : ''}`;
+          const remote = conn?.config.kind === 'ssh' ? conn.remote : undefined;
+          if (remote && conn?.config.kind === 'ssh')
+            item.description = `${conn.config.ssh} · ${remote.platform} · node ${remote.nodeVersion} · ${remote.version}`;
         }
         item.iconPath = new vscode.ThemeIcon(
           icon,

@@ -11,14 +11,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { ExecServerClient, type ConnectionState } from '../../src/client';
+import { ExecutorConnection } from '../../src/core/executorConnection';
 import { SshConnectError, sshConnector, type SshProgress } from '../../src/client/sshConnector';
 import { FaultProxy } from '../helpers/faultProxy';
-import { isAlive, until } from '../helpers/procs';
+import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
 import { copyBundle, NODE_PTY_DIR, startSshd, type Sshd } from '../helpers/sshd';
 import { gather, numberedLines } from './clientHelpers';
 
 let sshd: Sshd;
-/** Every connector's log, printed when a test fails. */
+/** Every connector's log (printed with EB_SSH_TEST_LOG=1). */
 const logs: string[] = [];
 const work = mkdtempSync(join(tmpdir(), 'eb-ssh-test-'));
 const CLI = copyBundle(join(work, 'v1'));
@@ -26,8 +27,9 @@ const CLI = copyBundle(join(work, 'v1'));
 before(async () => {
   sshd = await startSshd();
 });
-afterEach((t) => {
-  if (t.passed === false) process.stderr.write(logs.join('\n') + '\n');
+afterEach(() => {
+  // EB_SSH_TEST_LOG=1: every connector's log on stderr.
+  if (process.env.EB_SSH_TEST_LOG) process.stderr.write(logs.join('\n') + '\n');
   logs.length = 0;
 });
 after(async () => {
@@ -175,6 +177,38 @@ describe('ssh executors', () => {
     assert.equal(await new Promise((r) => code.once('exit', r)), 7);
   });
 
+  test('an ssh executor (settings entry) connects, reports its remote, shows recovering after a kill of ssh and resumes', async () => {
+    const steps: string[] = [];
+    const states: string[] = [];
+    const conn = new ExecutorConnection(
+      { kind: 'ssh', name: 'devbox', ssh: `root@127.0.0.1:${sshd.port}`, sshOptions: sshd.clientOptions },
+      {
+        getToken: () => Promise.resolve(undefined),
+        sshBundle: { cliPath: CLI, nodePtyDir: NODE_PTY_DIR },
+        onSshProgress: (name, p) => steps.push(`${name}:${p.step}`),
+        clientOptions: { keepalive: false },
+        log: (line) => logs.push(line),
+      },
+    );
+    conn.onDidChangeState((st) => states.push(st.kind));
+    try {
+      const client = await conn.connect();
+      assert.equal(conn.state.kind, 'connected');
+      assert.match(conn.remote!.platform, /^Linux /);
+      assert.ok(steps.includes('devbox:ready'));
+      const ssh = liveSsh(sshd.port);
+      assert.equal(ssh.length, 1);
+      process.kill(ssh[0]!, 'SIGKILL');
+      await until(() => states.includes('recovering') && conn.state.kind === 'connected', 20_000, 'recovering, then connected');
+      const h = await client.startProcess({ argv: ['echo', 'after'], cwd: conn.defaultCwd() });
+      const out = gather(h);
+      await h.completion;
+      await out.until((t) => t === 'after\n');
+    } finally {
+      conn.dispose();
+    }
+  });
+
   async function failure(c: ReturnType<typeof connector>): Promise<SshConnectError> {
     const t0 = Date.now();
     const e = await ExecServerClient.connect({ connector: c, deadlineMs: 0, attemptTimeoutMs: 20_000 }).then(
@@ -220,6 +254,13 @@ describe('ssh executors', () => {
     assert.match(oldNode.message, /v18\.19\.0 .* needs 20 or newer/);
   });
 });
+
+/** Our ssh client processes to this port. */
+function liveSsh(port: number): number[] {
+  return liveProcesses()
+    .filter((p) => p.ppid === process.pid && procFile(p.pid, 'cmdline').split('\0').includes(String(port)))
+    .map((p) => p.pid);
+}
 
 function findSshError(e: unknown): SshConnectError | undefined {
   for (let x = e, i = 0; x && i < 5; x = (x as { cause?: unknown }).cause, i++) if (x instanceof SshConnectError) return x;

@@ -51,7 +51,7 @@ test('bad entries are skipped one by one, each with a reason', () => {
     problems.map((p) => p.index),
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 10],
   );
-  assert.match(problems[0]!.message, /exactly one of "url" or "command"/);
+  assert.match(problems[0]!.message, /exactly one of "url", "command" or "ssh"/);
   assert.match(problems[3]!.message, /url: url must start with ws:\/\/ or wss:\/\//);
   assert.match(problems[6]!.message, /cwd must be an absolute path/);
   assert.match(problems[7]!.message, /token/, 'unknown keys (a token pasted into settings) are refused');

@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { parseSshTarget, sshConfigHosts, type SshProgress } from '../client/sshConnector';
+import type { ExecutorState } from '../core/executorConnection';
+
+/*
+ * SSH executors in the editor: the "Add SSH Executor…" command (Host entries of ~/.ssh/config, or a
+ * typed user@host) and the progress notification of a first connect.
+ */
+
+/** The `Host` aliases of ~/.ssh/config (none when it is missing). */
+export function configuredSshHosts(file = join(homedir(), '.ssh', 'config')): string[] {
+  try {
+    return sshConfigHosts(readFileSync(file, 'utf8'));
+  } catch {
+    return [];
+  }
+}
+
+/** Asks for a host and a name, appends `{name, ssh}` to execBridge.executors (user settings); resolves the name. */
+export async function addSshExecutor(existingNames: readonly string[]): Promise<string | undefined> {
+  const typed = '$(edit) Type user@host[:port]…';
+  const hosts = configuredSshHosts();
+  const pick = await vscode.window.showQuickPick(
+    [...hosts.map((h) => ({ label: h, description: '~/.ssh/config' })), { label: typed, description: '' }],
+    { title: 'Add SSH Executor', placeHolder: hosts.length ? 'A Host from ~/.ssh/config, or type one' : 'Type user@host[:port]' },
+  );
+  if (!pick) return undefined;
+  let target = pick.label;
+  if (target === typed) {
+    const v = await vscode.window.showInputBox({
+      title: 'Add SSH Executor',
+      prompt: 'SSH destination: [user@]host[:port] (key or agent authentication; no password prompts)',
+      placeHolder: 'me@devbox.example.com',
+      validateInput: (s) => {
+        try {
+          parseSshTarget(s);
+          return undefined;
+        } catch (e) {
+          return (e as Error).message;
+        }
+      },
+    });
+    if (!v) return undefined;
+    target = v.trim();
+  }
+  const suggested = parseSshTarget(target).host;
+  const name = await vscode.window.showInputBox({
+    title: 'Add SSH Executor',
+    prompt: 'Name shown in the status bar and the Executors view',
+    value: existingNames.includes(suggested) ? `${suggested}-ssh` : suggested,
+    validateInput: (s) =>
+      !/^[\w.@ -]{1,64}$/.test(s.trim())
+        ? 'letters, digits, space, and . _ - @ (at most 64)'
+        : existingNames.includes(s.trim())
+          ? `"${s.trim()}" is already an executor`
+          : undefined,
+  });
+  if (!name) return undefined;
+  const config = vscode.workspace.getConfiguration('execBridge');
+  const list = (config.get<unknown[]>('executors') ?? []).slice();
+  list.push({ name: name.trim(), ssh: target });
+  await config.update('executors', list, vscode.ConfigurationTarget.Global);
+  return name.trim();
+}
+
+/**
+ * One notification per first connect of an SSH executor ("Connecting to devbox… Installing
+ * exec-server 0.2.0 (1.4 MB)… Starting…"); reconnects during recovery stay in the status bar.
+ */
+export class SshProgressNotifier implements vscode.Disposable {
+  private readonly open = new Map<string, { report(text: string): void; done(): void }>();
+
+  constructor(private readonly stateOf: (executor: string) => ExecutorState | undefined) {}
+
+  onProgress(executor: string, p: SshProgress): void {
+    if (this.stateOf(executor)?.kind === 'recovering') return;
+    let n = this.open.get(executor);
+    if (!n && p.step === 'connecting') {
+      let report: (text: string) => void = () => undefined;
+      let done!: () => void;
+      const finished = new Promise<void>((r) => (done = r));
+      void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Exec Bridge: ${executor}` }, (progress) => {
+        report = (text) => progress.report({ message: text });
+        report(`Connecting to ${p.target}…`);
+        return Promise.race([finished, new Promise<void>((r) => setTimeout(r, 90_000))]);
+      });
+      n = { report: (t) => report(t), done };
+      this.open.set(executor, n);
+      return;
+    }
+    if (!n) return;
+    if (p.step === 'installing') n.report(`Installing exec-server ${p.version} (${(p.bytes / 1e6).toFixed(1)} MB)…`);
+    else if (p.step === 'starting') n.report('Starting…');
+    else if (p.step === 'ready') this.end(executor);
+  }
+
+  /** Ends the executor's notification (connected or failed). */
+  end(executor: string): void {
+    this.open.get(executor)?.done();
+    this.open.delete(executor);
+  }
+
+  dispose(): void {
+    for (const name of [...this.open.keys()]) this.end(name);
+  }
+}
