@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { spawn as ptySpawn } from 'node-pty';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { SandboxPlanner, type SandboxedSpawnPlan } from '../../src/server/sandbox';
 import { BRIDGE_SOCKET_DIR } from '../../src/server/sandbox/netBridge';
@@ -191,6 +192,29 @@ describe('managed network (Linux)', { skip: process.platform !== 'linux' && 'the
       `127.0.0.1:${allowedPort}`,
     ]);
     if (process.arch === 'x64') assert.match(pt.out, /ptrace=-1 err=1\b/);
+  });
+
+  test('a PTY start (the launcher without extra fds) gets the bridge and the filter too', async () => {
+    const p = await plan(
+      ['/bin/sh', '-c', `curl -sS http://127.0.0.1:${allowedPort}/ && [ -t 0 ] && echo TTY-OK`],
+      [`127.0.0.1:${allowedPort}`],
+      [],
+      { tty: true },
+    );
+    const term = ptySpawn(p.file, p.args, { cwd: p.cwd, env: p.env, cols: 80, rows: 24 });
+    const chunks: Buffer[] = [];
+    term.onData((d) => chunks.push(Buffer.from(d)));
+    const code = await new Promise<number>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`pty run timed out: ${Buffer.concat(chunks).toString()}`)), 20_000);
+      term.onExit((e) => {
+        clearTimeout(t);
+        resolve(e.exitCode);
+      });
+    });
+    const text = Buffer.concat(chunks).toString();
+    assert.match(text, /hello from the allowed server/);
+    assert.match(text, /TTY-OK/);
+    assert.equal(code, 0, text);
   });
 
   test('one snapshot: the proxy env and the sandbox allowance come together, or neither does', async () => {
