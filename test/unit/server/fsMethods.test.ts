@@ -23,7 +23,9 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function call(method: string, params: unknown, ctx: FsContext = { fileHandles: new FileHandleTable() }): Promise<any> {
-  return await router.dispatch(method, params, ctx);
+  // As the wire has it: a result object may serialise itself (BinaryResult → {dataBase64}).
+  const result: unknown = await router.dispatch(method, params, ctx);
+  return result === undefined ? result : JSON.parse(JSON.stringify(result));
 }
 
 /** The error a call fails with, as `{code, message}`. */
