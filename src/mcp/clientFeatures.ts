@@ -132,7 +132,8 @@ export function parseElicitValue(field: ElicitField, text: string): string | num
     case 'number':
     case 'integer': {
       const n = Number(t);
-      if (!Number.isFinite(n) || (field.kind === 'integer' && !Number.isInteger(n))) return { error: `a ${field.kind} is needed` };
+      if (!Number.isFinite(n) || (field.kind === 'integer' && !Number.isInteger(n)))
+        return { error: field.kind === 'integer' ? 'a whole number is needed' : 'a number is needed' };
       if (field.minimum !== undefined && n < field.minimum) return { error: `at least ${field.minimum}` };
       if (field.maximum !== undefined && n > field.maximum) return { error: `at most ${field.maximum}` };
       return n;

@@ -18,7 +18,7 @@ import { errorMessage } from '../util/errorMessage';
 import { describeExitCode } from '../util/exitCode';
 import { formatDiagnostic, type McpLaunch, type McpServerDefinition, type McpServerEntry } from './config';
 import type { McpExecutor } from './executorHost';
-import { createMcpSession, resolveLaunchOn } from './mcpSession';
+import { createMcpSession, createRemoteSession, REMOTE_HOST, resolveLaunchOn } from './mcpSession';
 import { RestartSchedule } from './restartSchedule';
 import type { McpServerChange, McpServerContext } from './serverContext';
 import { ALL_LISTS, McpServerLists, type ListKind } from './serverLists';
@@ -290,13 +290,14 @@ export class McpServer {
     const { clock } = this.ctx;
     let timer: TimerHandle | undefined;
     try {
-      const executor = await this.ctx.host.acquire(def.executor);
+      // A remote (http/sse) server needs no executor: the extension host connects to its URL.
+      const executor = def.remote ? undefined : await this.ctx.host.acquire(def.executor);
       run.executor = executor;
-      this.executorValue = { id: executor.id, label: executor.label };
+      this.executorValue = executor ? { id: executor.id, label: executor.label } : REMOTE_HOST;
       throwIfStopped(run);
-      const launch = await resolveLaunchOn(def, executor, this.ctx);
+      const launch = executor ? await resolveLaunchOn(def, executor, this.ctx) : undefined;
       throwIfStopped(run);
-      this.watchConnection(run, executor);
+      if (executor) this.watchConnection(run, executor);
 
       const timeoutMs = def.startupTimeoutMs;
       const t0 = clock.now();
@@ -305,7 +306,10 @@ export class McpServer {
         run.abort.abort(new Error(`did not become ready within ${formatMs(timeoutMs)}`));
       }, timeoutMs);
       const request: RequestOptions = { signal: run.abort.signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs };
-      const sdk = await this.connectSession(run, def, executor, launch, request, t0);
+      const sdk =
+        executor && launch
+          ? await this.connectSession(run, def, executor, launch, request, t0)
+          : await this.connectRemote(run, def, request, t0);
       await this.loadLists(run, sdk, ALL_LISTS, request);
       clock.clearTimeout(timer);
       timer = undefined;
@@ -373,6 +377,25 @@ export class McpServer {
     return sdk;
   }
 
+  /** Connects to a remote (http/sse) server and runs the MCP handshake. */
+  private async connectRemote(run: Run, def: McpServerDefinition, request: RequestOptions, t0: number): Promise<Client> {
+    const { transport, sdk, features } = await createRemoteSession(def, this.ctx, this.log, (kind) => this.onListChanged(run, kind));
+    throwIfStopped(run);
+    run.transport = transport;
+    run.subscriptions.add(features);
+    void transport.closed.then(() => this.onTransportClosed(run));
+    run.sdk = sdk;
+    await sdk.connect(transport, request);
+    this.capabilitiesValue = sdk.getServerCapabilities();
+    this.serverInfoValue = sdk.getServerVersion();
+    this.instructionsValue = sdk.getInstructions();
+    const version = this.serverInfoValue ? `${this.serverInfoValue.name} ${this.serverInfoValue.version}` : 'unknown server';
+    this.log.lifecycle(
+      `initialized: ${version} over ${transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}, protocol ${transport.protocolVersion ?? '?'}, in ${this.ctx.clock.now() - t0} ms`,
+    );
+    return sdk;
+  }
+
   /** A start that did not reach ready: says why, in the final state that fits. */
   private async onStartFailed(run: Run, def: McpServerDefinition, e: unknown): Promise<void> {
     if (run.stopping || run.finalized) return; // the stop (or the process end) owns the final state
@@ -384,7 +407,7 @@ export class McpServer {
     const message = errorMessage(e);
     if (!run.transport) {
       // Nothing was spawned: the executor is unreachable or the launch could not be resolved.
-      const unavailable = !run.executor;
+      const unavailable = !run.executor && !def.remote;
       const waiting = unavailable && def.restart === 'onCrash';
       this.log.lifecycle(`could not start: ${message}`);
       this.finalize(run, {
@@ -413,7 +436,9 @@ export class McpServer {
     if (run.finalized || run.stopping) return;
     const exit = run.transport?.exit;
     let reason: string;
-    if (exit?.error && exit.exitCode === undefined) reason = `lost the server process: ${exit.error.message}`;
+    if (run.transport?.process === undefined && run.executor === undefined)
+      reason = exit?.error?.message ?? 'the remote server closed the connection';
+    else if (exit?.error && exit.exitCode === undefined) reason = `lost the server process: ${exit.error.message}`;
     else reason = `the server process exited on its own: ${describeExitCode(exit?.exitCode)}`;
     this.log.lifecycle(reason);
     const clientFailed = run.executor?.client.state.kind === 'failed';

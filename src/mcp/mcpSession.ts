@@ -4,9 +4,10 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import { inheritAllEnv } from '../client/envPolicy';
 import { defaultExecutorDir } from '../client/executorPaths';
 import { clientCapabilities, installClientFeatures } from './clientFeatures';
-import { resolveLaunch, type McpLaunch, type McpServerDefinition } from './config';
+import { resolveLaunch, resolveRemote, type McpLaunch, type McpServerDefinition } from './config';
 import { ExecProcessTransport } from './execProcessTransport';
 import { pathFromUri, type McpExecutor } from './executorHost';
+import { RemoteMcpTransport } from './remoteTransport';
 import type { McpServerContext } from './serverContext';
 import type { ListKind } from './serverLists';
 import type { ServerLog } from './serverLog';
@@ -49,26 +50,35 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
     clock: ctx.clock,
   });
 
-  const debounceMs = ctx.timings.listChangedDebounceMs;
-  const sdk = new Client(ctx.clientInfo, {
-    capabilities: clientCapabilities(ctx.client),
-    listChanged: {
-      tools: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('tools') },
-      resources: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('resources') },
-      prompts: { autoRefresh: false, debounceMs, onChanged: () => o.onListChanged('prompts') },
-    },
-  });
-  sdk.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-    const data = typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data);
-    log.append('message', `[${n.params.level}${n.params.logger ? ` ${n.params.logger}` : ''}] ${data}`);
-  });
-  sdk.onerror = (e) => {
-    // A request abandoned while the server stops: the SDK's courtesy notice cannot reach a process
-    // that is going away. Nothing failed that the user could act on.
-    if (e.message.startsWith('Failed to send cancellation')) return;
-    log.lifecycle(`protocol error: ${e.message}`);
-  };
+  const sdk = newSdkClient(ctx, log, o.onListChanged);
   const features = installClientFeatures(sdk, ctx.client, o.def.name, executor.id, (line) => log.lifecycle(line));
+  return { transport, sdk, features };
+}
+
+/** The host id a remote (http/sse) server reports as its executor: it runs wherever its URL points. */
+export const REMOTE_HOST = { id: 'extension host', label: 'remote (from this window)' };
+
+/** A remote server's session: the SDK client over Streamable HTTP (or HTTP+SSE), from the extension host. */
+export async function createRemoteSession(
+  def: McpServerDefinition,
+  ctx: McpServerContext,
+  log: ServerLog,
+  onListChanged: (kind: ListKind) => void,
+): Promise<{ transport: RemoteMcpTransport; sdk: Client; features: { dispose(): void } }> {
+  const remote = def.remote!;
+  const { url, headers } = await resolveRemote(def, ctx.inputs(), {
+    userHome: ctx.env['HOME'] ?? '/',
+    env: ctx.env,
+    resolveInput: (i) => ctx.resolveInput(i),
+    readFile: () => Promise.reject(new Error('no files for a remote server')),
+  });
+  const u = new URL(url);
+  // Header names only: values may be tokens.
+  const names = Object.keys(headers);
+  log.lifecycle(`connecting to ${u.origin}${u.pathname} (${remote.type}${names.length ? `; headers ${names.join(', ')}` : ''})`);
+  const transport = new RemoteMcpTransport(u, headers, remote.type, (line) => log.lifecycle(line));
+  const sdk = newSdkClient(ctx, log, onListChanged);
+  const features = installClientFeatures(sdk, ctx.client, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line));
   return { transport, sdk, features };
 }
 
@@ -83,6 +93,30 @@ export function resolveLaunchOn(def: McpServerDefinition, executor: McpExecutor,
     resolveInput: (i) => ctx.resolveInput(i),
     readFile: async (p) => (await executor.client.readFile(p)).toString('utf8'),
   });
+}
+
+/** The SDK client with our capabilities, list_changed hooks and log handlers. */
+function newSdkClient(ctx: McpServerContext, log: ServerLog, onListChanged: (kind: ListKind) => void): Client {
+  const debounceMs = ctx.timings.listChangedDebounceMs;
+  const sdk = new Client(ctx.clientInfo, {
+    capabilities: clientCapabilities(ctx.client),
+    listChanged: {
+      tools: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('tools') },
+      resources: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('resources') },
+      prompts: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('prompts') },
+    },
+  });
+  sdk.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    const data = typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data);
+    log.append('message', `[${n.params.level}${n.params.logger ? ` ${n.params.logger}` : ''}] ${data}`);
+  });
+  sdk.onerror = (e) => {
+    // A request abandoned while the server stops: the SDK's courtesy notice cannot reach a process
+    // that is going away. Nothing failed that the user could act on.
+    if (e.message.startsWith('Failed to send cancellation')) return;
+    log.lifecycle(`protocol error: ${e.message}`);
+  };
+  return sdk;
 }
 
 function truncate(s: string, n: number): string {

@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Deferred } from '../util/deferred';
 import { DisposableStore } from '../util/disposable';
 import type { ExecProcessTransport } from './execProcessTransport';
+import type { RemoteMcpTransport } from './remoteTransport';
 import type { McpExecutor } from './executorHost';
 
 /** One start of a server, from `starting` to its final state: what it holds and who owns its end. */
@@ -9,7 +10,7 @@ export interface Run {
   readonly id: number;
   readonly abort: AbortController;
   executor?: McpExecutor;
-  transport?: ExecProcessTransport;
+  transport?: ExecProcessTransport | RemoteMcpTransport;
   sdk?: Client;
   /** Set once a stop was asked for: the stop owns the final state from then on. */
   stopping?: { reason: string; final: 'stopped' | 'crashed' };

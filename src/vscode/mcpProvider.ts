@@ -94,15 +94,31 @@ export async function registerMcpProvider(
     changed.fire();
   };
   const subs = [manager.onDidChangeServers(recheck), manager.onDidChangeServer(({ change }) => change === 'meta' && recheck())];
-  const registration = api.register(MCP_PROVIDER_ID, {
-    onDidChangeMcpServerDefinitions: changed.event,
-    provideMcpServerDefinitions: () => {
-      current = compute();
-      key = definitionsKey(current);
-      return current.map((d) => new api.Stdio(d.label, d.command, d.args, d.env, d.version));
-    },
-    resolveMcpServerDefinition: (server) => server,
-  });
+  let registration: vscode.Disposable;
+  try {
+    registration = api.register(MCP_PROVIDER_ID, provider());
+  } catch (e) {
+    // 1.100 has the function as a proposal that throws for extensions not allowed to use it.
+    log(
+      `MCP: this VS Code (${vscode.version}) does not let extensions offer MCP servers (${errorMessage(e)}); our servers stay in the Exec Bridge tree`,
+    );
+    for (const s of subs) s.dispose();
+    changed.dispose();
+    await gateway.dispose();
+    return undefined;
+  }
+  function provider(): DefinitionProvider {
+    const Stdio = api!.Stdio;
+    return {
+      onDidChangeMcpServerDefinitions: changed.event,
+      provideMcpServerDefinitions: () => {
+        current = compute();
+        key = definitionsKey(current);
+        return current.map((d) => new Stdio(d.label, d.command, d.args, d.env, d.version));
+      },
+      resolveMcpServerDefinition: (server) => server,
+    };
+  }
   return {
     gateway,
     definitions: () => current,

@@ -14,7 +14,7 @@
  * Every problem becomes a diagnostic naming the file, the server and the key; a bad server is kept
  * as an entry with errors (the tree shows it) and never hides the others.
  */
-export { resolveLaunch, type McpLaunch, type VariableContext } from './launch';
+export { resolveLaunch, resolveRemote, type McpLaunch, type VariableContext } from './launch';
 export { parseEnvFile } from './envFile';
 export { isToolEnabled, mergeMcpConfig } from './merge';
 export { parseMcpJson, parseSettingsServers } from './parse';

@@ -65,6 +65,27 @@ export async function resolveLaunch(
   return { argv, cwd, env, unsetEnv };
 }
 
+/** A remote server's `url` and `headers` with their variables filled in. */
+export async function resolveRemote(
+  def: McpServerDefinition,
+  inputs: readonly McpInputDefinition[],
+  ctx: VariableContext,
+): Promise<{ url: string; headers: Record<string, string> }> {
+  const fail = launchFailure(def);
+  if (!def.remote) return fail('url', 'not a remote server');
+  const sub = variableSubstituter(inputs, ctx, ctx.workspaceFolder ?? def.source.workspaceFolder, fail);
+  const url = await sub(def.remote.url, 'url');
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
+  } catch {
+    fail('url', `"url" must be an http:// or https:// URL after variables are substituted, got "${url}"`);
+  }
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(def.remote.headers)) headers[k] = await sub(v, `headers.${k}`);
+  return { url, headers };
+}
+
 type Fail = (key: string, message: string) => never;
 
 /** Throws the `McpConfigError` for one key of `def`. */

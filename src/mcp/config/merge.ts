@@ -96,7 +96,7 @@ function mergeServers(layers: readonly McpConfigLayer[], diagnostics: McpDiagnos
 /** Validates a merged server (a command, declared inputs) and builds its definition when valid. */
 function toEntry(slot: Slot, inputs: readonly McpInputDefinition[], diagnostics: McpDiagnostic[]): McpServerEntry {
   const f = slot.fields;
-  if (f.command === undefined && slot.errors.length === 0) {
+  if (f.command === undefined && f.transport === undefined && slot.errors.length === 0) {
     const d: McpDiagnostic = {
       severity: 'error',
       file: slot.source.file,
@@ -123,13 +123,15 @@ function toEntry(slot: Slot, inputs: readonly McpInputDefinition[], diagnostics:
     }
   }
   const entry: McpServerEntry = { name: slot.name, source: slot.source, errors: slot.errors };
-  if (slot.errors.length === 0 && f.command !== undefined) {
+  const remote = f.transport !== undefined && f.url !== undefined ? { type: f.transport, url: f.url, headers: f.headers ?? {} } : undefined;
+  if (slot.errors.length === 0 && (f.command !== undefined || remote)) {
     const def: Omit<McpServerDefinition, 'fingerprint'> = {
       name: slot.name,
       source: slot.source,
       ...(slot.adjustedBy ? { adjustedBy: slot.adjustedBy } : {}),
-      command: f.command,
+      command: f.command ?? '',
       args: f.args ?? [],
+      ...(remote ? { remote } : {}),
       env: f.env ?? {},
       ...(f.envFile !== undefined ? { envFile: f.envFile } : {}),
       ...(f.cwd !== undefined ? { cwd: f.cwd } : {}),
@@ -151,6 +153,8 @@ function* allVariableStrings(f: Partial<ServerFields>): Generator<[string, strin
   for (const [k, v] of Object.entries(f.env ?? {})) if (v !== null) yield [`env.${k}`, v];
   if (f.envFile !== undefined) yield ['envFile', f.envFile];
   if (f.cwd !== undefined) yield ['cwd', f.cwd];
+  if (f.url !== undefined) yield ['url', f.url];
+  for (const [k, v] of Object.entries(f.headers ?? {})) yield [`headers.${k}`, v];
 }
 
 /**
@@ -166,6 +170,9 @@ function fingerprintOf(def: Omit<McpServerDefinition, 'fingerprint'>): string {
     cwd: def.cwd ?? null,
     executor: def.executor ?? null,
     workspaceFolder: def.source.workspaceFolder ?? null,
+    remote: def.remote
+      ? { ...def.remote, headers: Object.entries(def.remote.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) }
+      : null,
   };
   return createHash('sha256').update(JSON.stringify(material)).digest('hex').slice(0, 16);
 }

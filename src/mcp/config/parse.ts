@@ -178,13 +178,13 @@ function readServer(
   for (const key of Object.keys(raw)) server.present.add(key);
 
   const type = raw['type'];
-  if (type !== undefined && type !== 'stdio') {
-    if (type === 'http' || type === 'sse')
-      error('type', `only stdio servers are supported (this one is "${type}"); use VS Code's built-in MCP support for it`);
-    else error('type', `"type" must be "stdio", got ${JSON.stringify(type)}`);
+  if (type !== undefined && type !== 'stdio' && type !== 'http' && type !== 'sse') {
+    error('type', `"type" must be "stdio", "http" or "sse", got ${JSON.stringify(type)}`);
   }
-  if (raw['url'] !== undefined && raw['command'] === undefined) {
-    error('url', 'remote (url) servers are not supported; Exec Bridge runs stdio servers with a "command"');
+  if (type === 'http' || type === 'sse' || (type === undefined && raw['url'] !== undefined && raw['command'] === undefined)) {
+    readRemoteFields(raw, server.fields, type === 'sse' ? 'sse' : 'http', error);
+  } else if (raw['url'] !== undefined) {
+    error('url', '"url" belongs to an "http" or "sse" server; a stdio server has a "command"');
   }
   for (const key of Object.keys(raw)) {
     if (!STDIO_KEYS.has(key) && !OUR_KEYS.has(key) && !IGNORED_VSCODE_KEYS.has(key) && key !== 'url' && key !== 'headers') {
@@ -201,6 +201,28 @@ function readServer(
 type FieldError = (key: string | undefined, message: string, path?: (string | number)[]) => void;
 
 /** What the process is: `command`, `args`, `env`, `envFile`, `cwd`, `executor`. */
+/** `url` (http or https, variables allowed) and `headers` (names to strings) of a remote server. */
+function readRemoteFields(raw: Record<string, unknown>, f: Partial<ServerFields>, transport: 'http' | 'sse', error: FieldError): void {
+  f.transport = transport;
+  if (raw['command'] !== undefined) error('command', `an "${transport}" server has a "url", not a "command"`);
+  const url = raw['url'];
+  if (typeof url !== 'string' || url.trim() === '') error('url', `"url" must be a non-empty string, got ${describe(url)}`);
+  else if (!/^(https?:\/\/|\$\{)/i.test(url)) error('url', `"url" must start with http:// or https://, got "${url}"`);
+  else if (checkVariables(url, 'url', ['url'], error)) f.url = url;
+  const headers = raw['headers'];
+  if (headers === undefined) return;
+  if (!isObject(headers)) {
+    error('headers', `"headers" must be an object of strings, got ${typeName(headers)}`);
+    return;
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (typeof v !== 'string') error(`headers.${k}`, `a header value must be a string, got ${describe(v)}`, ['headers', k]);
+    else if (checkVariables(v, `headers.${k}`, ['headers', k], error)) out[k] = v;
+  }
+  f.headers = out;
+}
+
 function readLaunchFields(raw: Record<string, unknown>, f: Partial<ServerFields>, error: FieldError): void {
   const str = (key: keyof ServerFields, allowEmpty = false): void => {
     const v = raw[key];

@@ -59,8 +59,18 @@ export interface McpServerDefinition {
   enabledTools?: string[];
   /** Deny-list, applied after `enabledTools`. */
   disabledTools: string[];
+  /** A remote server (`type: "http"` or `"sse"`, `url`): the extension connects to it itself; `command` is empty. */
+  remote?: McpRemoteDefinition;
   /** Stable hash of everything that affects the running process: a change means "restart to apply". */
   fingerprint: string;
+}
+
+/** `http` = Streamable HTTP, falling back to the older HTTP+SSE transport; `sse` = that one only. */
+export interface McpRemoteDefinition {
+  type: 'http' | 'sse';
+  /** May hold `${input:…}`/`${env:…}` until resolved. */
+  url: string;
+  headers: Record<string, string>;
 }
 
 /** One server as the tree shows it: valid (`definition`) or not (`errors`). */
@@ -101,6 +111,9 @@ export interface ServerFields {
   restart: RestartPolicy;
   enabledTools: string[];
   disabledTools: string[];
+  transport: 'http' | 'sse';
+  url: string;
+  headers: Record<string, string>;
 }
 
 export interface McpConfig {

@@ -73,7 +73,7 @@ test('one bad server does not hide the others; errors name the file, server, key
     '    "badArgs": { "command": "node", "args": ["ok", 7] },',
     '    "badTimeout": { "command": "node", "startupTimeoutMs": "30s" },',
     '    "noCommand": { "args": [] },',
-    '    "http": { "type": "http", "url": "https://x" },',
+    '    "http": { "type": "http", "url": "ftp://x" },',
     '    "badVar": { "command": "${workspaceRoot}/x" },',
     '    "badInput": { "command": "node", "env": { "K": "${input:missing}" } },',
     '    "badRestart": { "command": "node", "restart": "always" }',
@@ -103,7 +103,7 @@ test('one bad server does not hide the others; errors name the file, server, key
   assert.equal(byName.get('badTimeout')?.errors[0]?.key, 'servers.badTimeout.startupTimeoutMs');
   assert.match(byName.get('badTimeout')?.errors[0]?.message ?? '', /whole number of milliseconds/);
   assert.equal(byName.get('noCommand')?.errors[0]?.key, 'servers.noCommand.command');
-  assert.match(byName.get('http')?.errors[0]?.message ?? '', /only stdio servers are supported/);
+  assert.match(byName.get('http')?.errors[0]?.message ?? '', /must start with http:\/\/ or https:\/\//);
   assert.match(byName.get('badVar')?.errors[0]?.message ?? '', /unknown variable \$\{workspaceRoot\}/);
   assert.match(byName.get('badInput')?.errors[0]?.message ?? '', /input:missing.*no "inputs" entry/);
   assert.equal(byName.get('badInput')?.errors[0]?.key, 'servers.badInput.env.K');

@@ -90,8 +90,7 @@ suite("MCP servers in VS Code's own MCP list", () => {
   });
 
   if (!apiExpected) {
-    test(`VS Code ${vscode.version} has no provider API: nothing is offered, the tree still has the server`, async () => {
-      assert.equal(hasApi, false);
+    test(`VS Code ${vscode.version} has no final provider API: nothing is offered, the tree still has the server`, async () => {
       const s = await snapshot();
       assert.equal(s.vscodeList, undefined);
       assert.ok(s.servers.some((x) => x.name === 'listed'));

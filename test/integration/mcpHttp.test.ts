@@ -1,0 +1,101 @@
+/**
+ * Remote (http/sse) servers from the configuration, connected from the extension host through the
+ * SDK's client transports, against an MCP server the test runs on 127.0.0.1: headers with
+ * `${input:}`, tools and Call Tool, a stop that ends the session, the HTTP+SSE fallback, and a 401
+ * that says a sign-in is needed.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { mergeMcpConfig, parseMcpJson } from '../../src/mcp/config';
+import { McpServerManager } from '../../src/mcp/serverManager';
+import { OAUTH_MESSAGE } from '../../src/mcp/remoteTransport';
+import { until } from '../helpers/procs';
+import { startHttpMcpServer, type HttpMcpServer } from './mcpHttpServer';
+import { TestExecutorHost, text, TIMINGS } from './mcpFixtures';
+
+function managerFor(json: object, answers: Record<string, string>): McpServerManager {
+  const m = new McpServerManager({
+    host: new TestExecutorHost(),
+    timings: TIMINGS,
+    clientInfo: { name: 'exec-bridge-test', version: '0' },
+    resolveInput: (i) => Promise.resolve(answers[i.id]),
+  });
+  const layer = parseMcpJson(JSON.stringify(json), { kind: 'mcpJson', file: '/w/.vscode/mcp.json', workspaceFolder: '/w' });
+  const config = mergeMcpConfig([layer]);
+  assert.deepEqual(
+    config.diagnostics.filter((d) => d.severity === 'error'),
+    [],
+  );
+  m.applyConfig(config, { autoStart: false });
+  return m;
+}
+
+describe('remote MCP servers (http, sse) from mcp.json', () => {
+  let http: HttpMcpServer;
+  let sseOnly: HttpMcpServer;
+  before(async () => {
+    http = await startHttpMcpServer({ token: 's3cret' });
+    sseOnly = await startHttpMcpServer({ token: 's3cret', sseOnly: true });
+  });
+  after(async () => {
+    await http?.close();
+    await sseOnly?.close();
+  });
+
+  test('an http server with a ${input:} header: ready with its tools, Call Tool works, a stop ends the session', async () => {
+    const m = managerFor(
+      {
+        inputs: [{ id: 'tok', type: 'promptString', description: 'token', password: true }],
+        servers: { web: { type: 'http', url: http.url, headers: { Authorization: 'Bearer ${input:tok}' } } },
+      },
+      { tok: 's3cret' },
+    );
+    try {
+      const s = m.get('web')!;
+      await s.start();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.deepEqual(
+        s.tools.map((t) => t.name),
+        ['shout'],
+      );
+      assert.equal(text(await s.callTool('shout', { text: 'hi' })), 'HI');
+      assert.equal(http.openSessions(), 1);
+      assert.ok(s.log.all().some((e) => /Streamable HTTP/.test(e.text)));
+      assert.ok(!s.log.all().some((e) => e.text.includes('s3cret')), 'the header value is never logged');
+      await s.stop();
+      assert.equal(s.state.kind, 'stopped');
+      await until(() => http.openSessions() === 0, 5000, 'the session ended on the server');
+    } finally {
+      await m.shutdown();
+    }
+  });
+
+  test('type http against an HTTP+SSE-only server falls back to SSE', async () => {
+    const m = managerFor({ servers: { old: { url: sseOnly.url, headers: { Authorization: 'Bearer s3cret' } } } }, {});
+    try {
+      const s = m.get('old')!;
+      await s.start();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.equal(text(await s.callTool('shout', { text: 'sse' })), 'SSE');
+      assert.ok(s.log.all().some((e) => /HTTP\+SSE/.test(e.text)));
+    } finally {
+      await m.shutdown();
+    }
+    await until(() => sseOnly.openSessions() === 0, 5000, 'the SSE session ended');
+  });
+
+  test('a 401 says the server needs a sign-in and points at VS Code', async () => {
+    const m = managerFor({ servers: { locked: { type: 'http', url: http.url } } }, {});
+    try {
+      const s = m.get('locked')!;
+      const before = http.refused();
+      await s.start();
+      assert.equal(s.state.kind, 'crashed');
+      assert.ok(http.refused() > before);
+      const reason = s.state.kind === 'crashed' ? s.state.reason : '';
+      assert.ok(reason.includes(OAUTH_MESSAGE), reason);
+    } finally {
+      await m.shutdown();
+    }
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * An MCP server over HTTP on 127.0.0.1 for the remote-server tests (not a test file): Streamable
+ * HTTP at /mcp (stateful sessions) or, with `sseOnly`, only the older HTTP+SSE transport (GET /sse,
+ * POST /messages). It demands `Authorization: Bearer <token>` and answers 401 otherwise.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+export interface HttpMcpServer {
+  url: string;
+  /** Sessions the server has open now (a stop ends its session with DELETE). */
+  openSessions(): number;
+  /** Requests answered 401. */
+  refused(): number;
+  close(): Promise<void>;
+}
+
+function mcpServer(): Server {
+  const s = new Server({ name: 'http-test', version: '1.0.0' }, { capabilities: { tools: {} } });
+  s.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [
+      { name: 'shout', description: 'Upper-cases its text', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
+    ],
+  }));
+  s.setRequestHandler(CallToolRequestSchema, (req) => ({
+    content: [{ type: 'text', text: String(req.params.arguments?.['text'] ?? '').toUpperCase() }],
+  }));
+  return s;
+}
+
+export async function startHttpMcpServer(options: { token: string; sseOnly?: boolean }): Promise<HttpMcpServer> {
+  const streamable = new Map<string, StreamableHTTPServerTransport>();
+  const sse = new Map<string, SSEServerTransport>();
+  let refused = 0;
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.headers['authorization'] !== `Bearer ${options.token}`) {
+      refused++;
+      res.writeHead(401, { 'WWW-Authenticate': 'Bearer realm="test"' }).end('unauthorized');
+      return;
+    }
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (options.sseOnly) {
+      if (req.method === 'GET' && path === '/sse') {
+        const t = new SSEServerTransport('/messages', res);
+        sse.set(t.sessionId, t);
+        t.onclose = () => sse.delete(t.sessionId);
+        await mcpServer().connect(t);
+        return;
+      }
+      if (req.method === 'POST' && path === '/messages') {
+        const t = sse.get(new URL(req.url ?? '/', 'http://x').searchParams.get('sessionId') ?? '');
+        if (t) return t.handlePostMessage(req, res);
+      }
+      res.writeHead(405).end();
+      return;
+    }
+    if (path !== '/mcp') {
+      res.writeHead(404).end();
+      return;
+    }
+    const id = req.headers['mcp-session-id'];
+    let t = typeof id === 'string' ? streamable.get(id) : undefined;
+    if (!t) {
+      if (req.method !== 'POST') {
+        res.writeHead(400).end();
+        return;
+      }
+      const fresh = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => void streamable.set(sid, fresh),
+        onsessionclosed: (sid) => void streamable.delete(sid),
+      });
+      await mcpServer().connect(fresh);
+      t = fresh;
+    }
+    await t.handleRequest(req, res);
+  };
+  const http: HttpServer = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (!res.headersSent) res.writeHead(500).end(String(e));
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/${options.sseOnly ? 'sse' : 'mcp'}`,
+    openSessions: () => streamable.size + sse.size,
+    refused: () => refused,
+    close: async () => {
+      for (const t of streamable.values()) await t.close().catch(() => undefined);
+      for (const t of sse.values()) await t.close().catch(() => undefined);
+      http.closeAllConnections();
+      await new Promise<void>((r) => http.close(() => r()));
+    },
+  };
+}
