@@ -17,6 +17,17 @@ export const CONNECT_USAGE = `usage: exec-bridge connect [--idle-exit-ms N] [--s
 /** The line a relay prints before the protocol starts when asked to (`--ready-line`, for bootstrappers). */
 export const READY_LINE = 'EB-READY';
 
+/**
+ * Relay keepalive, between a client and its relay only (never forwarded): the client writes
+ * `{"ebRelayPing":N}`, the relay answers `{"ebRelayPong":N}`. The relay answers the daemon's
+ * WebSocket pings only while its client has been heard within `CLIENT_SILENCE_MS`: a relay whose
+ * client vanished behind a dead network (its sshd has not noticed) then lets the session go when
+ * the client's next relay resumes it, instead of holding it until TCP gives up.
+ */
+export const RELAY_PING = 'ebRelayPing';
+export const RELAY_PONG = 'ebRelayPong';
+const CLIENT_SILENCE_MS = 12_000;
+
 /** `exec-bridge connect`: stdin/stdout ↔ the daemon's unix socket. Exits when either side closes. */
 export async function connectCommand(argv: string[]): Promise<number> {
   let idleExitMs: number | undefined;
@@ -58,6 +69,12 @@ export async function connectCommand(argv: string[]): Promise<number> {
     headers: { Authorization: `Bearer ${daemon.token}` },
     perMessageDeflate: false,
     maxPayload: 4 * MAX_FRAME_BYTES,
+    autoPong: false,
+  });
+  let clientHeardAt = Date.now();
+  ws.on('ping', (data: Buffer) => {
+    if (Date.now() - clientHeardAt < CLIENT_SILENCE_MS) ws.pong(data);
+    else log('not answering the daemon ping: the client has been silent');
   });
   return new Promise<number>((resolve) => {
     let done = false;
@@ -82,7 +99,15 @@ export async function connectCommand(argv: string[]): Promise<number> {
         maxLineBytes: MAX_FRAME_BYTES,
         overflow: 'stop',
         onLine: (line) => {
+          clientHeardAt = Date.now();
           if (line.length === 0) return;
+          if (line.length < 64 && line.includes(RELAY_PING)) {
+            const n = /^\{"ebRelayPing":(\d{1,15})\}\s*$/.exec(line.toString('latin1'))?.[1];
+            if (n !== undefined) {
+              process.stdout.write(`{"${RELAY_PONG}":${n}}\n`);
+              return;
+            }
+          }
           unsent++;
           // Text frames, as a WebSocket client sends them; hold stdin while the socket is behind.
           ws.send(line.toString('utf8'), () => {

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StdioTransport } from '../rpc/stdioTransport';
+import type { Disposable } from '../util/disposable';
 import type { Connection, Connector } from './types';
 
 /*
@@ -447,7 +448,7 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
             signal.removeEventListener('abort', onAbort);
             child.stdout!.pause();
             if (buf.length) child.stdout!.unshift(buf);
-            const transport = new StdioTransport(child.stdout!, child.stdin!);
+            const transport = new RelayConnection(child.stdout!, child.stdin!);
             transport.onClose(() => {
               if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
             });
@@ -464,6 +465,33 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
     remote: { get: () => remote },
     sshPid: { get: () => (current && current.exitCode === null && current.signalCode === null ? current.pid : undefined) },
   }) as SshConnector;
+}
+
+/**
+ * A stdio connection to our relay (`exec-bridge connect`): JSON lines, plus the relay's own
+ * keepalive (`{"ebRelayPing":N}` → `{"ebRelayPong":N}`, answered by the relay, never forwarded),
+ * so the client notices a dead path (and the relay knows its client is alive).
+ */
+export class RelayConnection extends StdioTransport implements Connection {
+  private pongs = new Set<() => void>();
+  private n = 0;
+
+  ping(): void {
+    this.send(`{"ebRelayPing":${++this.n}}`);
+  }
+
+  onPong(listener: () => void): Disposable {
+    this.pongs.add(listener);
+    return { dispose: () => void this.pongs.delete(listener) };
+  }
+
+  protected override emitMessage(text: string): void {
+    if (text.length < 64 && text.startsWith('{"ebRelayPong":')) {
+      for (const l of [...this.pongs]) l();
+      return;
+    }
+    super.emitMessage(text);
+  }
 }
 
 /** `Host` aliases of an ssh_config text (no wildcards or negations), in file order. */

@@ -129,6 +129,36 @@ describe('ssh executors', () => {
     });
   }
 
+  test('a black-holed path (the remote sshd notices nothing): keepalive gives up on it, the stale relay lets go, the session resumes', async () => {
+    const proxy = await FaultProxy.start(sshd.port);
+    const viaProxy = connector(proxy.port);
+    const direct = connector(sshd.port);
+    let attempts = 0;
+    const client = await ExecServerClient.connect({
+      connector: (signal) => (attempts++ === 0 ? viaProxy(signal) : direct(signal)),
+      keepalive: { intervalMs: 250, timeoutMs: 1000 },
+      attemptTimeoutMs: 10_000,
+      deadlineMs: 30_000,
+    });
+    try {
+      const fifo = join(work, 'go-blackhole');
+      const h = await client.startProcess({ argv: gatedScript(fifo), cwd: '/tmp' });
+      const out = gather(h);
+      await out.until((t) => t.includes('line 1000\n'));
+      const pid = Number(/^pid (\d+)/.exec(out.text())![1]);
+      proxy.blackhole();
+      writeFileSync(fifo, 'go\n');
+      await until(() => client.state.kind === 'recovering', 10_000, 'keepalive to notice');
+      // The old relay stays attached (its ssh session looks alive to sshd) until it stops answering the daemon.
+      await until(() => client.state.kind === 'connected', 28_000, 'resume through a new ssh');
+      await h.completion;
+      assert.equal(out.text(), `pid ${pid}\n${numberedLines(2000)}pid ${pid}\n`);
+    } finally {
+      client.dispose();
+      await proxy.close();
+    }
+  });
+
   test('exec-bridge run --ssh: output, exit code, and a cut mid-stream prints the resume lines', async () => {
     const proxy = await FaultProxy.start(sshd.port);
     const fifo = join(work, 'go-cli');
