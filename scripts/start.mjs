@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm start`: the product demo. Builds and packages the extension (exec-bridge.vsix), installs it
-// into a real VS Code in the browser (code-server 4.100.3 = VS Code 1.100.3), checks once in a
+// into a real VS Code in the browser (the newest tested: code-server 4.139.1 = VS Code 1.139.1), checks once in a
 // headless chromium that the installed extension starts the bundled executor and runs a command
 // on it, then prints the local URL to open. Ctrl-C stops code-server and everything it started.
 //

@@ -36,7 +36,8 @@ export function buildProxyDefinitions(entries: readonly McpServerEntry[], launch
   for (const e of entries) {
     const def = e.definition;
     if (!def) continue;
-    const executor = def.executor ?? launch.activeExecutor;
+    // A remote server runs wherever its URL points; a stdio one on its executor.
+    const executor = def.remote ? def.remote.type : (def.executor ?? launch.activeExecutor);
     defs.push({
       name: e.name,
       label: `${e.name} · ${executor}`,

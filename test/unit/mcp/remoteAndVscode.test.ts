@@ -58,6 +58,7 @@ test('VS Code definitions: one per valid server, labelled with the executor, no 
       a: { command: 'node', args: ['a.js'], env: { TOKEN: 'secret-value' } },
       b: { command: 'node', executor: 'devbox' },
       broken: { command: 'node', startupTimeoutMs: -1 },
+      web: { type: 'http', url: 'http://h/mcp' },
     },
   });
   const launch = {
@@ -70,7 +71,7 @@ test('VS Code definitions: one per valid server, labelled with the executor, no 
   const defs = buildProxyDefinitions(es, launch);
   assert.deepEqual(
     defs.map((d) => d.label),
-    ['a · bundled', 'b · devbox'],
+    ['a · bundled', 'b · devbox', 'web · http'],
   );
   assert.deepEqual(defs[0]!.args, ['/ext/dist/cli.js', 'mcp-proxy', '/tmp/ebmcp-x/s', 'a']);
   assert.deepEqual(defs[0]!.env, {});
