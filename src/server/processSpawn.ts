@@ -25,8 +25,16 @@ import { pathFromUri } from './uri';
 let ptyModule: typeof NodePty | undefined;
 function loadPty(): typeof NodePty {
   // Loaded on first use: a server that never starts a PTY never loads the native addon.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  ptyModule ??= require('node-pty') as typeof NodePty;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    ptyModule ??= require('node-pty') as typeof NodePty;
+  } catch (e) {
+    // E.g. an SSH host of another platform than the editor's: no node-pty build was shipped.
+    const why = String((e as Error).message).split('\n')[0];
+    throw new Error(
+      `terminals (PTYs) are not available on this executor (${process.platform}-${process.arch}: ${why}); commands without a terminal work`,
+    );
+  }
   return ptyModule;
 }
 

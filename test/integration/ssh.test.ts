@@ -96,6 +96,28 @@ describe('ssh executors', () => {
     c.dispose();
   });
 
+  test('a bundle without node-pty (a host of another platform): pipes work, a PTY start fails with a clear error', async () => {
+    const c = sshConnector({
+      target: `root@127.0.0.1:${sshd.port}`,
+      sshOptions: sshd.clientOptions,
+      cliPath: copyBundle(join(work, 'nopty'), '\n// no node-pty\n'),
+      nodePtyDir: null,
+    });
+    const client = await ExecServerClient.connect({ connector: c, attemptTimeoutMs: 30_000 });
+    try {
+      const p = await client.startProcess({ argv: ['echo', 'pipes work'], cwd: '/tmp' });
+      const out = gather(p);
+      await p.completion;
+      await out.until((t) => t === 'pipes work\n');
+      await assert.rejects(
+        client.startProcess({ argv: ['sh'], cwd: '/tmp', tty: true }),
+        /terminals \(PTYs\) are not available on this executor/,
+      );
+    } finally {
+      client.dispose();
+    }
+  });
+
   for (const how of ['cut', 'kill'] as const) {
     test(`${how === 'cut' ? 'the TCP connection cut under ssh' : 'kill -9 of the ssh client'} mid-stream: resumed, byte-exact, same remote process`, async () => {
       const proxy = await FaultProxy.start(sshd.port);
