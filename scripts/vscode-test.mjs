@@ -102,7 +102,8 @@ async function waitForExit(list, timeoutMs) {
 function payloadUrl(base, host, workspace, withTests) {
   const payload = [['extensionDevelopmentPath', `vscode-remote://${host}${root}`]];
   if (withTests) payload.push(['extensionTestsPath', `vscode-remote://${host}${join(outDir, 'test', 'vscode', 'index.js')}`]);
-  return `${base}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
+  const kind = workspace.endsWith('.code-workspace') ? 'workspace' : 'folder';
+  return `${base}/?${kind}=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
 }
 
 // Extension-host console lines that are environment noise, not our report.
@@ -333,7 +334,11 @@ async function runTarget(codeServer, version) {
       env,
       args: CHROMIUM_ARGS,
     });
-    if (!args.has('--ui-only')) results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspace, rt)) });
+    // The suites run in a multi-root workspace of that one folder: executor folders are added in
+    // place (a single-folder window would reload to become a workspace); the UI test keeps the folder.
+    const workspaceFile = join(rt, 'tests.code-workspace');
+    writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }] }) + '\n');
+    if (!args.has('--ui-only')) results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspaceFile, rt)) });
     if (!args.has('--tests-only')) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
   } catch (e) {
     console.error(ts(), '✗', e?.stack ?? e);

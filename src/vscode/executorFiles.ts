@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { ExecutorFilePoller, ExecutorFiles, type FileChange, type FileStat } from '../core/executorFiles';
 import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
+import { executorWorkspaceFile } from '../core/executorWorkspace';
 import { EXECUTOR_FS_SCHEME, executorFileUri, findPathLinks } from '../core/pathMapping';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
@@ -158,10 +159,19 @@ export function executorFolderUri(executor: string, path: string): vscode.Uri {
 
 /**
  * "Exec Bridge: Open Executor Folder…": asks for a folder on the executor (default: its working
- * directory) and adds it to the workspace. (A window of executor folders only would be a virtual
- * workspace, where this extension does not run; so it is always added next to local folders.)
+ * directory) and puts it next to the window's local folders. A multi-root window (a workspace file,
+ * saved or untitled) gets it added in place. A single-folder window would have to become an
+ * untitled workspace, which in the web workbench (code-server 4.100) reloads into an empty
+ * workspace; so we write a workspace file with the window's folder and the executor folder
+ * (core/executorWorkspace.ts, in the extension's global storage) and open that in this window.
+ * A window of executor folders only would be a virtual workspace, where this extension does not
+ * run: an empty window is refused with that reason.
  */
 export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConnection, given?: string): Promise<vscode.Uri | undefined> {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  if (!folders.some((f) => f.uri.scheme !== EXECUTOR_FS_SCHEME)) {
+    throw new Error('open a local folder first: a window of executor folders only is a virtual workspace, where Exec Bridge cannot run');
+  }
   const path =
     given ??
     (await vscode.window.showInputBox({
@@ -177,16 +187,43 @@ export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConn
   });
   if (!meta.isDirectory) throw new Error(`${path} on ${conn.name} is not a folder`);
   const uri = executorFolderUri(conn.name, path);
-  const folders = vscode.workspace.workspaceFolders ?? [];
-  // Not awaited: a single-folder window becomes a workspace first, which may reload it.
-  if (
-    !folders.some((f) => f.uri.toString() === uri.toString()) &&
-    !vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: `${conn.name}: ${path}` })
-  ) {
-    throw new Error('VS Code refused to add the folder to the workspace');
+  const name = `${conn.name}: ${path}`;
+  if (folders.some((f) => f.uri.toString() === uri.toString())) {
+    void vscode.commands.executeCommand('revealInExplorer', uri);
+    return uri;
   }
-  ext.log.info(`${conn.name}: opened executor folder ${uri.toString(true)}`);
-  void vscode.commands.executeCommand('workbench.view.explorer');
+  if (vscode.workspace.workspaceFile) {
+    // Resolves once VS Code applied the change: a next update before that would be refused.
+    await new Promise<void>((resolve, reject) => {
+      const done = (e?: Error) => {
+        sub.dispose();
+        clearTimeout(timer);
+        if (e) reject(e);
+        else resolve();
+      };
+      const sub = vscode.workspace.onDidChangeWorkspaceFolders((e) => {
+        if (e.added.some((f) => f.uri.toString() === uri.toString())) done();
+      });
+      const timer = setTimeout(() => done(new Error('VS Code did not add the folder to the workspace within 15 s')), 15_000);
+      if (!vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name })) {
+        done(new Error('VS Code refused to add the folder to the workspace'));
+      }
+    });
+    ext.log.info(`${conn.name}: added executor folder ${uri.toString(true)} to the workspace`);
+    void vscode.commands.executeCommand('workbench.view.explorer');
+    return uri;
+  }
+  const file = executorWorkspaceFile(
+    folders.map((f) => ({ uri: f.uri.toString(), scheme: f.uri.scheme, path: f.uri.path, name: f.name })),
+    { uri: uri.toString(), name, label: `${conn.name}-${path.split('/').filter(Boolean).pop() ?? 'root'}` },
+  );
+  const dir = vscode.Uri.joinPath(ext.context.globalStorageUri, 'workspaces');
+  const target = vscode.Uri.joinPath(dir, file.fileName);
+  await vscode.workspace.fs.createDirectory(dir);
+  await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(file.text));
+  ext.log.info(`${conn.name}: opening ${target.fsPath} (this window's folder and ${uri.toString(true)})`);
+  // Reloads this window into the workspace; the extension host (and this call) ends.
+  void vscode.commands.executeCommand('vscode.openFolder', target, { forceReuseWindow: true });
   return uri;
 }
 
