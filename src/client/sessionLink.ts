@@ -246,6 +246,7 @@ export class SessionLink {
     this.acceptGen = gen;
     const peer = new RpcPeer(conn, {
       replyToMalformed: false,
+      acceptBinaryResults: true,
       onNotification: (method, params) => {
         if (gen === this.acceptGen) this.hooks.onNotification(method, params);
       },

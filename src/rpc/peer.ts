@@ -14,6 +14,8 @@ export interface PeerHandlers {
   onNotification?(method: string, params: unknown): void;
   /** A binary output frame (only on transports with `onBinary`; src/protocol/binaryOutput.ts). */
   onBinary?(frame: Buffer): void;
+  /** Binary results answer our requests (a client that asked for binary frames). Default false. */
+  acceptBinaryResults?: boolean;
   /**
    * A response or error for an id we are not waiting for. The exec-server closes the connection
    * on any unsolicited response (as the real one does); a client just ignores it.
@@ -154,10 +156,15 @@ export class RpcPeer implements Disposable {
     }
   }
 
-  /** A binary result answers a pending request (as a `BinaryResult`); anything else is for the owner. */
+  /**
+   * A binary result answers a pending request (as a `BinaryResult`), a binary output frame goes to
+   * the owner; where neither is expected (a server) the bytes are read as JSON text, as before.
+   */
   private receiveBinary(frame: Buffer): void {
-    if (frame[0] !== BINARY_RESULT_KIND) {
-      this.handlers.onBinary?.(frame);
+    const { onBinary, acceptBinaryResults } = this.handlers;
+    if (frame[0] !== BINARY_RESULT_KIND || !acceptBinaryResults) {
+      if (frame[0] !== BINARY_RESULT_KIND && onBinary) onBinary(frame);
+      else this.receive(frame.toString('utf8'));
       return;
     }
     const r = decodeBinaryResult(frame);

@@ -183,6 +183,27 @@ describe('binary output frames on our server', () => {
 });
 
 for (const kind of ['ours', 'codex'] as const) {
+  test(`${kind}: a client's binary message that looks like a binary frame is malformed JSON (-32600, id -1), as before`, async () => {
+    const server = await startExecServer(kind);
+    try {
+      const s = await rawSession(server.url, { clientName: 'x', execBridgeBinaryOutput: true });
+      const frames = [Buffer.from([0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0x70, 0x41]), Buffer.from([1, 0, 0, 1, 0x37, 0x41])];
+      for (const [i, frame] of frames.entries()) {
+        const before = s.json().length;
+        s.ws.send(frame, { binary: true });
+        s.ws.send(JSON.stringify({ id: 10 + i, method: 'environment/status', params: {} }));
+        await s.until(() => s.json().some((m) => m.id === 10 + i), 'status answer');
+        const after = s.json().slice(before);
+        assert.equal(after[0].id, -1);
+        assert.equal(after[0].error.code, -32600);
+        assert.deepEqual(after[1], { id: 10 + i, result: { status: 'ready' } }, 'the connection stays usable');
+      }
+      s.ws.terminate();
+    } finally {
+      await server.stop();
+    }
+  });
+
   describe(`ExecServerClient against ${kind}`, () => {
     let server: ExecServerProcess;
     before(async () => {
