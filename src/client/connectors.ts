@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { StdioTransport } from '../rpc/stdioTransport';
 import { WebSocketTransport } from '../rpc/wsTransport';
 import type { Disposable } from '../util/disposable';
+import { RelayConnection } from './sshConnector';
 import type { Connection, Connector, Endpoint } from './types';
 
 /** The largest message the client accepts. */
@@ -85,7 +86,10 @@ export function stdioConnector(command: string, args: string[] = [], options: { 
       });
       child.once('spawn', () => {
         signal.removeEventListener('abort', onAbort);
-        const transport = new StdioTransport(child.stdout, child.stdin);
+        // Our relay also answers a keepalive of its own, so a dead path is noticed (see RelayConnection).
+        const transport = isRelayCommand(command, args)
+          ? new RelayConnection(child.stdout, child.stdin)
+          : new StdioTransport(child.stdout, child.stdin);
         transport.onClose(() => {
           if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
         });
@@ -93,6 +97,12 @@ export function stdioConnector(command: string, args: string[] = [], options: { 
         resolve(transport);
       });
     });
+}
+
+/** Whether a stdio command ends in our relay: `… exec-bridge connect` or `node …/cli.js connect`. */
+export function isRelayCommand(command: string, args: string[]): boolean {
+  const argv = [command, ...args].join(' ');
+  return /(^|[\s/])(exec-bridge|cli\.js)\s+connect$/.test(argv.trim());
 }
 
 export function connectorFor(endpoint: Endpoint): Connector {

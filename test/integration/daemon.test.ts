@@ -153,6 +153,31 @@ describe('daemon and relay', () => {
     b.dispose();
   });
 
+  test('a frozen relay (SIGSTOP) is noticed by the relay keepalive; the client resumes through a new relay', async () => {
+    const d = tempDir();
+    const run = join(d, 'run');
+    const connector = stdioConnector(process.execPath, [CLI_JS, 'connect'], { env: relayEnv(run) });
+    const client = await ExecServerClient.connect({ connector, keepalive: { intervalMs: 250, timeoutMs: 750 }, deadlineMs: 20_000 });
+    const [relay] = liveProcesses().filter((p) => p.ppid === process.pid && procFile(p.pid, 'cmdline').includes('\0connect'));
+    assert.ok(relay);
+    try {
+      const fifo = join(d, 'go');
+      const h = await client.startProcess({ argv: gatedScript(fifo), cwd: d });
+      const out = gather(h);
+      await out.until((s) => s.includes('line 1000\n'));
+      process.kill(relay.pid, 'SIGSTOP');
+      writeFileSync(fifo, 'go\n');
+      await until(() => client.state.kind === 'recovering', 5_000, 'keepalive to notice the frozen relay');
+      await until(() => client.state.kind === 'connected', 18_000, 'resume through a new relay');
+      await h.completion;
+      const pid = /^pid (\d+)/.exec(out.text())![1];
+      assert.equal(out.text(), `pid ${pid}\n${numberedLines(2000)}pid ${pid}\n`);
+    } finally {
+      process.kill(relay.pid, 'SIGKILL');
+      client.dispose();
+    }
+  });
+
   test('the daemon exits when it has had no connection and no session for its idle time', async () => {
     const run = join(tempDir(), 'run');
     const connector = stdioConnector(process.execPath, [CLI_JS, 'connect', '--idle-exit-ms', '200', '--session-ttl-ms', '200'], {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { describeSshFailure, parseSshTarget, remoteCommand, sshArgs, sshConfigHosts } from '../../../src/client/sshConnector';
+import { isRelayCommand } from '../../../src/client/connectors';
 import { parseExecutors } from '../../../src/core/executorConfig';
 
 test('parseSshTarget: [user@]host[:port], IPv6 in brackets; options-looking hosts refused', () => {
@@ -62,4 +63,13 @@ test('parseExecutors: an ssh entry (with sshOptions); a bad destination or mixed
   );
   assert.match(problems[0]!.message, /\[user@\]host\[:port\]/);
   assert.match(problems[1]!.message, /exactly one of/);
+});
+
+test('isRelayCommand: a stdio command ending in our relay gets the relay keepalive; anything else does not', () => {
+  assert.equal(isRelayCommand('kubectl', ['exec', '-i', 'pod', '--', '/root/.exec-bridge/bin/exec-bridge', 'connect']), true);
+  assert.equal(isRelayCommand('ssh', ['devbox', '~/.exec-bridge/bin/exec-bridge connect']), true);
+  assert.equal(isRelayCommand('/usr/bin/node', ['/opt/x/dist/cli.js', 'connect']), true);
+  assert.equal(isRelayCommand('ssh', ['devbox', 'exec-bridge', 'serve', '--listen', 'stdio']), false);
+  assert.equal(isRelayCommand('my-connect', []), false);
+  assert.equal(isRelayCommand('ssh', ['host', 'reconnect']), false);
 });
