@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/planner';
 import { errorMessage } from '../util/errorMessage';
@@ -270,6 +270,11 @@ async function runDaemon(argv: string[]): Promise<number> {
   writeFileSync(`${paths.state}.${process.pid}`, JSON.stringify(state) + '\n', { mode: 0o600 });
   renameSync(`${paths.state}.${process.pid}`, paths.state);
   log(`daemon ${key} listening on ${paths.socket} (pid ${process.pid}, idle exit after ${idleMs} ms)`);
+  // An installed bundle (~/.exec-bridge/server/<version>/, see sshConnector) is in use while this
+  // file names a live daemon: installing another version removes only unused ones.
+  const installDir = dirname(dirname(process.argv[1]!));
+  const inUse = join(installDir, 'daemon.pid');
+  if (existsSync(join(installDir, '.complete'))) writeFileSync(inUse, `${process.pid}\n`);
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -279,6 +284,11 @@ async function runDaemon(argv: string[]): Promise<number> {
     if (readDaemonState(paths)?.pid === process.pid) {
       rmSync(paths.state, { force: true });
       rmSync(paths.token, { force: true });
+    }
+    try {
+      if (readFileSync(inUse, 'utf8').trim() === String(process.pid)) rmSync(inUse, { force: true });
+    } catch {
+      // not an installed bundle
     }
     await server.close();
     process.exit(0);

@@ -213,6 +213,22 @@ const install = (hdr, body) => {
   fs.rmSync(link, { force: true });
   fs.symlinkSync(path.join(dir, 'bin', 'exec-bridge'), link);
   fs.renameSync(link, path.join(base, 'bin', 'exec-bridge'));
+  // Older versions go once unused: no live daemon named in their daemon.pid.
+  for (const name of fs.readdirSync(path.join(base, 'server'))) {
+    const other = path.join(base, 'server', name);
+    if (name === key || name.startsWith('.tmp-')) continue;
+    let pid = 0;
+    try {
+      pid = Number(fs.readFileSync(path.join(other, 'daemon.pid'), 'utf8'));
+    } catch {}
+    let alive = false;
+    try {
+      alive = pid > 0 && (process.kill(pid, 0), true);
+    } catch (e) {
+      alive = e.code === 'EPERM';
+    }
+    if (!alive) fs.rmSync(other, { recursive: true, force: true });
+  }
 };
 if (fs.existsSync(path.join(dir, '.complete'))) {
   say('EB-HAVE ' + key);

@@ -92,8 +92,18 @@ describe('ssh executors', () => {
     assert.equal(c3.remote!.installed, true);
     assert.notEqual(c3.remote!.version, info.version);
     assert.notEqual(c3.remote!.daemonPid, info.daemonPid, 'a daemon per version');
-    assert.ok(existsSync(join(dir, '.complete')), 'the older version stays');
+    assert.ok(existsSync(join(dir, '.complete')), 'the older version stays while its daemon runs');
     c.dispose();
+
+    // Once its daemon is gone, the next install removes it (and keeps the one still in use).
+    process.kill(info.daemonPid, 'SIGTERM');
+    await until(() => !isAlive(info.daemonPid), 10_000, 'the first daemon to stop');
+    const c4 = connector(sshd.port, { cliPath: copyBundle(join(work, 'v3'), '\n// a third build\n') });
+    const d = await ExecServerClient.connect({ connector: c4, attemptTimeoutMs: 30_000 });
+    assert.equal(c4.remote!.installed, true);
+    assert.equal(existsSync(dir), false, 'the unused version was removed');
+    assert.ok(existsSync(join(sshd.home, '.exec-bridge', 'server', c3.remote!.version, '.complete')), 'the version in use stays');
+    d.dispose();
   });
 
   test('a bundle without node-pty (a host of another platform): pipes work, a PTY start fails with a clear error', async () => {
