@@ -271,7 +271,8 @@ describe('our exec-server: shutdown and stdio', () => {
 
   test('refuses bad command lines with a clear message', async () => {
     for (const [args, pattern] of [
-      [['--listen', 'http://x'], /--listen must be ws:\/\/HOST:PORT or stdio/],
+      [['--listen', 'http://x'], /--listen must be ws:\/\/HOST:PORT, unix:PATH or stdio/],
+      [['--listen', 'unix:relative/sock'], /--listen unix:PATH needs an absolute path/],
       [['--bogus'], /unknown option --bogus/],
       [['--token-file', '/no/such/file'], /cannot read --token-file/],
       [['--session-ttl-ms', 'soon'], /--session-ttl-ms must be a non-negative integer/],
