@@ -16,6 +16,8 @@ import { registerExecutorsView } from './executorsView';
 import { registerStatusBar } from './statusBar';
 import { registerTasks } from './tasks';
 import { TerminalFeature } from './terminals';
+import { isUnknownHostKey } from '../client/sshHostKeys';
+import { checkHostKey } from './sshExecutors';
 
 /**
  * The one object that owns everything (docs/architecture.md, "Lifetimes"). `disposables` lives as long
@@ -129,9 +131,21 @@ export class Extension implements CommandContext {
     void (async () => {
       const config = conn.config;
       const auth = config.kind === 'websocket' ? authProblem(conn.name, message, await this.executors.hasToken(config)) : undefined;
+      const hostKey = config.kind === 'ssh' && isUnknownHostKey(message) ? config : undefined;
       const choice = auth
         ? await vscode.window.showErrorMessage(`Exec Bridge: not connected — ${auth}`, 'Set Token…', 'Show Log')
-        : await vscode.window.showErrorMessage(`Exec Bridge: not connected to ${conn.name} — ${message}`, 'Connect', 'Show Log');
+        : await vscode.window.showErrorMessage(
+            `Exec Bridge: not connected to ${conn.name} — ${message}`,
+            hostKey ? 'Check Host Key…' : 'Connect',
+            'Show Log',
+          );
+      if (choice === 'Check Host Key…' && hostKey) {
+        const trusted = await checkHostKey(hostKey.ssh, hostKey.sshOptions).catch((e: unknown) => {
+          void vscode.window.showErrorMessage(`Exec Bridge: could not read the host key of ${hostKey.ssh}: ${errorMessage(e)}`);
+          return false;
+        });
+        if (trusted) void this.connectOrExplain(conn);
+      }
       if (choice === 'Show Log') this.log.show(true);
       if (choice === 'Connect') void this.connectOrExplain(conn);
       if (choice === 'Set Token…') void vscode.commands.executeCommand('execBridge.setExecutorToken', conn.name);

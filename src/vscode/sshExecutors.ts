@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { parseSshTarget, sshConfigHosts, type SshProgress } from '../client/sshConnector';
+import { scanHostKeys, trustHostKeys } from '../client/sshHostKeys';
 import type { ExecutorState } from '../core/executorConnection';
 
 /*
@@ -106,4 +107,26 @@ export class SshProgressNotifier implements vscode.Disposable {
   dispose(): void {
     for (const name of [...this.open.keys()]) this.end(name);
   }
+}
+
+/**
+ * For "host key is not known": shows the host's key fingerprints and adds them to known_hosts
+ * only if the user confirms. Resolves whether they did.
+ */
+export async function checkHostKey(target: string, sshOptions: string[]): Promise<boolean> {
+  const scan = await scanHostKeys(target, sshOptions);
+  const trust = 'Trust and Connect';
+  const choice = await vscode.window.showWarningMessage(
+    `The host key of ${scan.hostname}:${scan.port} is not known yet.`,
+    {
+      modal: true,
+      detail:
+        `Compare these fingerprints with the ones the machine's owner gives you (ssh-keygen -lf /etc/ssh/ssh_host_*.pub on it):\n\n` +
+        `${scan.fingerprints.join('\n')}\n\nTrusting adds them to ${scan.knownHostsFile} as ${scan.recordAs}.`,
+    },
+    trust,
+  );
+  if (choice !== trust) return false;
+  trustHostKeys(scan);
+  return true;
 }

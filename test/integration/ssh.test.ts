@@ -5,13 +5,14 @@
  * byte-exact with the same remote process; the failures a user meets are one clear message each.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { ExecServerClient, type ConnectionState } from '../../src/client';
 import { ExecutorConnection } from '../../src/core/executorConnection';
+import { isUnknownHostKey, scanHostKeys, trustHostKeys } from '../../src/client/sshHostKeys';
 import { SshConnectError, sshConnector, type SshProgress } from '../../src/client/sshConnector';
 import { FaultProxy } from '../helpers/faultProxy';
 import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
@@ -283,6 +284,22 @@ describe('ssh executors', () => {
     return cause;
   }
 
+  test('an unknown host key: scanned and shown, trusted only when confirmed, then the connect succeeds', async () => {
+    const known = join(work, 'known_scan');
+    writeFileSync(known, '');
+    const opts = [`IdentityFile=${sshd.clientKey}`, 'IdentitiesOnly=yes', `UserKnownHostsFile=${known}`, 'StrictHostKeyChecking=yes'];
+    const refused = await failure(connector(sshd.port, { sshOptions: opts }));
+    assert.ok(isUnknownHostKey(refused.message));
+    const scan = await scanHostKeys(`root@127.0.0.1:${sshd.port}`, opts);
+    assert.equal(scan.recordAs, `[127.0.0.1]:${sshd.port}`);
+    assert.equal(scan.knownHostsFile, known);
+    assert.ok(scan.fingerprints.includes(fingerprintOf(join(sshd.dir, 'host.pub'))), scan.fingerprints.join(', '));
+    assert.equal(readFileSync(known, 'utf8'), '', 'scanning trusts nothing');
+    trustHostKeys(scan);
+    const client = await ExecServerClient.connect({ connector: connector(sshd.port, { sshOptions: opts }), attemptTimeoutMs: 30_000 });
+    client.dispose();
+  });
+
   test('errors: no ssh binary, unknown host key, failed auth, no node, old node', async () => {
     const noSsh = await failure(sshConnector({ target: `root@127.0.0.1:${sshd.port}`, sshPath: join(work, 'no-such-ssh'), cliPath: CLI }));
     assert.equal(noSsh.kind, 'no-ssh');
@@ -322,6 +339,12 @@ function liveSsh(port: number): number[] {
   return liveProcesses()
     .filter((p) => p.ppid === process.pid && procFile(p.pid, 'cmdline').split('\0').includes(String(port)))
     .map((p) => p.pid);
+}
+
+/** `SHA256:… (ED25519)` of a public key file. */
+function fingerprintOf(pub: string): string {
+  const f = execFileSync('ssh-keygen', ['-l', '-f', pub]).toString().trim().split(/\s+/);
+  return `${f[1]} ${f.at(-1)}`;
 }
 
 function findSshError(e: unknown): SshConnectError | undefined {
