@@ -27,6 +27,8 @@ export interface McpClientFeatures {
   elicit?(server: string, params: ElicitRequestFormParams, signal: AbortSignal): Promise<ElicitResult>;
   /** `sampling`: only where a language model is available and the user consents per request. */
   sample?(server: string, params: CreateMessageRequest['params'], signal: AbortSignal): Promise<CreateMessageResult>;
+  /** Whether `sample` can serve now (a language model exists); read when a session starts. Default yes. */
+  canSample?(): boolean;
 }
 
 /** The capabilities announced in `initialize` for `features`. */
@@ -34,7 +36,7 @@ export function clientCapabilities(features: McpClientFeatures | undefined): Cli
   const caps: ClientCapabilities = {};
   if (features?.roots) caps.roots = { listChanged: true };
   if (features?.elicit) caps.elicitation = { form: {} };
-  if (features?.sample) caps.sampling = {};
+  if (features?.sample && (features.canSample?.() ?? true)) caps.sampling = {};
   return caps;
 }
 
@@ -45,12 +47,14 @@ export function clientCapabilities(features: McpClientFeatures | undefined): Cli
 export function installClientFeatures(
   sdk: Client,
   features: McpClientFeatures | undefined,
+  announced: ClientCapabilities,
   server: string,
   executorId: string,
   log: (line: string) => void,
 ): { dispose(): void } {
   if (!features) return { dispose: () => undefined };
-  const { roots, elicit, sample } = features;
+  const { roots, elicit } = features;
+  const sample = announced.sampling ? features.sample : undefined;
   if (roots) sdk.setRequestHandler(ListRootsRequestSchema, () => ({ roots: roots.list(executorId) }));
   if (elicit) {
     sdk.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
@@ -73,6 +77,18 @@ export function installClientFeatures(
     if (sdk.transport) void sdk.sendRootsListChanged().catch(() => undefined);
   });
   return sub;
+}
+
+/** A sampling request's messages as plain text turns (what a chat model API takes); non-text parts are named. */
+export function samplingTurns(params: CreateMessageRequest['params']): { role: 'user' | 'assistant'; text: string }[] {
+  const turns: { role: 'user' | 'assistant'; text: string }[] = [];
+  if (params.systemPrompt) turns.push({ role: 'user', text: params.systemPrompt });
+  for (const m of params.messages) {
+    const parts = Array.isArray(m.content) ? m.content : [m.content];
+    const text = parts.map((p) => (p.type === 'text' ? p.text : `[${p.type}]`)).join('\n');
+    turns.push({ role: m.role, text });
+  }
+  return turns;
 }
 
 /** One field of an elicitation form, in a shape the UI can ask for one at a time. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { LoggingMessageNotificationSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { inheritAllEnv } from '../client/envPolicy';
 import { defaultExecutorDir } from '../client/executorPaths';
 import { clientCapabilities, installClientFeatures } from './clientFeatures';
@@ -50,8 +50,9 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
     clock: ctx.clock,
   });
 
-  const sdk = newSdkClient(ctx, log, o.onListChanged);
-  const features = installClientFeatures(sdk, ctx.client, o.def.name, executor.id, (line) => log.lifecycle(line));
+  const caps = clientCapabilities(ctx.client);
+  const sdk = newSdkClient(ctx, caps, log, o.onListChanged);
+  const features = installClientFeatures(sdk, ctx.client, caps, o.def.name, executor.id, (line) => log.lifecycle(line));
   return { transport, sdk, features };
 }
 
@@ -77,8 +78,9 @@ export async function createRemoteSession(
   const names = Object.keys(headers);
   log.lifecycle(`connecting to ${u.origin}${u.pathname} (${remote.type}${names.length ? `; headers ${names.join(', ')}` : ''})`);
   const transport = new RemoteMcpTransport(u, headers, remote.type, (line) => log.lifecycle(line));
-  const sdk = newSdkClient(ctx, log, onListChanged);
-  const features = installClientFeatures(sdk, ctx.client, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line));
+  const caps = clientCapabilities(ctx.client);
+  const sdk = newSdkClient(ctx, caps, log, onListChanged);
+  const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line));
   return { transport, sdk, features };
 }
 
@@ -96,10 +98,10 @@ export function resolveLaunchOn(def: McpServerDefinition, executor: McpExecutor,
 }
 
 /** The SDK client with our capabilities, list_changed hooks and log handlers. */
-function newSdkClient(ctx: McpServerContext, log: ServerLog, onListChanged: (kind: ListKind) => void): Client {
+function newSdkClient(ctx: McpServerContext, caps: ClientCapabilities, log: ServerLog, onListChanged: (kind: ListKind) => void): Client {
   const debounceMs = ctx.timings.listChangedDebounceMs;
   const sdk = new Client(ctx.clientInfo, {
-    capabilities: clientCapabilities(ctx.client),
+    capabilities: caps,
     listChanged: {
       tools: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('tools') },
       resources: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('resources') },

@@ -11,6 +11,7 @@ import type { FeatureContext } from './context';
 import { rootsFor } from '../mcp/clientFeatures';
 import { registerResultDocuments } from './mcpCommands';
 import { elicitWithQuickInput } from './mcpElicitation';
+import { LmSampler } from './mcpSampling';
 import type { McpFeature } from './mcpFeatureApi';
 import { registerMcpProvider } from './mcpProvider';
 import { McpConfigSource } from './mcpConfigSource';
@@ -130,6 +131,8 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   const settings = () => vscode.workspace.getConfiguration('execBridge.mcp');
   let trace = settings().get<boolean>('trace', false);
   const rootsChanged = new Emitter<void>();
+  const sampler = new LmSampler();
+  ext.disposables.add(sampler);
   const manager = new McpServerManager({
     host: new ExtensionExecutorHost(ext),
     clientInfo: { name: 'exec-bridge', version: String(ext.context.extension?.packageJSON?.version ?? '0.0.0') },
@@ -150,6 +153,8 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
         onDidChange: rootsChanged.event,
       },
       elicit: (server, params, signal) => elicitWithQuickInput(server, params, signal),
+      sample: sampler.sample,
+      canSample: sampler.canSample,
     },
   });
   ext.disposables.add(vscode.workspace.onDidChangeWorkspaceFolders(() => rootsChanged.fire()));

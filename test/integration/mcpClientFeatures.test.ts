@@ -119,6 +119,43 @@ describe('MCP client capabilities and the VS Code gateway on ours exec-server', 
     assert.deepEqual(tagged(tag), []);
   });
 
+  test('sampling: announced only with a sampler that can serve; the request reaches it and its answer goes back', async () => {
+    const asked: string[] = [];
+    let canSample = false;
+    const features: McpClientFeatures = {
+      canSample: () => canSample,
+      sample: (_server, params) => {
+        asked.push(JSON.stringify(params.messages));
+        return Promise.resolve({
+          role: 'assistant',
+          content: { type: 'text', text: 'forty-two' },
+          model: 'test-model',
+          stopReason: 'endTurn',
+        });
+      },
+    };
+    const m = managerWith(exec, features);
+    const tag = newTag();
+    try {
+      m.applyConfig(configOf({ everything: { command: NODE, args: [SERVER_EVERYTHING, 'stdio'], env: { MCP_TEST_TAG: tag } } }));
+      const s = m.get('everything')!;
+      // No model: not announced, so the server offers no sampling tool.
+      await s.start();
+      assert.equal(s.state.kind, 'ready');
+      assert.ok(!s.tools.some((t) => t.name === 'trigger-sampling-request'));
+      await s.stop();
+      canSample = true;
+      await s.start();
+      await until(() => s.tools.some((t) => t.name === 'trigger-sampling-request'), 10_000, 'the sampling tool');
+      const out = text(await s.callTool('trigger-sampling-request', { prompt: 'the answer?' }));
+      assert.match(out, /forty-two/);
+      assert.match(asked[0] ?? '', /the answer\?/);
+    } finally {
+      await m.shutdown();
+    }
+    assert.deepEqual(tagged(tag), []);
+  });
+
   test("VS Code's side: the proxy reaches the one running server (its process a child of the exec-server), calls pass through, stop either side", async () => {
     const m = managerWith(exec);
     const gateway = new McpGateway(m);

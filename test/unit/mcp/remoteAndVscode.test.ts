@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clientCapabilities, elicitFields, parseElicitValue, progressStep, rootsFor } from '../../../src/mcp/clientFeatures';
+import { clientCapabilities, elicitFields, parseElicitValue, progressStep, rootsFor, samplingTurns } from '../../../src/mcp/clientFeatures';
 import { mergeMcpConfig, parseMcpJson, resolveRemote, type McpServerEntry } from '../../../src/mcp/config';
 import { buildProxyDefinitions, definitionsKey } from '../../../src/mcp/vscodeDefinitions';
 
@@ -153,4 +153,22 @@ test('progress steps: message with the count; increments add up to the fraction 
   const b = progressStep({ progress: 3, total: 4 }, 25);
   assert.deepEqual(b, { message: '3/4', increment: 50 });
   assert.deepEqual(progressStep({ progress: 7 }, 0), { message: '7' });
+});
+
+test('sampling turns: the system prompt first, text parts as text, other parts named', () => {
+  assert.deepEqual(
+    samplingTurns({
+      systemPrompt: 'be brief',
+      maxTokens: 10,
+      messages: [
+        { role: 'user', content: { type: 'text', text: 'hi' } },
+        { role: 'assistant', content: { type: 'image', data: 'AA==', mimeType: 'image/png' } },
+      ],
+    }),
+    [
+      { role: 'user', text: 'be brief' },
+      { role: 'user', text: 'hi' },
+      { role: 'assistant', text: '[image]' },
+    ],
+  );
 });
