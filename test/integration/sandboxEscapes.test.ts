@@ -152,7 +152,9 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
   });
 
   test('run --bundled --sandbox-network: the command cannot read the bundled server token', async () => {
-    const script = 'cat /tmp/exec-bridge-run-*/token /tmp/exec-bridge-*/token-*/token 2>/dev/null | wc -c';
+    // Where run --bundled kept it (mkdtemp's six characters: not other suites' own token files) and
+    // where it keeps it now.
+    const script = 'cat /tmp/exec-bridge-run-??????/token /tmp/exec-bridge-*/token-*/token 2>/dev/null | wc -c';
     const r = spawnSync(
       process.execPath,
       [CLI_JS, 'run', '--bundled', '--sandbox', 'workspace-write', '--sandbox-network', '--cwd', ws, '--', 'sh', '-c', script],
