@@ -53,6 +53,11 @@ interface Slot {
   errors: McpDiagnostic[];
 }
 
+/** A settings entry with a `command` (stdio) or a `url` (http/sse) is a server of its own, not an adjustment. */
+function definesServer(s: { present: Set<string> }): boolean {
+  return s.present.has('command') || s.present.has('url');
+}
+
 /** Server names in source order, each with its fields after every layer's say. */
 function mergeServers(layers: readonly McpConfigLayer[], diagnostics: McpDiagnostic[]): Map<string, Slot> {
   const slots = new Map<string, Slot>();
@@ -70,8 +75,8 @@ function mergeServers(layers: readonly McpConfigLayer[], diagnostics: McpDiagnos
           continue;
         }
         slots.set(s.name, { name: s.name, source: l.source, fields: { ...s.fields }, errors: [...s.errors] });
-      } else if (s.present.has('command') || !existing) {
-        if (!s.present.has('command') && s.errors.length === 0) {
+      } else if (definesServer(s) || !existing) {
+        if (!definesServer(s) && s.errors.length === 0) {
           const d: McpDiagnostic = {
             severity: 'error',
             file: l.source.file,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { clientCapabilities, elicitFields, parseElicitValue, progressStep, rootsFor, samplingTurns } from '../../../src/mcp/clientFeatures';
-import { mergeMcpConfig, parseMcpJson, resolveRemote, type McpServerEntry } from '../../../src/mcp/config';
+import { mergeMcpConfig, parseMcpJson, parseSettingsServers, resolveRemote, type McpServerEntry } from '../../../src/mcp/config';
 import { buildProxyDefinitions, definitionsKey } from '../../../src/mcp/vscodeDefinitions';
 
 const source = { kind: 'mcpJson' as const, file: '/w/.vscode/mcp.json', workspaceFolder: '/w' };
@@ -31,6 +31,14 @@ test('http and sse servers parse (url, headers with variables); a url-only serve
     servers: { web: { type: 'http', url: 'https://h/mcp', headers: { Authorization: 'Token ${input:tok}' } } },
   });
   assert.notEqual(again!.definition!.fingerprint, web!.definition!.fingerprint);
+});
+
+test('an http server in settings is a server of its own, not an adjustment of an mcp.json one', () => {
+  const config = mergeMcpConfig([
+    parseSettingsServers({ web: { type: 'http', url: 'http://h/mcp' } }, { kind: 'settings', file: 'settings' }),
+  ]);
+  assert.deepEqual(config.diagnostics, []);
+  assert.equal(config.entries[0]!.definition?.remote?.url, 'http://h/mcp');
 });
 
 test('resolveRemote fills ${input:} and ${env:} in url and headers', async () => {

@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import { getApi, waitFor, withSettings } from './helpers';
+import { startHttpMcpServer, type HttpMcpServer } from '../../integration/mcpHttpServer';
+import { getApi, startExecServer, waitFor, withSettings } from './helpers';
 
 interface Snapshot {
   servers: { name: string; state: { kind: string; reason?: string }; tools: string[] }[];
@@ -175,5 +176,68 @@ suite("MCP servers in VS Code's own MCP list", () => {
     }
     await waitFor('nothing left', () => serverProcs().length === 0 && proxies(socket).length === 0, 10_000);
     assert.equal((await snapshot()).vscodeList?.sessions['listed'], 0);
+  });
+});
+
+suite("VS Code's MCP list with a stdio server on a remote executor and an http server", () => {
+  if (!apiExpected) return;
+  let restore: (() => Promise<void>) | undefined;
+  let exec: Awaited<ReturnType<typeof startExecServer>> | undefined;
+  let http: HttpMcpServer | undefined;
+  const tag = `${TAG}-far`;
+
+  suiteSetup(async function () {
+    this.timeout(30_000);
+    await getApi();
+    exec = await startExecServer();
+    http = await startHttpMcpServer({ token: 'web-token' });
+    restore = await withSettings({
+      executors: [{ name: 'devbox', url: exec.url }],
+      'mcp.servers': {
+        far: { command: process.execPath, args: [TINY], executor: 'devbox', env: { MCP_TEST_TAG: tag } },
+        web: { type: 'http', url: http.url, headers: { Authorization: 'Bearer web-token' } },
+      },
+    });
+  });
+  suiteTeardown(async () => {
+    for (const n of ['far', 'web']) await vscode.commands.executeCommand('execBridge.mcp.stop', n).then(undefined, () => undefined);
+    await restore?.();
+    await http?.close();
+    exec?.stop();
+  });
+
+  test('both are listed and started by VS Code; the stdio one runs under the remote exec-server; their tools reach chat', async function () {
+    this.timeout(90_000);
+    const s0 = await waitForSnapshot('both definitions', (s) =>
+      ['far · devbox', 'web · http'].every((l) => s.vscodeList?.definitions.some((d) => d.label === l)),
+    );
+    for (const label of ['far · devbox', 'web · http']) {
+      const name = label.split(' ')[0]!;
+      for (let i = 0; i < 100 && (await snapshot()).servers.find((x) => x.name === name)?.state.kind !== 'ready'; i++) {
+        await vscode.commands.executeCommand('workbench.mcp.startServer', `exec-bridge.exec-bridge/${label}`, {
+          autoTrustChanges: true,
+          waitForLiveTools: true,
+        });
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    const s1 = await waitForSnapshot('both ready with a VS Code session', (s) =>
+      ['far', 'web'].every((n) => s.servers.find((x) => x.name === n)?.state.kind === 'ready' && s.vscodeList?.sessions[n] === 1),
+    );
+    assert.ok(s1.servers.find((x) => x.name === 'web')?.tools.includes('shout'));
+    const procs = processes();
+    const far = procs.filter((p) => p.env.includes(`MCP_TEST_TAG=${tag}\0`) && !p.cmd.startsWith('/bin/sh'));
+    assert.equal(far.length, 1, 'one process for the remote stdio server');
+    const chain = ancestors(far[0]!.pid, procs);
+    assert.ok(
+      chain.some((p) => p.cmd.includes(`serve --listen ws://127.0.0.1:0`)),
+      `under the remote exec-server: ${chain.map((p) => p.cmd.slice(0, 80)).join(' <- ')}`,
+    );
+    assert.ok(!chain.some((p) => proxies(s0.vscodeList!.socket, procs).some((x) => x.pid === p.pid)));
+    await waitFor(
+      `both tools in vscode.lm.tools (${vscode.lm.tools.map((t) => t.name).join(', ')})`,
+      () => vscode.lm.tools.some((t) => /shout/.test(t.name)) && vscode.lm.tools.some((t) => /echo/.test(t.name) && /far/i.test(t.name)),
+      20_000,
+    );
   });
 });
