@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -18,6 +17,7 @@ import {
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage } from '../util/errorMessage';
+import { makePrivateSubdir, sweepDeadDirs } from '../util/privateDir';
 import type { McpServer } from './mcpServer';
 import type { McpServerManager } from './serverManager';
 
@@ -46,6 +46,9 @@ const MAX_HELLO = 4096;
  * The socket lives in a fresh 0700 folder (a named pipe with a random name on Windows): only this
  * user reaches it, and no secret is on any command line.
  */
+/** `<private dir>/mcp-<pid>-XXXXXX/s`: the gateway socket of one extension host. */
+const GATEWAY_DIR_PREFIX = 'mcp-';
+
 export class McpGateway {
   private net: NetServer | undefined;
   private dir: string | undefined;
@@ -80,8 +83,10 @@ export class McpGateway {
     if (process.platform === 'win32') {
       path = `\\\\.\\pipe\\exec-bridge-mcp-${randomBytes(12).toString('hex')}`;
     } else {
-      // mkdtemp makes the folder 0700. A short name: a socket path has ~100 bytes at most.
-      this.dir = mkdtempSync(join(tmpdir(), 'ebmcp-'));
+      // In our private directory (0700, hidden from every sandbox): a sandboxed command with the
+      // network on could otherwise connect and drive our MCP servers. A socket path has ~100 bytes.
+      sweepDeadDirs(GATEWAY_DIR_PREFIX);
+      this.dir = makePrivateSubdir(GATEWAY_DIR_PREFIX);
       path = join(this.dir, 's');
     }
     const net = createServer((socket) => this.accept(socket));

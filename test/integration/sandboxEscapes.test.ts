@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { ExecServerClient, stdioConnector } from '../../src/client';
+import { McpGateway } from '../../src/mcp/gateway';
+import type { McpServerManager } from '../../src/mcp/serverManager';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { makePrivateSubdir, privateDir, privateDirCandidates, TOKEN_DIR_PREFIX } from '../../src/util/privateDir';
 import { isAlive, until } from '../helpers/procs';
@@ -148,6 +150,33 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("network on: a sandboxed command cannot connect to the extension's MCP gateway socket", async () => {
+    // The gateway only needs the manager's change events to listen; no server is involved here.
+    const manager = { onDidChangeServer: () => ({ dispose: () => undefined }) } as unknown as McpServerManager;
+    const gateway = new McpGateway(manager);
+    const socket = await gateway.listen();
+    try {
+      const probe = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => console.log(e.code))`;
+      for (const network of [true, false]) {
+        const id = `gateway-${network}`;
+        const res = await client.call(
+          'process/start',
+          start(id, [process.execPath, '-e', probe], sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) })),
+        );
+        assert.equal(res.error, undefined, JSON.stringify(res.error));
+        await client.processEvents(id);
+        assert.doesNotMatch(client.output(id), /CONNECTED/, `network ${network}: the sandbox reached the MCP gateway at ${socket}`);
+      }
+      // The same probe unsandboxed does connect: the test can fail.
+      const res = await client.call('process/start', start('gateway-open', [process.execPath, '-e', probe]));
+      assert.equal(res.error, undefined, JSON.stringify(res.error));
+      await client.processEvents('gateway-open');
+      assert.match(client.output('gateway-open'), /CONNECTED/);
+    } finally {
+      await gateway.dispose();
     }
   });
 
