@@ -2,7 +2,6 @@ import * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { ExecutorFilePoller, ExecutorFiles, type FileChange, type FileStat } from '../core/executorFiles';
 import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
-import { executorWorkspaceFile } from '../core/executorWorkspace';
 import { EXECUTOR_FS_SCHEME, executorFileUri, findPathLinks } from '../core/pathMapping';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
@@ -159,13 +158,10 @@ export function executorFolderUri(executor: string, path: string): vscode.Uri {
 
 /**
  * "Exec Bridge: Open Executor Folder…": asks for a folder on the executor (default: its working
- * directory) and puts it next to the window's local folders. A multi-root window (a workspace file,
- * saved or untitled) gets it added in place. A single-folder window would have to become an
- * untitled workspace, which in the web workbench (code-server 4.100) reloads into an empty
- * workspace; so we write a workspace file with the window's folder and the executor folder
- * (core/executorWorkspace.ts, in the extension's global storage) and open that in this window.
- * A window of executor folders only would be a virtual workspace, where this extension does not
- * run: an empty window is refused with that reason.
+ * directory) and adds it to a multi-root window (a workspace file, saved or untitled); resolves
+ * once VS Code applied it. A single-folder window is asked to be saved as a workspace first. A
+ * window of executor folders only would be a virtual workspace, where this extension does not run:
+ * an empty window is refused with that reason.
  */
 export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConnection, given?: string): Promise<vscode.Uri | undefined> {
   const folders = vscode.workspace.workspaceFolders ?? [];
@@ -193,38 +189,43 @@ export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConn
     return uri;
   }
   if (vscode.workspace.workspaceFile) {
-    // Resolves once VS Code applied the change: a next update before that would be refused.
-    await new Promise<void>((resolve, reject) => {
-      const done = (e?: Error) => {
-        sub.dispose();
-        clearTimeout(timer);
-        if (e) reject(e);
-        else resolve();
-      };
-      const sub = vscode.workspace.onDidChangeWorkspaceFolders((e) => {
-        if (e.added.some((f) => f.uri.toString() === uri.toString())) done();
-      });
-      const timer = setTimeout(() => done(new Error('VS Code did not add the folder to the workspace within 15 s')), 15_000);
-      if (!vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name })) {
-        done(new Error('VS Code refused to add the folder to the workspace'));
-      }
-    });
+    await addWorkspaceFolder(uri, name);
     ext.log.info(`${conn.name}: added executor folder ${uri.toString(true)} to the workspace`);
     void vscode.commands.executeCommand('workbench.view.explorer');
     return uri;
   }
-  const file = executorWorkspaceFile(
-    folders.map((f) => ({ uri: f.uri.toString(), scheme: f.uri.scheme, path: f.uri.path, name: f.name })),
-    { uri: uri.toString(), name, label: `${conn.name}-${path.split('/').filter(Boolean).pop() ?? 'root'}` },
-  );
-  const dir = vscode.Uri.joinPath(ext.context.globalStorageUri, 'workspaces');
-  const target = vscode.Uri.joinPath(dir, file.fileName);
-  await vscode.workspace.fs.createDirectory(dir);
-  await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(file.text));
-  ext.log.info(`${conn.name}: opening ${target.fsPath} (this window's folder and ${uri.toString(true)})`);
-  // Reloads this window into the workspace; the extension host (and this call) ends.
-  void vscode.commands.executeCommand('vscode.openFolder', target, { forceReuseWindow: true });
-  return uri;
+  // A single-folder window has to become a workspace first, which reloads it; VS Code's own switch
+  // (and opening a workspace file that names an execbridge: folder) came up without its folders in
+  // code-server in most of our runs, so the user saves the window as a workspace and runs this again.
+  void vscode.window
+    .showInformationMessage(
+      'Exec Bridge: executor folders go into a multi-root workspace. Save this window as a workspace (it reopens), then run Open Executor Folder… again.',
+      'Save Workspace As…',
+    )
+    .then((choice) => {
+      if (choice) void vscode.commands.executeCommand('workbench.action.saveWorkspaceAs');
+    });
+  return undefined;
+}
+
+/** Adds a folder at the end of a multi-root workspace; resolves once VS Code applied it (a next update before that is refused). */
+async function addWorkspaceFolder(uri: vscode.Uri, name: string): Promise<void> {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  await new Promise<void>((resolve, reject) => {
+    const done = (e?: Error) => {
+      sub.dispose();
+      clearTimeout(timer);
+      if (e) reject(e);
+      else resolve();
+    };
+    const sub = vscode.workspace.onDidChangeWorkspaceFolders((e) => {
+      if (e.added.some((f) => f.uri.toString() === uri.toString())) done();
+    });
+    const timer = setTimeout(() => done(new Error('VS Code did not add the folder to the workspace within 15 s')), 15_000);
+    if (!vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name })) {
+      done(new Error('VS Code refused to add the folder to the workspace'));
+    }
+  });
 }
 
 /** Paths printed in our terminals (`/abs/file:12:3`) open through the provider, on that terminal's executor. */

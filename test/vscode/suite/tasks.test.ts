@@ -82,6 +82,7 @@ suite('tasks', () => {
   suiteTeardown(async () => {
     startSub?.dispose();
     rmSync(join(folder, '.vscode', 'tasks.json'), { force: true });
+    for (const m of ['chain-after.marker', 'chain-ok.marker']) rmSync(join(folder, m), { force: true });
     await restore();
   });
 

@@ -42,7 +42,10 @@ suite('open executor folder', () => {
     await editor.edit((b) => b.insert(new vscode.Position(1, 0), 'edited in the workspace folder\n'));
     assert.ok(await editor.document.save());
     assert.equal(readFileSync(join(dir, 'inside.txt'), 'utf8'), 'on the executor\nedited in the workspace folder\n');
-    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === file.toString());
+    await vscode.window.tabGroups.close(tabs);
 
     const removed = new Promise<void>((resolve) => {
       const sub = vscode.workspace.onDidChangeWorkspaceFolders((e) => {

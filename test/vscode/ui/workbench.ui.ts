@@ -3,7 +3,7 @@
 // Flow: Exec Bridge view → palette "Run Command on Executor…" → a command the default sandbox
 // (workspace-write) blocks → the approval notification → "Run Without Sandbox" → the retried
 // output in the same terminal → the run in the Executors view → shell decorations → the build
-// task's problem → Open Executor Folder… (the window reopens as a workspace; last).
+// task's problem.
 import type { Locator, Page } from 'playwright-core';
 
 export interface UiContext {
@@ -141,8 +141,6 @@ export async function drive({ page, log, shot, workspace }: UiContext): Promise<
 
   await shellDecorations(page, log, shot);
   await buildTaskProblems(page, log, shot, workspace);
-  // Last: it reloads the window into a workspace file.
-  await executorFolder(page, log, shot);
 }
 
 /** 6. New Executor Shell: bash with our integration marks commands; VS Code draws the decorations. */
@@ -212,57 +210,4 @@ async function buildTaskProblems(page: Page, log: UiContext['log'], shot: UiCont
   await problems.first().click();
   await page.locator('.editor-instance .squiggly-error').first().waitFor({ timeout: 15_000 });
   await shot('task-problems');
-}
-
-/**
- * 8. Open Executor Folder… in this single-folder window: the window reopens as a workspace of the
- * local folder and the executor folder; a file of it opens from the Explorer; the folder is removed.
- */
-async function executorFolder(page: Page, log: UiContext['log'], shot: UiContext['shot']): Promise<void> {
-  const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const dir = join(mkdtempSync(join(tmpdir(), 'eb-ui-')), 'hello-project');
-  mkdirSync(join(dir, 'cmd'), { recursive: true });
-  writeFileSync(join(dir, 'Makefile'), 'hello: cmd/hello.c\n\tcc -o $@ $<\n');
-  writeFileSync(
-    join(dir, 'cmd', 'hello.c'),
-    '#include <stdio.h>\n\nint main(void) {\n  puts("hello from the executor");\n  return 0;\n}\n',
-  );
-  try {
-    await runPaletteCommand(page, 'Exec Bridge: Open Executor Folder');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(dir);
-    await page.keyboard.press('Enter');
-    await page.waitForURL(/[?&]workspace=/, { timeout: 30_000 });
-    log('reopened as', decodeURIComponent(new URL(page.url()).searchParams.get('workspace') ?? ''));
-    await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
-    const explorer = page.locator('.explorer-folders-view');
-    const root = explorer.locator(`.monaco-list-row[aria-level="1"]:has-text("bundled: ${dir}")`).first();
-    await root.waitFor({ timeout: 60_000 });
-    // The local folder's rows come first; only the executor folder has cmd/, Makefile and hello.c.
-    const row = (name: string) => explorer.locator(`.monaco-list-row:has-text("${name}")`).first();
-    for (let attempt = 1; !(await row('Makefile').isVisible()); attempt++) {
-      if (attempt > 5) throw new Error('the executor folder does not expand');
-      await root.click();
-      await row('Makefile')
-        .waitFor({ timeout: 5_000 })
-        .catch(() => {});
-    }
-    await row('cmd').click();
-    await row('hello.c').click();
-    await page.locator('.editor-instance .view-lines:has-text("hello from the executor")').first().waitFor({ timeout: 30_000 });
-    log('Explorer:', JSON.stringify(await explorer.locator('.monaco-list-row').allInnerTexts()));
-    await shot('executor-folder');
-
-    await root.click({ button: 'right' });
-    // The menu item highlights on hover; Enter runs it (a synthetic click leaves the menu open).
-    await page.locator('.context-view .action-label:has-text("Remove Folder from Workspace")').first().hover();
-    await page.keyboard.press('Enter');
-    await root.waitFor({ state: 'detached', timeout: 30_000 });
-    log('after removal:', JSON.stringify(await explorer.locator('.monaco-list-row[aria-level="1"]').allInnerTexts()));
-  } finally {
-    rmSync(join(dir, '..'), { recursive: true, force: true });
-  }
 }
