@@ -56,7 +56,7 @@ writeFileSync(
     '- try `touch ~/outside-the-workspace` to see the sandbox ask for approval',
     '- **Ctrl+Shift+B** runs the `execBridge` build task of `.vscode/tasks.json` on the executor; its error lands in the Problems view',
     '- the **MCP Servers** view runs `memory` (`.vscode/mcp.json`, the MCP reference memory server) on the executor',
-    '- **Exec Bridge: Open Executor Folder…** adds a folder of the executor to the Explorer',
+    '- **Exec Bridge: Open Executor Folder…** adds a folder of the executor to the Explorer (this window is a workspace, `demo.code-workspace`)',
     '- **Help: Get Started** → *Get started with Exec Bridge* walks through all of it',
     '',
   ].join('\n'),
@@ -100,7 +100,11 @@ try {
   console.error(`[start] ${e.message}; log: ${logFile}`);
   await stop(1);
 }
-const url = `${base}/?folder=${encodeURIComponent(workspace)}`;
+// A one-folder multi-root workspace: Open Executor Folder… adds executor folders in place (a
+// single-folder window would first have to be saved as a workspace).
+const workspaceFile = join(demo, 'demo.code-workspace');
+writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }] }, null, 2) + '\n');
+const url = `${base}/?workspace=${encodeURIComponent(workspaceFile)}`;
 
 if (verify && existsSync(chromiumPath)) {
   log('checking the installed extension in headless chromium');
