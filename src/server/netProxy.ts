@@ -238,32 +238,32 @@ function normalizeV6(b: Buffer): string {
   return parts.join(':');
 }
 
-/** Reads from a paused-mode socket until `delim` has arrived (inclusive of what came after it). */
-function readUntil(s: Socket, delim: Buffer, max: number): Promise<Buffer> {
+/**
+ * Reads from a paused-mode socket: `take` is called whenever data may be there and returns the
+ * result once it has enough (or throws); the promise rejects if the socket ends first.
+ */
+function readWith<T>(s: Socket, take: () => T | undefined): Promise<T> {
   return new Promise((resolve, reject) => {
-    let buf = Buffer.alloc(0);
-    const onReadable = (): void => {
-      let chunk: Buffer | null;
-      while ((chunk = s.read() as Buffer | null) !== null) {
-        buf = Buffer.concat([buf, chunk]);
-        if (buf.indexOf(delim) >= 0) {
-          done();
-          return resolve(buf);
-        }
-        if (buf.length > max) {
-          done();
-          return reject(new Error('head too long'));
-        }
-      }
-    };
-    const onEnd = (): void => {
-      done();
-      reject(new Error('closed'));
-    };
     const done = (): void => {
       s.removeListener('readable', onReadable);
       s.removeListener('end', onEnd);
       s.removeListener('close', onEnd);
+    };
+    const onReadable = (): void => {
+      let v: T | undefined;
+      try {
+        v = take();
+      } catch (e) {
+        done();
+        return reject(e as Error);
+      }
+      if (v === undefined) return;
+      done();
+      resolve(v);
+    };
+    const onEnd = (): void => {
+      done();
+      reject(new Error('closed'));
     };
     s.on('readable', onReadable);
     s.on('end', onEnd);
@@ -272,27 +272,21 @@ function readUntil(s: Socket, delim: Buffer, max: number): Promise<Buffer> {
   });
 }
 
+/** Reads until `delim` has arrived (inclusive of what came after it), at most `max` bytes. */
+function readUntil(s: Socket, delim: Buffer, max: number): Promise<Buffer> {
+  let buf = Buffer.alloc(0);
+  return readWith(s, () => {
+    let chunk: Buffer | null;
+    while ((chunk = s.read() as Buffer | null) !== null) {
+      buf = Buffer.concat([buf, chunk]);
+      if (buf.indexOf(delim) >= 0) return buf;
+      if (buf.length > max) throw new Error('head too long');
+    }
+    return undefined;
+  });
+}
+
 function readExactly(s: Socket, n: number): Promise<Buffer> {
   if (n === 0) return Promise.resolve(Buffer.alloc(0));
-  return new Promise((resolve, reject) => {
-    const onReadable = (): void => {
-      const b = s.read(n) as Buffer | null;
-      if (b === null) return;
-      done();
-      resolve(b);
-    };
-    const onEnd = (): void => {
-      done();
-      reject(new Error('closed'));
-    };
-    const done = (): void => {
-      s.removeListener('readable', onReadable);
-      s.removeListener('end', onEnd);
-      s.removeListener('close', onEnd);
-    };
-    s.on('readable', onReadable);
-    s.on('end', onEnd);
-    s.on('close', onEnd);
-    onReadable();
-  });
+  return readWith(s, () => (s.read(n) as Buffer | null) ?? undefined);
 }
