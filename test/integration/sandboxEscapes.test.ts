@@ -65,6 +65,7 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
   for (const [policy, managed] of [
     ['workspace-write', false],
     ['read-only', false],
+    ['full-access', false], // the network off: still a sandbox, with the whole disk writable
     ['workspace-write', true],
   ] as const) {
     const label = managed ? `${policy} (managed network)` : policy;
