@@ -1,0 +1,204 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/*
+ * The remote bootstrap of an SSH executor: what the ssh process runs on the remote (probe the
+ * platform and Node, then install our bundle atomically if that version is missing) and the bundle
+ * it uploads. The connection and relay around it live in sshConnector.
+ */
+
+interface BundleFile {
+  path: string;
+  abs: string;
+  mode: number;
+}
+
+export interface Bundle {
+  version: string;
+  files: BundleFile[];
+  /** `{files, sha256}` header line + concatenated contents. */
+  payload(): Buffer;
+  bytes: number;
+}
+
+/** The uploaded tree: `dist/cli.js` and, for a remote of our own platform, node-pty's JS and native build. */
+export function bundleFor(cliPath: string, nodePtyDir: string | null | undefined, remotePlatform: string): Bundle {
+  const cli = readFileSync(cliPath);
+  const version = `${versionOf(cliPath)}-${createHash('sha256').update(cli).digest('hex').slice(0, 12)}`;
+  const files: BundleFile[] = [{ path: 'dist/cli.js', abs: cliPath, mode: 0o644 }];
+  const pty = nodePtyDir === undefined ? findNodePty(cliPath) : nodePtyDir;
+  if (pty && remotePlatform === localUname()) {
+    const add = (rel: string, mode = 0o644) => {
+      const abs = join(pty, rel);
+      if (existsSync(abs)) files.push({ path: `node_modules/node-pty/${rel}`, abs, mode });
+    };
+    add('package.json');
+    for (const sub of ['lib', 'lib/shared']) for (const name of safeList(join(pty, sub))) if (name.endsWith('.js')) add(`${sub}/${name}`);
+    add('build/Release/pty.node', 0o755);
+    add('build/Release/spawn-helper', 0o755);
+  }
+  const bytes = files.reduce((n, f) => n + statSync(f.abs).size, 0);
+  return {
+    version,
+    files,
+    bytes,
+    payload() {
+      const parts = files.map((f) => readFileSync(f.abs));
+      const body = Buffer.concat(parts);
+      const header = {
+        version,
+        sha256: createHash('sha256').update(body).digest('hex'),
+        files: files.map((f, i) => ({ path: f.path, size: parts[i]!.length, mode: f.mode })),
+      };
+      return Buffer.concat([Buffer.from(JSON.stringify(header) + '\n'), body]);
+    },
+  };
+}
+
+/** The version in the package.json beside the bundle's folder (the extension's or the repo's), else 0.0.0. */
+function versionOf(cliPath: string): string {
+  try {
+    const pkg = JSON.parse(readFileSync(join(dirname(dirname(cliPath)), 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' && /^[\w.-]+$/.test(pkg.version) ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+function findNodePty(cliPath: string): string | null {
+  for (let d = dirname(cliPath), i = 0; i < 6; i++, d = dirname(d)) {
+    const p = join(d, 'node_modules', 'node-pty');
+    if (existsSync(join(p, 'package.json'))) return p;
+  }
+  return null;
+}
+
+/** This machine as `uname -sm` says it (for matching node-pty's native build). */
+export function localUname(): string {
+  const os = process.platform === 'linux' ? 'Linux' : process.platform === 'darwin' ? 'Darwin' : process.platform;
+  const arch =
+    process.arch === 'x64' ? 'x86_64' : process.arch === 'arm64' ? (process.platform === 'darwin' ? 'arm64' : 'aarch64') : process.arch;
+  return `${os} ${arch}`;
+}
+
+/*
+ * The remote side, run by the login shell as `exec /bin/sh -c '…'` (no single quotes inside): a
+ * probe line, then Node (≥ 20, Linux or macOS only) runs BOOTSTRAP_JS.
+ */
+const BOOTSTRAP_JS = `
+const fs = require('fs'), path = require('path'), os = require('os'), crypto = require('crypto');
+const [node, , key, ...relay] = process.argv;
+const base = path.join(os.homedir(), '.exec-bridge');
+const dir = path.join(base, 'server', key);
+const cli = path.join(dir, 'dist', 'cli.js');
+const say = (s) => process.stdout.write(s + '\\n');
+const fail = (what, e) => {
+  say('EB-ERROR ' + what + ' ' + ((e && e.code) || '-') + ' ' + String((e && e.message) || e).replace(/\\s+/g, ' '));
+  process.exit(3);
+};
+const start = () => {
+  process.stdin.removeAllListeners('end');
+  process.argv = [node, cli, 'connect', '--ready-line', ...relay];
+  require(cli);
+};
+const install = (hdr, body) => {
+  if (crypto.createHash('sha256').update(body).digest('hex') !== hdr.sha256) fail('upload', 'checksum mismatch');
+  fs.mkdirSync(path.join(base, 'server'), { recursive: true, mode: 0o700 });
+  fs.mkdirSync(path.join(base, 'bin'), { recursive: true, mode: 0o700 });
+  const tmp = fs.mkdtempSync(path.join(base, 'server', '.tmp-' + key + '-'));
+  let off = 0;
+  for (const f of hdr.files) {
+    const p = path.join(tmp, f.path);
+    if (!p.startsWith(tmp + path.sep)) fail('upload', 'bad path ' + f.path);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, body.subarray(off, off + f.size), { mode: f.mode });
+    off += f.size;
+  }
+  fs.mkdirSync(path.join(tmp, 'bin'));
+  fs.writeFileSync(path.join(tmp, 'bin', 'exec-bridge'), '#!/bin/sh\\nexec "' + node + '" "' + cli + '" "$@"\\n', { mode: 0o755 });
+  fs.writeFileSync(path.join(tmp, '.complete'), key + '\\n');
+  try {
+    fs.renameSync(tmp, dir);
+  } catch (e) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (!fs.existsSync(path.join(dir, '.complete'))) throw e;
+  }
+  const link = path.join(base, 'bin', '.exec-bridge-' + process.pid);
+  fs.rmSync(link, { force: true });
+  fs.symlinkSync(path.join(dir, 'bin', 'exec-bridge'), link);
+  fs.renameSync(link, path.join(base, 'bin', 'exec-bridge'));
+  // Older versions go once unused: no live daemon named in their daemon.pid.
+  for (const name of fs.readdirSync(path.join(base, 'server'))) {
+    const other = path.join(base, 'server', name);
+    if (name === key || name.startsWith('.tmp-')) continue;
+    let pid = 0;
+    try {
+      pid = Number(fs.readFileSync(path.join(other, 'daemon.pid'), 'utf8'));
+    } catch {}
+    let alive = false;
+    try {
+      alive = pid > 0 && (process.kill(pid, 0), true);
+    } catch (e) {
+      alive = e.code === 'EPERM';
+    }
+    if (!alive) fs.rmSync(other, { recursive: true, force: true });
+  }
+};
+if (fs.existsSync(path.join(dir, '.complete'))) {
+  say('EB-HAVE ' + key);
+  start();
+} else {
+  say('EB-SEND ' + key);
+  let buf = Buffer.alloc(0), hdr, need = 0;
+  const onData = (d) => {
+    buf = Buffer.concat([buf, d]);
+    if (!hdr) {
+      const i = buf.indexOf(10);
+      if (i < 0) return;
+      hdr = JSON.parse(buf.subarray(0, i).toString());
+      buf = buf.subarray(i + 1);
+      need = hdr.files.reduce((a, f) => a + f.size, 0);
+    }
+    if (buf.length < need) return;
+    process.stdin.off('data', onData);
+    process.stdin.pause();
+    if (buf.length > need) process.stdin.unshift(buf.subarray(need));
+    try {
+      install(hdr, buf.subarray(0, need));
+    } catch (e) {
+      fail('install', e);
+    }
+    say('EB-INSTALLED ' + key);
+    start();
+  };
+  process.stdin.on('data', onData);
+  process.stdin.on('end', () => fail('upload', 'the connection ended during the upload'));
+}
+`;
+
+/** The command line ssh hands to the remote login shell. */
+export function remoteCommand(versionKey: string, relayArgs: string[] = []): string {
+  for (const a of [versionKey, ...relayArgs])
+    if (!/^[\w.=:/-]+$/.test(a)) throw new Error(`unsafe argument for the remote command: ${JSON.stringify(a)}`);
+  const js = Buffer.from(BOOTSTRAP_JS).toString('base64');
+  const script = [
+    'u=$(uname -sm 2>/dev/null)',
+    'n=$(command -v node 2>/dev/null)',
+    'v=',
+    'if [ -n "$n" ]; then v=$("$n" --version 2>/dev/null); fi',
+    'printf "EB-PROBE %s|%s|%s\\n" "$u" "$n" "$v"',
+    'case "$u" in Linux*|Darwin*) ;; *) exit 0;; esac',
+    'case "$v" in v[2-9][0-9].*|v[1-9][0-9][0-9].*) ;; *) exit 0;; esac',
+    `exec "$n" -e "eval(Buffer.from(process.argv[1],\\"base64\\").toString())" ${js} ${versionKey} ${relayArgs.join(' ')}`,
+  ].join('; ');
+  return `exec /bin/sh -c '${script}'`;
+}
