@@ -1,0 +1,171 @@
+import { parseSshTarget } from '../client/sshConnector';
+import { SandboxPolicyName } from '../protocol/sandbox';
+import { errorMessage } from '../util/errorMessage';
+
+/* `exec-bridge run`'s command line: the usage text and the parser (the run itself is in run.ts). */
+
+export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled | --ssh [USER@]HOST[:PORT] [--ssh-option OPT]...]
+                      [--token-file FILE] [--tty] [--cwd DIR]
+                      [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
+                      [--sandbox-network-allow HOST[:PORT],...] [--sandbox-network-deny HOST[:PORT],...]
+                      [--no-stdin] [--deadline-ms N] [--verbose] -- COMMAND [ARG]...
+
+  Runs COMMAND on an executor through the resilient client: streams its stdout/stderr to ours,
+  forwards our stdin, turns Ctrl-C into an interrupt, and exits with its exit code. A dropped
+  connection is resumed (the command keeps running, no output is lost or repeated).
+
+  --url          exec-server to use (ws:// or wss://); e.g. ours or \`codex exec-server\`.
+  --bundled      start our own exec-server (loopback, random token) for this run (default without --url).
+  --ssh          run on HOST over the system ssh (keys or agent; no prompts): installs this exec-server
+                 under ~/.exec-bridge on HOST if that version is missing (HOST needs Node.js 20+),
+                 then relays to HOST's per-user daemon; a drop resumes through a new ssh.
+  --ssh-option   passed to ssh as -o OPT (repeatable), e.g. --ssh-option ProxyJump=bastion.
+  --token-file   bearer token for --url (file content, trimmed; EXEC_BRIDGE_TOKEN works too).
+  --tty          run in a pseudo-terminal (our terminal goes raw; the remote line discipline handles keys).
+  --cwd          working directory on the executor (default: ours with --bundled, the executor's with --url).
+  --sandbox      run inside the executor's sandbox (see the README's "Sandbox" section): read-only,
+                 workspace-write (the working directory is the workspace) or full-access. If the
+                 sandbox blocks the command, a "sandbox denied" line says so and how to re-run it.
+  --sandbox-network  allow the network inside the sandbox (default: off).
+  --sandbox-network-allow  managed network: only these destinations (host, *.host, IP; optional
+                 :port), through the executor's proxy (HTTP_PROXY/HTTPS_PROXY/ALL_PROXY are set for
+                 the command). Repeat it or separate with commas. --sandbox-network-deny wins over it.
+  --no-stdin     give the command /dev/null as stdin. (The protocol cannot forward end-of-file, so a
+                 command that reads stdin to its end waits forever unless it is interrupted.)
+  --deadline-ms  how long to try resuming a lost connection before giving up (default 25000).
+  --verbose      log connection details on stderr.
+
+  Exit status: the command's; 127 if it was not found; 255 if the connection failed.`;
+
+export interface RunArgs {
+  url?: string;
+  ssh?: string;
+  sshOptions: string[];
+  bundled: boolean;
+  tokenFile?: string;
+  tty: boolean;
+  cwd?: string;
+  stdin: boolean;
+  deadlineMs?: number;
+  verbose: boolean;
+  sandbox?: SandboxPolicyName;
+  sandboxNetwork: boolean;
+  /** Managed network lists (`--sandbox-network-allow/-deny`). */
+  networkAllow: string[];
+  networkDeny: string[];
+  argv: string[];
+}
+
+export class UsageError extends Error {}
+export class HelpRequested extends Error {}
+
+export function parseRunArgs(args: string[]): RunArgs {
+  const out: RunArgs = {
+    bundled: false,
+    tty: false,
+    stdin: true,
+    verbose: false,
+    sandboxNetwork: false,
+    networkAllow: [],
+    networkDeny: [],
+    sshOptions: [],
+    argv: [],
+  };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') {
+      out.argv = args.slice(i + 1);
+      break;
+    }
+    if (!a.startsWith('-')) {
+      out.argv = args.slice(i);
+      break;
+    }
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const flag = eq > 0 ? a.slice(0, eq) : a;
+    const value = () => {
+      const v = eq > 0 ? a.slice(eq + 1) : args[++i];
+      if (v === undefined) throw new UsageError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--url':
+        out.url = value();
+        break;
+      case '--bundled':
+        out.bundled = true;
+        break;
+      case '--ssh':
+        out.ssh = value();
+        break;
+      case '--ssh-option':
+        out.sshOptions.push(value());
+        break;
+      case '--token-file':
+        out.tokenFile = value();
+        break;
+      case '--tty':
+        out.tty = true;
+        break;
+      case '--cwd':
+        out.cwd = value();
+        break;
+      case '--no-stdin':
+        out.stdin = false;
+        break;
+      case '--deadline-ms': {
+        const v = value();
+        const n = Number(v);
+        if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--deadline-ms must be a positive integer, got ${v}`);
+        out.deadlineMs = n;
+        break;
+      }
+      case '--verbose':
+        out.verbose = true;
+        break;
+      case '--sandbox': {
+        const v = value();
+        const policy = SandboxPolicyName.safeParse(v);
+        if (!policy.success) throw new UsageError(`--sandbox must be read-only, workspace-write or full-access, got ${v}`);
+        out.sandbox = policy.data;
+        break;
+      }
+      case '--sandbox-network':
+        out.sandboxNetwork = true;
+        break;
+      case '--sandbox-network-allow':
+      case '--sandbox-network-deny': {
+        const list = value()
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '');
+        (a === '--sandbox-network-allow' ? out.networkAllow : out.networkDeny).push(...list);
+        break;
+      }
+      case '-h':
+      case '--help':
+        throw new HelpRequested();
+      default:
+        throw new UsageError(`unknown option ${a}`);
+    }
+  }
+  if ([out.url !== undefined, out.bundled, out.ssh !== undefined].filter(Boolean).length > 1)
+    throw new UsageError('use one of --url, --bundled and --ssh');
+  if (out.sshOptions.length > 0 && out.ssh === undefined) throw new UsageError('--ssh-option needs --ssh');
+  if (out.ssh !== undefined) {
+    try {
+      parseSshTarget(out.ssh);
+    } catch (e) {
+      throw new UsageError(errorMessage(e));
+    }
+  }
+  if (out.url === undefined && out.ssh === undefined) out.bundled = true;
+  if (out.argv.length === 0) throw new UsageError('no command given');
+  if (out.sandboxNetwork && !out.sandbox) throw new UsageError('--sandbox-network needs --sandbox');
+  const managed = out.networkAllow.length > 0 || out.networkDeny.length > 0;
+  if (managed && !out.sandbox) throw new UsageError('--sandbox-network-allow needs --sandbox');
+  if (managed && out.sandboxNetwork) throw new UsageError('use either --sandbox-network (everything) or --sandbox-network-allow (a list)');
+  if (out.networkDeny.length > 0 && out.networkAllow.length === 0)
+    throw new UsageError('--sandbox-network-deny needs --sandbox-network-allow');
+  return out;
+}
