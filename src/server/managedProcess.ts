@@ -3,32 +3,19 @@ import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
-import { encodeBinaryOutput } from '../protocol/binaryOutput';
 import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
 import type { FifoPool } from './fifoPool';
-import { FramePool, frameBytes } from './framePool';
 import { orphanGuard } from './orphanGuard';
 import { OutputWindow } from './outputWindow';
+import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
 import type { SandboxPrewarmer } from './prewarm';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
 import { killTree, treesKilled } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
 
-/** Where a process delivers its notifications: the session's attached connection, if any. */
-export interface ProcessSink {
-  notify(method: string, params: unknown): void;
-  /** The same, for a notification already encoded (process output: the hot path); `sent` once its memory is free. */
-  notifyFrame(frame: Buffer, sent?: () => void): void;
-  /** True when output goes as binary frames (`notifyBinary`) to the attached client. */
-  binaryOutput?(): boolean;
-  notifyBinary?(frame: Buffer, sent?: () => void): void;
-  /** True while the attached client's socket buffer is above the high-water mark. */
-  congested(): boolean;
-  /** Calls `cb` once the congestion clears, or the client detaches. */
-  whenUncongested(cb: () => void): void;
-}
+export { encodeOutputNotification, type ProcessSink } from './processOutput';
 
 export interface ProcessOptions {
   planner: SpawnPlanner;
@@ -43,9 +30,6 @@ export interface ProcessOptions {
   onClosed?: () => void;
 }
 
-const MAX_CHUNK = 64 * 1024;
-/** Output frames are built in reused buffers: a stream allocates (and collects) almost nothing per frame. */
-const FRAMES = new FramePool(frameBytes(MAX_CHUNK));
 const WRITE_ID_MEMORY = 4096;
 /** A pipe write is answered at once unless this much is already queued for the child's stdin. */
 const STDIN_QUEUE_LIMIT = 8 * 1024 * 1024;
@@ -59,29 +43,6 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null)
   if (typeof signal === 'string') return 128 + (osConstants.signals[signal] ?? 0);
   if (typeof signal === 'number' && signal > 0) return 128 + signal;
   return code ?? -1;
-}
-
-/**
- * `{"method":"process/output","params":{…,"chunk":"<base64>"}}` written straight into one Buffer:
- * output is most of what a server sends, and building it this way skips JSON.stringify over the
- * base64 text and the UTF-8 re-encoding of the whole frame on the way to the socket.
- */
-export function encodeOutputNotification(
-  idJson: string,
-  seq: number,
-  stream: OutputStream,
-  data: Buffer,
-  into?: (bytes: number) => Buffer | undefined,
-): Buffer {
-  const head = `{"method":"process/output","params":{"processId":${idJson},"seq":${seq},"stream":"${stream}","chunk":"`;
-  const headBytes = Buffer.byteLength(head);
-  const b64Len = 4 * Math.ceil(data.length / 3);
-  const size = headBytes + b64Len + 3;
-  const frame = into?.(size)?.subarray(0, size) ?? Buffer.allocUnsafe(size);
-  frame.write(head, 0, 'utf8');
-  frame.write(data.toString('base64'), headBytes, 'latin1');
-  frame.write('"}}', headBytes + b64Len, 'latin1');
-  return frame;
 }
 
 /**
@@ -113,11 +74,9 @@ export class ManagedProcess {
   private readonly writeIds = new Set<string>();
   private readonly writeOrder: string[] = [];
   private waiters = new Set<() => void>();
-  private pending: { stream: OutputStream; parts: Buffer[]; bytes: number } | undefined;
-  private flushScheduled = false;
+  private readonly output: OutputCoalescer;
   private paused = false;
   private destroyed = false;
-  private readonly maxChunk: number;
   /** The process id as a JSON string literal, encoded once. */
   private readonly idJson: string;
   /** The process id in UTF-8, for binary frames. */
@@ -131,7 +90,7 @@ export class ManagedProcess {
     private readonly options: ProcessOptions,
   ) {
     this.window = new OutputWindow(options.retainedBytes);
-    this.maxChunk = options.maxChunkBytes ?? MAX_CHUNK;
+    this.output = new OutputCoalescer(options.maxChunkBytes ?? MAX_CHUNK, (stream, data) => this.emitOutput(stream, data));
     this.idJson = JSON.stringify(id);
     this.idBytes = Buffer.from(id, 'utf8');
   }
@@ -193,7 +152,7 @@ export class ManagedProcess {
       ['stdout', this.stdout!],
       ['stderr', this.stderr!],
     ] as const) {
-      s.on('data', (d: Buffer) => this.onData(stream, d));
+      s.on('data', (d: Buffer) => this.output.push(stream, d));
       s.on('close', () => this.onStreamClosed());
       s.on('error', () => undefined);
     }
@@ -207,7 +166,7 @@ export class ManagedProcess {
     this.pid = pty.pid;
     orphanGuard.add(this.pid);
     this.openStreams = 1;
-    pty.onData((d) => this.onData('pty', typeof d === 'string' ? Buffer.from(d) : d));
+    pty.onData((d) => this.output.push('pty', typeof d === 'string' ? Buffer.from(d) : d));
     // node-pty reports exit only after the pty's output is drained and its fd closed.
     pty.onExit(({ exitCode, signal }) => {
       this.onExit(exitCodeOf(exitCode, signal ?? null));
@@ -217,46 +176,10 @@ export class ManagedProcess {
 
   // ---- output ----
 
-  private onData(stream: OutputStream, data: Buffer): void {
-    if (this.pending && this.pending.stream !== stream) this.flush();
-    if (!this.pending) this.pending = { stream, parts: [], bytes: 0 };
-    this.pending.parts.push(data);
-    this.pending.bytes += data.length;
-    if (this.pending.bytes >= this.maxChunk) {
-      this.flush();
-    } else if (!this.flushScheduled) {
-      // A lone small write goes out on the next turn of the loop; reads that arrive in the same
-      // turn (fast output) join it, up to maxChunk bytes per notification.
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
-        this.flush();
-      });
-    }
-  }
-
-  private flush(): void {
-    const p = this.pending;
-    if (!p) return;
-    this.pending = undefined;
-    const data = p.parts.length === 1 ? p.parts[0]! : Buffer.concat(p.parts, p.bytes);
-    for (let off = 0; off < data.length; off += this.maxChunk) {
-      this.emitOutput(p.stream, data.subarray(off, Math.min(data.length, off + this.maxChunk)));
-    }
-  }
-
   private emitOutput(stream: OutputStream, data: Buffer): void {
     const seq = this.nextSeq++;
     this.window.push({ seq, stream, data });
-    let slab: Buffer | undefined;
-    const take = (bytes: number) => (slab = FRAMES.take(bytes));
-    if (this.sink.binaryOutput?.() && this.sink.notifyBinary) {
-      const frame = encodeBinaryOutput(this.idBytes, seq, stream, data, take);
-      this.sink.notifyBinary(frame, slab && (() => FRAMES.give(slab!)));
-    } else {
-      const frame = encodeOutputNotification(this.idJson, seq, stream, data, take);
-      this.sink.notifyFrame(frame, slab && (() => FRAMES.give(slab!)));
-    }
+    sendOutput(this.sink, this.idJson, this.idBytes, seq, stream, data);
     this.wake();
     if (!this.paused && this.sink.congested()) this.pauseOutput();
   }
@@ -288,10 +211,10 @@ export class ManagedProcess {
   private onExit(code: number): void {
     if (this.rawExit !== undefined) return;
     this.rawExit = code;
-    this.flush();
+    this.output.flush();
     const publish = () => {
       if (this.exit) return;
-      this.flush();
+      this.output.flush();
       if (this.plan?.restricted && code !== 0) {
         try {
           this.denied = this.plan.isDenial(code, this.window.allData());
@@ -336,14 +259,14 @@ export class ManagedProcess {
   private onStreamClosed(): void {
     this.openStreams = Math.max(0, this.openStreams - 1);
     if (this.openStreams > 0) return;
-    this.flush();
+    this.output.flush();
     if (this.exit) this.publishClosed();
     else if (this.denialWait) this.denialWait();
   }
 
   private publishClosed(): void {
     if (this.closedSeq !== undefined) return;
-    this.flush();
+    this.output.flush();
     const seq = this.nextSeq++;
     this.closedSeq = seq;
     this.sink.notify('process/closed', { processId: this.id, seq });
