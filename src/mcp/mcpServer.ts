@@ -1,133 +1,37 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type {
-  CallToolResult,
-  GetPromptResult,
-  Implementation,
-  Prompt,
-  ReadResourceResult,
-  Resource,
-  ResourceTemplate,
-  ServerCapabilities,
-  Tool,
-} from '@modelcontextprotocol/sdk/types.js';
-import type { ConnectionState } from '../client/types';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TimerHandle } from '../util/clock';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
-import { describeExitCode } from '../util/exitCode';
-import { formatDiagnostic, type McpLaunch, type McpServerDefinition, type McpServerEntry } from './config';
+import { formatDiagnostic, type McpServerDefinition, type McpServerEntry } from './config';
 import type { McpExecutor } from './executorHost';
-import { createMcpSession, createRemoteSession, REMOTE_HOST, resolveLaunchOn } from './mcpSession';
+import { REMOTE_HOST, resolveLaunchOn } from './mcpSession';
 import { RestartSchedule } from './restartSchedule';
+import { connectRun, describeClose, endState, type RunEnd } from './serverConnect';
 import type { McpServerChange, McpServerContext } from './serverContext';
-import { ALL_LISTS, McpServerLists, type ListKind } from './serverLists';
+import { ALL_LISTS, type ListKind } from './serverLists';
 import { ServerLog } from './serverLog';
 import { closeRun, newRun, StopRequested, throwIfStopped, type Run } from './serverRun';
-import { canTransition, describeState, formatMs, isFinal, type McpServerState } from './serverState';
+import { canTransition, formatMs, isFinal, type McpServerState } from './serverState';
+import { McpServerView } from './serverView';
 
 /**
  * One configured MCP server: its state machine, its process (through the exec client), its SDK
- * client, its lists and its log. The manager owns it; the tree model reads it.
+ * client, its lists and its log. The manager owns it; the tree model reads it (./serverView.ts).
  */
-export class McpServer {
+export class McpServer extends McpServerView {
   readonly log = new ServerLog();
-  private stateValue: McpServerState;
-  private run: Run | undefined;
   private readonly restarts: RestartSchedule;
   private disposed = false;
-  private entryValue: McpServerEntry;
-  /** The definition the current/last run was started with (the entry may have changed since). */
-  private runningDefinition: McpServerDefinition | undefined;
-
-  private readonly lists = new McpServerLists();
-  private serverInfoValue: Implementation | undefined;
-  private capabilitiesValue: ServerCapabilities | undefined;
-  private instructionsValue: string | undefined;
-  private executorValue: { id: string; label: string } | undefined;
-  private connectionValue: ConnectionState['kind'] | undefined;
 
   private readonly changed = new Emitter<McpServerChange>();
   readonly onDidChange: Event<McpServerChange> = this.changed.event;
 
-  constructor(
-    entry: McpServerEntry,
-    private readonly ctx: McpServerContext,
-  ) {
-    this.entryValue = entry;
+  constructor(entry: McpServerEntry, ctx: McpServerContext) {
+    super(entry, ctx);
     this.restarts = new RestartSchedule(ctx.clock, ctx.timings, this.log);
-    this.stateValue = { kind: 'stopped', since: ctx.clock.now(), stderrTail: [] };
     for (const e of entry.errors) this.log.lifecycle(`configuration error: ${formatDiagnostic(e)}`);
-  }
-
-  get name(): string {
-    return this.entryValue.name;
-  }
-  get entry(): McpServerEntry {
-    return this.entryValue;
-  }
-  get state(): McpServerState {
-    return this.stateValue;
-  }
-  /** Enabled tools (after `enabledTools`/`disabledTools`). */
-  get tools(): readonly Tool[] {
-    return this.lists.tools;
-  }
-  /** Every tool the server offers, including the filtered-out ones. */
-  get allTools(): readonly Tool[] {
-    return this.lists.allTools;
-  }
-  get resources(): readonly Resource[] {
-    return this.lists.resources;
-  }
-  get resourceTemplates(): readonly ResourceTemplate[] {
-    return this.lists.resourceTemplates;
-  }
-  get prompts(): readonly Prompt[] {
-    return this.lists.prompts;
-  }
-  get serverInfo(): Implementation | undefined {
-    return this.serverInfoValue;
-  }
-  get capabilities(): ServerCapabilities | undefined {
-    return this.capabilitiesValue;
-  }
-  get instructions(): string | undefined {
-    return this.instructionsValue;
-  }
-  /** Where the current (or last) run happens. */
-  get executor(): { id: string; label: string } | undefined {
-    return this.executorValue;
-  }
-  /** The exec connection of the running server (`recovering` while it reconnects). */
-  get connection(): ConnectionState['kind'] | undefined {
-    return this.connectionValue;
-  }
-  /** The process id on the executor while running. */
-  get processId(): string | undefined {
-    return this.run?.transport?.process?.processId;
-  }
-  /** Running with a definition that no longer matches the configuration: "restart to apply". */
-  get stale(): boolean {
-    const running = this.runningDefinition;
-    if (!this.run || !running) return false;
-    return this.entryValue.definition?.fingerprint !== running.fingerprint;
-  }
-  /** The executor id this server should run on now (for executor switches). */
-  get wantedExecutorId(): string | undefined {
-    return this.ctx.host.resolveId(this.entryValue.definition?.executor);
-  }
-  /** Waiting in `crashed` for the executor to come back before restarting. */
-  get waitingForExecutor(): boolean {
-    return this.stateValue.kind === 'crashed' && this.stateValue.waitingForExecutor === true;
-  }
-  /** A run exists (starting, ready or stopping). */
-  get isActive(): boolean {
-    return this.run !== undefined;
-  }
-
-  describe(): string {
-    return describeState(this.stateValue, this.ctx.clock.now());
   }
 
   /** Replaces the configuration entry (config reload). Filters apply at once; launch changes wait for a restart. */
@@ -306,10 +210,17 @@ export class McpServer {
         run.abort.abort(new Error(`did not become ready within ${formatMs(timeoutMs)}`));
       }, timeoutMs);
       const request: RequestOptions = { signal: run.abort.signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs };
-      const sdk =
-        executor && launch
-          ? await this.connectSession(run, def, executor, launch, request, t0)
-          : await this.connectRemote(run, def, request, t0);
+      const sdk = await connectRun(run, def, executor && launch ? { executor, launch } : undefined, request, t0, {
+        ctx: this.ctx,
+        log: this.log,
+        onListChanged: (kind) => this.onListChanged(run, kind),
+        onClosed: () => this.onTransportClosed(run),
+        onInitialized: (client) => {
+          this.capabilitiesValue = client.getServerCapabilities();
+          this.serverInfoValue = client.getServerVersion();
+          this.instructionsValue = client.getInstructions();
+        },
+      });
       await this.loadLists(run, sdk, ALL_LISTS, request);
       clock.clearTimeout(timer);
       timer = undefined;
@@ -344,56 +255,6 @@ export class McpServer {
           void this.stop(`the connection to executor "${executor.label}" failed: ${s.error.message}`, { final: 'crashed' });
       }),
     );
-  }
-
-  /** Spawns the server on the executor and runs the MCP handshake over it. */
-  private async connectSession(
-    run: Run,
-    def: McpServerDefinition,
-    executor: McpExecutor,
-    launch: McpLaunch,
-    request: RequestOptions,
-    t0: number,
-  ): Promise<Client> {
-    const { transport, sdk, features } = createMcpSession({
-      def,
-      runId: run.id,
-      executor,
-      launch,
-      ctx: this.ctx,
-      log: this.log,
-      onListChanged: (kind) => this.onListChanged(run, kind),
-    });
-    run.transport = transport;
-    run.subscriptions.add(features);
-    void transport.closed.then(() => this.onTransportClosed(run));
-    run.sdk = sdk;
-    await sdk.connect(transport, request);
-    this.capabilitiesValue = sdk.getServerCapabilities();
-    this.serverInfoValue = sdk.getServerVersion();
-    this.instructionsValue = sdk.getInstructions();
-    const version = this.serverInfoValue ? `${this.serverInfoValue.name} ${this.serverInfoValue.version}` : 'unknown server';
-    this.log.lifecycle(`initialized: ${version}, protocol ${transport.protocolVersion ?? '?'}, in ${this.ctx.clock.now() - t0} ms`);
-    return sdk;
-  }
-
-  /** Connects to a remote (http/sse) server and runs the MCP handshake. */
-  private async connectRemote(run: Run, def: McpServerDefinition, request: RequestOptions, t0: number): Promise<Client> {
-    const { transport, sdk, features } = await createRemoteSession(def, this.ctx, this.log, (kind) => this.onListChanged(run, kind));
-    throwIfStopped(run);
-    run.transport = transport;
-    run.subscriptions.add(features);
-    void transport.closed.then(() => this.onTransportClosed(run));
-    run.sdk = sdk;
-    await sdk.connect(transport, request);
-    this.capabilitiesValue = sdk.getServerCapabilities();
-    this.serverInfoValue = sdk.getServerVersion();
-    this.instructionsValue = sdk.getInstructions();
-    const version = this.serverInfoValue ? `${this.serverInfoValue.name} ${this.serverInfoValue.version}` : 'unknown server';
-    this.log.lifecycle(
-      `initialized: ${version} over ${transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}, protocol ${transport.protocolVersion ?? '?'}, in ${this.ctx.clock.now() - t0} ms`,
-    );
-    return sdk;
   }
 
   /** A start that did not reach ready: says why, in the final state that fits. */
@@ -435,11 +296,7 @@ export class McpServer {
   private onTransportClosed(run: Run): void {
     if (run.finalized || run.stopping) return;
     const exit = run.transport?.exit;
-    let reason: string;
-    if (run.transport?.process === undefined && run.executor === undefined)
-      reason = exit?.error?.message ?? 'the remote server closed the connection';
-    else if (exit?.error && exit.exitCode === undefined) reason = `lost the server process: ${exit.error.message}`;
-    else reason = `the server process exited on its own: ${describeExitCode(exit?.exitCode)}`;
+    const reason = describeClose(run);
     this.log.lifecycle(reason);
     const clientFailed = run.executor?.client.state.kind === 'failed';
     // Close the SDK side too (pending requests reject with "connection closed").
@@ -447,10 +304,7 @@ export class McpServer {
     this.finalize(run, { kind: 'crashed', reason, exitCode: exit?.exitCode, waitingForExecutor: clientFailed });
   }
 
-  private finalize(
-    run: Run,
-    end: { kind: 'stopped' | 'timedOut' | 'crashed'; reason: string; exitCode?: number | undefined; waitingForExecutor?: boolean },
-  ): void {
+  private finalize(run: Run, end: RunEnd): void {
     if (run.finalized) return;
     run.finalized = true;
     run.subscriptions.dispose();
@@ -459,22 +313,9 @@ export class McpServer {
     const now = this.ctx.clock.now();
     const stderrTail = this.log.stderrTail(20);
     const hadLists = this.lists.clear();
-    if (end.kind === 'stopped') {
-      this.setState({ kind: 'stopped', since: now, reason: end.reason, stderrTail });
-    } else if (end.kind === 'timedOut') {
-      this.setState({
-        kind: 'timedOut',
-        since: now,
-        reason: end.reason,
-        stderrTail,
-        timeoutMs: this.runningDefinition?.startupTimeoutMs ?? 0,
-      });
-    } else {
-      const state: Extract<McpServerState, { kind: 'crashed' }> = { kind: 'crashed', since: now, reason: end.reason, stderrTail };
-      if (end.exitCode !== undefined) state.exitCode = end.exitCode;
-      this.planRestart(state, end.waitingForExecutor === true);
-      this.setState(state);
-    }
+    const state = endState(end, now, stderrTail, this.runningDefinition?.startupTimeoutMs ?? 0);
+    if (state.kind === 'crashed') this.planRestart(state, end.waitingForExecutor === true);
+    this.setState(state);
     this.log.lifecycle(`${this.stateValue.kind}: ${end.reason}`);
     if (hadLists) this.changed.fire('lists');
     run.settled.resolve();

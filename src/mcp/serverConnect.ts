@@ -1,0 +1,83 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { describeExitCode } from '../util/exitCode';
+import type { McpLaunch, McpServerDefinition } from './config';
+import type { McpExecutor } from './executorHost';
+import { createMcpSession, createRemoteSession } from './mcpSession';
+import type { McpServerContext } from './serverContext';
+import type { ListKind } from './serverLists';
+import type { ServerLog } from './serverLog';
+import { throwIfStopped, type Run } from './serverRun';
+import type { McpServerState } from './serverState';
+
+/** What connecting a run needs from its server. */
+export interface ConnectHooks {
+  ctx: McpServerContext;
+  log: ServerLog;
+  onListChanged(kind: ListKind): void;
+  /** The transport closed (the process ended, or the remote server hung up). */
+  onClosed(): void;
+  /** `initialize` was answered: read the server's info, capabilities and instructions from `sdk`. */
+  onInitialized(sdk: Client): void;
+}
+
+/**
+ * Spawns the server on the executor (`on`), or without one connects to its URL (http/sse), then
+ * runs the MCP handshake. The run holds the transport and the SDK client before `connect`.
+ */
+export async function connectRun(
+  run: Run,
+  def: McpServerDefinition,
+  on: { executor: McpExecutor; launch: McpLaunch } | undefined,
+  request: RequestOptions,
+  t0: number,
+  hooks: ConnectHooks,
+): Promise<Client> {
+  const { ctx, log } = hooks;
+  let session: ReturnType<typeof createMcpSession> | Awaited<ReturnType<typeof createRemoteSession>>;
+  let over = '';
+  if (on) {
+    session = createMcpSession({ def, runId: run.id, ...on, ctx, log, onListChanged: hooks.onListChanged });
+  } else {
+    const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged);
+    throwIfStopped(run);
+    over = ` over ${remote.transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}`;
+    session = remote;
+  }
+  const { transport, sdk, features } = session;
+  run.transport = transport;
+  run.subscriptions.add(features);
+  void transport.closed.then(() => hooks.onClosed());
+  run.sdk = sdk;
+  await sdk.connect(transport, request);
+  hooks.onInitialized(sdk);
+  const info = sdk.getServerVersion();
+  const version = info ? `${info.name} ${info.version}` : 'unknown server';
+  log.lifecycle(`initialized: ${version}${over}, protocol ${transport.protocolVersion ?? '?'}, in ${ctx.clock.now() - t0} ms`);
+  return sdk;
+}
+
+/** Why a run's transport closed when nobody asked it to: the reason for its `crashed` state. */
+export function describeClose(run: Run): string {
+  const exit = run.transport?.exit;
+  if (run.transport?.process === undefined && run.executor === undefined)
+    return exit?.error?.message ?? 'the remote server closed the connection';
+  if (exit?.error && exit.exitCode === undefined) return `lost the server process: ${exit.error.message}`;
+  return `the server process exited on its own: ${describeExitCode(exit?.exitCode)}`;
+}
+
+export interface RunEnd {
+  kind: 'stopped' | 'timedOut' | 'crashed';
+  reason: string;
+  exitCode?: number | undefined;
+  waitingForExecutor?: boolean;
+}
+
+/** The final state a run ends in (a crashed one without its restart plan yet). */
+export function endState(end: RunEnd, now: number, stderrTail: string[], timeoutMs: number): McpServerState {
+  if (end.kind === 'stopped') return { kind: 'stopped', since: now, reason: end.reason, stderrTail };
+  if (end.kind === 'timedOut') return { kind: 'timedOut', since: now, reason: end.reason, stderrTail, timeoutMs };
+  const state: Extract<McpServerState, { kind: 'crashed' }> = { kind: 'crashed', since: now, reason: end.reason, stderrTail };
+  if (end.exitCode !== undefined) state.exitCode = end.exitCode;
+  return state;
+}
