@@ -234,6 +234,9 @@ export function isolatedWorld(root) {
   const env = {
     ...process.env,
     HOME: join(root, 'home'),
+    // The user's shell is bash whatever the machine's $SHELL (CI runners have /bin/sh or none):
+    // the UI test drives bash's shell integration.
+    SHELL: '/bin/bash',
     TMPDIR: join(root, 'tmp'),
     XDG_CONFIG_HOME: join(root, 'xdg', 'config'),
     XDG_DATA_HOME: join(root, 'xdg', 'data'),

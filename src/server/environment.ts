@@ -1,4 +1,4 @@
-import { homedir, tmpdir } from 'node:os';
+import { homedir, tmpdir, userInfo } from 'node:os';
 import { basename } from 'node:path';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { uriFromPath } from './uri';
@@ -8,12 +8,27 @@ declare const __EXEC_BRIDGE_VERSION__: string | undefined;
 export const EXECUTOR_VERSION = `exec-bridge ${typeof __EXEC_BRIDGE_VERSION__ === 'string' ? __EXEC_BRIDGE_VERSION__ : 'dev'}`;
 
 /**
+ * The user's shell: `$SHELL`, else the login shell of the user database (a server started by
+ * systemd, cron or a CI runner often has no `$SHELL`), else `/bin/sh`.
+ */
+export function userShell(env: NodeJS.ProcessEnv = process.env, loginShell: () => string | null = () => userInfo().shell): string {
+  if (env.SHELL) return env.SHELL;
+  try {
+    const shell = loginShell();
+    if (shell && shell.startsWith('/')) return shell;
+  } catch {
+    // No entry for this uid (a container started with an arbitrary uid): fall through.
+  }
+  return '/bin/sh';
+}
+
+/**
  * `environment/info` (also embedded in `initialize`). The capability keys of the real server are
  * all present (false: we don't implement network proxies, credential masking, …); ours are
  * `processResize` and `concurrentRequests` (see docs/protocol-extensions.md).
  */
 export function environmentInfo(opts: { sandbox: boolean }): EnvironmentInfo {
-  const shellPath = process.env.SHELL || '/bin/sh';
+  const shellPath = userShell();
   const tmp = tmpdir();
   return {
     shell: { name: basename(shellPath), path: shellPath },
