@@ -125,45 +125,63 @@ trap '__eb_preexec' DEBUG
 fi
 `;
 
+// zsh reads its startup files from $ZDOTDIR: we point it at ours, and ours read the user's from
+// where zsh would have (the user's ZDOTDIR, passed on by the start wrapper, or $HOME), put ZDOTDIR
+// back as it was, and touch no file there. The functions are defined before the user's .zshrc runs
+// (its aliases do not apply to them) and run under `emulate -L zsh` (its options do not either);
+// our precmd hook goes last (after a prompt theme's, which may set PS1 anew) — zsh hands every
+// precmd hook the command's status — and our preexec first.
 const ZSH_ENV = String.raw`# Exec Bridge shell integration for zsh (written by the extension; safe to delete).
 __eb_zdotdir="$ZDOTDIR"
-ZDOTDIR="${'$'}{EXEC_BRIDGE_USER_ZDOTDIR:-$HOME}"
-if [ -r "$ZDOTDIR/.zshenv" ]; then . "$ZDOTDIR/.zshenv"; fi
-__eb_user_zdotdir="$ZDOTDIR"
+if [[ -n "$EXEC_BRIDGE_USER_ZDOTDIR" ]]; then ZDOTDIR="$EXEC_BRIDGE_USER_ZDOTDIR"; else unset ZDOTDIR; fi
+unset EXEC_BRIDGE_USER_ZDOTDIR
+if [[ -r "${'$'}{ZDOTDIR:-$HOME}/.zshenv" ]]; then . "${'$'}{ZDOTDIR:-$HOME}/.zshenv"; fi
+if (( ${'$'}{+ZDOTDIR} )); then __eb_user_zdotdir="$ZDOTDIR"; fi
 ZDOTDIR="$__eb_zdotdir"
+unset __eb_zdotdir
 `;
 
 const ZSH_RC = String.raw`# Exec Bridge shell integration for zsh (written by the extension; safe to delete).
-ZDOTDIR="$__eb_user_zdotdir"
-if [ -r "$ZDOTDIR/.zshrc" ]; then . "$ZDOTDIR/.zshrc"; fi
+if [[ -z "$__eb_si_loaded" ]]; then
+__eb_si_loaded=1
 __eb_esc() {
+  builtin emulate -L zsh
   local s="$1" out="" c i
   for (( i = 1; i <= ${'$'}{#s}; i++ )); do
     c="${'$'}{s[i]}"
     case "$c" in
       '\') out+='\\' ;;
       ';') out+='\x3b' ;;
-      [[:cntrl:]]) out+="$(printf '\\x%02x' "'$c")" ;;
+      [[:cntrl:]]) out+="$(builtin printf '\\x%02x' "'$c")" ;;
       *) out+="$c" ;;
     esac
   done
-  print -rn -- "$out"
+  builtin print -rn -- "$out"
 }
 __eb_running=0
 __eb_preexec() {
+  builtin emulate -L zsh
   __eb_running=1
-  printf '\033]633;E;%s\007\033]633;C\007' "$(__eb_esc "$1")"
+  builtin printf '\033]633;E;%s\007\033]633;C\007' "$(__eb_esc "$1")"
 }
 __eb_precmd() {
   local st=$?
-  if [ "$__eb_running" = 1 ]; then printf '\033]633;D;%s\007' "$st"; fi
+  builtin emulate -L zsh
+  if [[ "$__eb_running" = 1 ]]; then builtin printf '\033]633;D;%s\007' "$st"; fi
   __eb_running=0
-  printf '\033]633;P;Cwd=%s\007' "$(__eb_esc "$PWD")"
+  builtin printf '\033]633;P;Cwd=%s\007' "$(__eb_esc "$PWD")"
   case "$PS1" in *'633;A'*) ;; *) PS1=$'%{\e]633;A\a%}'"$PS1"$'%{\e]633;B\a%}' ;; esac
+  return $st
 }
-autoload -Uz add-zsh-hook
-add-zsh-hook preexec __eb_preexec
-add-zsh-hook precmd __eb_precmd
+fi
+if (( ${'$'}{+__eb_user_zdotdir} )); then ZDOTDIR="$__eb_user_zdotdir"; else unset ZDOTDIR; fi
+unset __eb_user_zdotdir
+if [[ -r "${'$'}{ZDOTDIR:-$HOME}/.zshrc" ]]; then . "${'$'}{ZDOTDIR:-$HOME}/.zshrc"; fi
+() {
+  builtin emulate -L zsh
+  precmd_functions=(${'$'}{precmd_functions:#__eb_precmd} __eb_precmd)
+  preexec_functions=(__eb_preexec ${'$'}{preexec_functions:#__eb_preexec})
+}
 `;
 
 /** The files a shell's integration needs, by name inside its directory. */
@@ -181,12 +199,15 @@ export function integrationDir(home: string, kind: 'bash' | 'zsh'): string {
 /**
  * The start options of an interactive shell with integration: bash gets `--rcfile <ours>` (which
  * sources the user's ~/.bashrc first), zsh gets `ZDOTDIR=<ours>` (whose files source the user's).
+ * The user's own ZDOTDIR is in the executor's environment, which only the executor sees: a zsh
+ * without startup files (`-f`) passes it on as EXEC_BRIDGE_USER_ZDOTDIR, then becomes the shell.
  * Nothing in the user's home is changed.
  */
 export function withShellIntegration(options: StartProcessOptions, dir: string, kind: 'bash' | 'zsh'): StartProcessOptions {
   const [shell] = options.argv;
   if (kind === 'bash') return { ...options, argv: [shell!, '--rcfile', posix.join(dir, 'bashrc'), '-i'] };
-  return { ...options, argv: [shell!, '-i'], env: { ...options.env, ZDOTDIR: dir } };
+  const start = 'export EXEC_BRIDGE_USER_ZDOTDIR="${ZDOTDIR-}" ZDOTDIR="$1"; exec "$0" -i';
+  return { ...options, argv: [shell!, '-f', '-c', start, shell!, dir] };
 }
 
 /**

@@ -27,7 +27,7 @@ test('a command terminal: cwd, prompt, command line and executed before the firs
   assert.equal(marks.wrap('more', true, 3), 'more');
 });
 
-test('bash gets --rcfile, zsh gets ZDOTDIR, in a versioned folder under the executor user cache', () => {
+test('bash gets --rcfile, zsh gets ZDOTDIR (through a start wrapper), in a versioned folder under the executor user cache', () => {
   assert.equal(shellKind('/usr/bin/bash'), 'bash');
   assert.equal(shellKind('/bin/zsh'), 'zsh');
   assert.equal(shellKind('/bin/sh'), undefined);
@@ -36,5 +36,7 @@ test('bash gets --rcfile, zsh gets ZDOTDIR, in a versioned folder under the exec
   const opts = { argv: ['/bin/bash', '-i'], cwd: '/w', env: { TERM: 'xterm' }, tty: true };
   assert.deepEqual(withShellIntegration(opts, dir, 'bash').argv, ['/bin/bash', '--rcfile', `${dir}/bashrc`, '-i']);
   const z = withShellIntegration({ ...opts, argv: ['/bin/zsh', '-i'] }, '/d', 'zsh');
-  assert.deepEqual([z.argv, z.env], [['/bin/zsh', '-i'], { TERM: 'xterm', ZDOTDIR: '/d' }]);
+  // A zsh without startup files keeps the user's ZDOTDIR for our files, points ZDOTDIR at ours, becomes the shell.
+  const start = 'export EXEC_BRIDGE_USER_ZDOTDIR="${ZDOTDIR-}" ZDOTDIR="$1"; exec "$0" -i';
+  assert.deepEqual([z.argv, z.env], [['/bin/zsh', '-f', '-c', start, '/bin/zsh', '/d'], { TERM: 'xterm' }]);
 });
