@@ -101,6 +101,39 @@ export const ManagedNetworkLists = z.object({
 });
 export type ManagedNetworkLists = z.infer<typeof ManagedNetworkLists>;
 
+/**
+ * Codex's `ManagedNetworkSandboxContext` (the prepared proxy context), exactly as the 0.171.0
+ * binary parses `process/start`'s `managedNetwork` (probed over the wire; serde's errors named each
+ * field and type). Codex's orchestrator runs the proxy itself and puts its `127.0.0.1:PORT` in the
+ * command's env (`HTTP_PROXY`, `ALL_PROXY`, …); this says which loopback ports the sandbox must let
+ * through. Every field is optional (serde defaults); unknown keys are ignored. With
+ * `enforceManagedNetwork: true` our executor lets exactly these ports through to the host's loopback
+ * and checks that every proxy variable of the env names one of them (docs/sandbox.md).
+ */
+export const ManagedNetworkSandboxContext = z.object({
+  /** Host loopback TCP ports the command may reach (the orchestrator's proxy listeners). */
+  loopbackPorts: z.array(z.number().int().min(0).max(65535)).max(64).optional().default([]),
+  /** Whether the command may bind local ports and talk over loopback. */
+  allowLocalBinding: z.boolean().optional().default(false),
+  /** Unix socket paths the command may connect to (refused by our executor when non-empty). */
+  allowUnixSockets: z.array(z.string()).optional().default([]),
+  /** Every unix socket (refused by our executor). */
+  dangerouslyAllowAllUnixSockets: z.boolean().optional().default(false),
+});
+export type ManagedNetworkSandboxContext = z.output<typeof ManagedNetworkSandboxContext>;
+
+/**
+ * `process/start`'s `managedNetwork`: our lists (they have `allow`), else codex's prepared context.
+ * Read only together with `enforceManagedNetwork: true` (codex, too, ignores it otherwise).
+ */
+export const ManagedNetworkField = z.union([ManagedNetworkLists, ManagedNetworkSandboxContext]);
+export type ManagedNetworkField = z.output<typeof ManagedNetworkField>;
+
+/** Which of the two a parsed `managedNetwork` is. */
+export function isManagedNetworkLists(v: ManagedNetworkField): v is ManagedNetworkLists {
+  return Array.isArray((v as { allow?: unknown }).allow);
+}
+
 /** The three policies users pick from (settings, `exec-bridge run --sandbox`). */
 export const SandboxPolicyName = z.enum(['read-only', 'workspace-write', 'full-access']);
 export type SandboxPolicyName = z.infer<typeof SandboxPolicyName>;

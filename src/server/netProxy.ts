@@ -51,6 +51,7 @@ export class NetProxy {
     return typeof addr === 'object' && addr ? addr.port : 0;
   }
 
+  /** Stops listening (the socket file goes with it) and ends every open connection. */
   close(): void {
     this.server?.close();
     for (const s of this.sockets) s.destroy();
@@ -60,6 +61,11 @@ export class NetProxy {
   /** A mark: `denialsSince(mark)` lists what was refused after it. */
   mark(): number {
     return this.denialCount;
+  }
+
+  /** The last destination refused (this proxy serves one start, so it is that start's). */
+  lastDenial(): NetDenial | undefined {
+    return this.denialLog.at(-1);
   }
 
   denialsSince(mark: number): NetDenial[] {

@@ -6,7 +6,12 @@ import type { Readable, Writable } from 'node:stream';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
 import type { ProcessStartRequest } from '../protocol/process';
-import { ManagedNetworkLists } from '../protocol/sandbox';
+import {
+  isManagedNetworkLists,
+  ManagedNetworkField,
+  type ManagedNetworkLists,
+  type ManagedNetworkSandboxContext,
+} from '../protocol/sandbox';
 import { RpcError } from '../rpc/errors';
 import { buildChildEnv } from './envPolicy';
 import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';
@@ -83,16 +88,27 @@ export interface PlannedStart {
 export async function planStart(req: ProcessStartRequest, planner: SpawnPlanner): Promise<PlannedStart> {
   if (req.argv.length === 0) throw RpcError.invalidParams('argv must not be empty');
   let managedNetwork: ManagedNetworkLists | undefined;
+  let managedNetworkPorts: ManagedNetworkSandboxContext | undefined;
+  if (req.networkProxy !== undefined && req.networkProxy !== null)
+    // Codex's executor-launched proxy: we announce `networkProxyLaunch: false`, and ignoring it could
+    // leave a command without the proxy its orchestrator meant it to have.
+    throw RpcError.internal(
+      'networkProxy (an executor-launched codex proxy) is not supported on this exec-server (capability networkProxyLaunch is false); the command was not run',
+      { kind: 'unsupported' },
+    );
   if (req.enforceManagedNetwork) {
-    // Ours: the lists in `managedNetwork`. Anything else (codex's own proxy context) fails closed:
-    // we must not run as if we enforced a network policy we cannot read.
-    const lists = ManagedNetworkLists.safeParse(req.managedNetwork);
-    if (!lists.success)
+    // Ours: the lists (`{allow, deny?}`). Codex's: its prepared context (`{loopbackPorts, …}`), the
+    // proxy being the orchestrator's. Anything else fails closed: we must not run as if we
+    // enforced a network policy we cannot read. Without a `managedNetwork` at all, codex fails closed too.
+    const parsed =
+      req.managedNetwork === undefined || req.managedNetwork === null ? undefined : ManagedNetworkField.safeParse(req.managedNetwork);
+    if (!parsed?.success)
       throw RpcError.internal(
-        'enforceManagedNetwork needs managedNetwork: {allow: [...], deny?: [...]} on this exec-server (a codex proxy context is not supported); the command was not run',
+        "enforceManagedNetwork needs managedNetwork: our {allow: [...], deny?: [...]} or codex's {loopbackPorts: [...]} with the proxy env; the command was not run",
         { kind: 'unsupported' },
       );
-    managedNetwork = lists.data;
+    if (isManagedNetworkLists(parsed.data)) managedNetwork = parsed.data;
+    else managedNetworkPorts = parsed.data;
   }
   const cwd = pathFromUri(req.cwd, 'cwd');
   const env = buildChildEnv(req.env, req.envPolicy);
@@ -113,6 +129,7 @@ export async function planStart(req: ProcessStartRequest, planner: SpawnPlanner)
       tty: req.tty,
       sandbox: req.sandbox ?? null,
       ...(managedNetwork ? { managedNetwork } : {}),
+      ...(managedNetworkPorts ? { managedNetworkPorts } : {}),
     });
   } catch (e) {
     if (e instanceof RpcError) throw e;

@@ -1,4 +1,5 @@
 import type { SandboxType } from '../protocol/process';
+import type { ManagedNetworkSandboxContext } from '../protocol/sandbox';
 
 /** What the process runner asks the sandbox layer to plan. Paths are local (already decoded). */
 export interface SpawnRequest {
@@ -11,6 +12,11 @@ export interface SpawnRequest {
   sandbox: unknown;
   /** Managed network (`enforceManagedNetwork` with our lists): only these destinations, through the executor's proxy. */
   managedNetwork?: { allow: string[]; deny?: string[] };
+  /**
+   * Codex's managed network (`enforceManagedNetwork` with its prepared context): the proxy is the
+   * orchestrator's, already named in `env`; only these host loopback ports may be reached.
+   */
+  managedNetworkPorts?: ManagedNetworkSandboxContext;
 }
 
 /** How to actually start it: the program and args (possibly a sandbox launcher around argv). */
@@ -84,7 +90,7 @@ export function argvWithArg0(argv: readonly string[], arg0: string | null | unde
 
 /** The plan for a start without a sandbox: run argv as it is. */
 export async function planUnsandboxed(req: SpawnRequest): Promise<SpawnPlan> {
-  if ((req.sandbox !== undefined && req.sandbox !== null) || req.managedNetwork) {
+  if ((req.sandbox !== undefined && req.sandbox !== null) || req.managedNetwork || req.managedNetworkPorts) {
     throw new Error('this exec-server was started without sandbox support; refusing to run the command unsandboxed');
   }
   return passthroughPlan(req);

@@ -1,8 +1,8 @@
 /**
  * The managed network end to end: `exec-bridge run --sandbox workspace-write --sandbox-network-allow
  * 127.0.0.1:PORT -- curl …` (bundled server), and over the wire against our exec-server: the named
- * denial in `process/exited`, a pre-started sandbox that carries the bridge, and a codex-style
- * `enforceManagedNetwork` without our lists still refused. Loopback only.
+ * denial in `process/exited`, repeated starts (each with its own proxy), and codex's
+ * executor-launched `networkProxy` refused. Loopback only.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -101,14 +101,14 @@ describe('managed network over the wire', { skip: process.platform !== 'linux' &
     });
     const managed = () => ({ enforceManagedNetwork: true, managedNetwork: { allow: [`127.0.0.1:${allowedPort}`] } });
 
-    test('process/exited names the refused destination; a pre-started sandbox carries the bridge too', async () => {
+    test('process/exited names the refused destination; repeated starts each get their own proxy', async () => {
       const r = await client.call('process/start', start('deny1', ['curl', '-sS', '-f', `http://127.0.0.1:${otherPort}/`], managed()));
       assert.equal(r.error, undefined, JSON.stringify(r.error));
       const events = await client.processEvents('deny1');
       const exited = events.find((m) => m.method === 'process/exited')!;
       assert.equal(exited.params.sandboxDenied, true);
       assert.equal(exited.params.sandboxDeniedTarget, `127.0.0.1:${otherPort}`);
-      // The next starts of the same plan take sandboxes built ahead of time: the bridge is there too.
+      // Each start builds its sandbox on the spot with a proxy of its own.
       for (const id of ['ok1', 'ok2', 'ok3']) {
         const s = await client.call('process/start', start(id, ['curl', '-sS', '-f', `http://127.0.0.1:${allowedPort}/`], managed()));
         assert.equal(s.error, undefined, JSON.stringify(s.error));
@@ -117,13 +117,13 @@ describe('managed network over the wire', { skip: process.platform !== 'linux' &
       }
     });
 
-    test('enforceManagedNetwork without our lists (a codex proxy context) fails closed', async () => {
+    test("codex's executor-launched networkProxy fails closed (we announce networkProxyLaunch: false)", async () => {
       const r = await client.call(
         'process/start',
         start('codex1', ['true'], { enforceManagedNetwork: true, networkProxy: { http: '127.0.0.1:43123' } }),
       );
       assert.equal(r.error?.code, -32603);
-      assert.match(r.error.message, /the command was not run/);
+      assert.match(r.error.message, /networkProxy .*the command was not run/);
     });
   });
 });

@@ -1,29 +1,40 @@
-import { createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ManagedNetworkSandboxContext } from '../../protocol/sandbox';
 import { pidAlive } from '../../util/privateDir';
-import { NetProxy } from '../netProxy';
+import { NetProxy, type NetDenial } from '../netProxy';
 import { NetPolicy, NetRuleError } from '../netProxyRules';
+import { LoopbackRelay } from '../netRelay';
 import { SandboxUnsupportedError } from './policy';
 
 /*
- * The managed network's proxies (one per distinct pair of lists, started on first use, closed with
- * the planner) and the one snapshot a start takes from them: the proxy environment and what the
- * sandbox lets through (Linux: the bridge's port and socket; macOS: the loopback port) come from
- * the same object, so a command never gets a proxy address its sandbox refuses.
+ * The managed network's per-start instances, and the one snapshot a start takes: the proxy
+ * environment and what the sandbox lets through (Linux: the bridge's ports and their sockets;
+ * macOS: the loopback ports) come from the same object, so a command never gets a proxy address its
+ * sandbox refuses. Each start gets its own listeners (its own proxy, or its own relays to codex's),
+ * so a refusal is that start's alone, and they are closed when its process is done (`release`), or
+ * with the planner, or as the server exits.
  */
 
-/** The in-sandbox loopback port of the bridge (Linux: the sandbox has its own loopback, any port is free). */
+/** The in-sandbox loopback port of our proxy's bridge (Linux: the sandbox has its own loopback, any port is free). */
 export const BRIDGE_PORT = 3128;
 
 export interface ManagedNetSnapshot {
-  proxy: NetProxy;
-  /** The port the env names: the bridge's inside the sandbox (Linux), the proxy's own on the host (macOS). */
-  port: number;
-  /** Linux: the host directory holding `proxy.sock`. */
-  socketDir?: string;
-  socketName: string;
+  /** What the start adds to the command's env: our proxy env; nothing for codex's (its env names its proxy). */
   env: Record<string, string>;
+  /** Linux: each port the bridge listens on inside the sandbox, and its socket's name in `socketDir`. */
+  routes: Array<{ port: number; socketName: string }>;
+  /** Linux: the host directory holding the sockets (in our private directory). */
+  socketDir?: string;
+  /** macOS: the loopback ports the Seatbelt profile lets through. */
+  loopbackPorts: number[];
+  /** Codex's `allowLocalBinding` (macOS: local bind and loopback traffic; Linux: the sandbox's loopback is its own anyway). */
+  allowLocalBinding: boolean;
+  /** Our proxy: the last destination it refused for this start. */
+  lastDenial(): NetDenial | undefined;
+  /** Closes this start's listeners and removes its sockets. Idempotent. */
+  release(): void;
 }
 
 /** The proxy environment for a proxy at 127.0.0.1:port (both cases of each name). */
@@ -44,16 +55,63 @@ export function proxyEnv(port: number, policy: NetPolicy): Record<string, string
   return env;
 }
 
+/** The proxy variables every proxy-aware tool reads; with codex's context each must name an allowed port. */
+const CORE_PROXY_VARS = /^(http|https|all|ftp|ws|wss)_proxy$/i;
+
+/**
+ * Codex's prepared context: the env must name the orchestrator's proxy, and only on the ports the
+ * context lets through (codex 0.171 refuses the same mismatches when it builds its bridge). Every
+ * `*_PROXY`-like variable holding a URL is checked, the core ones (`HTTP_PROXY`, `ALL_PROXY`, …)
+ * also without a scheme. Returns the ports the env names; throws what is wrong.
+ */
+export function checkPreparedEnv(env: Record<string, string>, ctx: ManagedNetworkSandboxContext): number[] {
+  const refuse = (why: string): never => {
+    throw new SandboxUnsupportedError(`managed network: ${why}; the command was not run`);
+  };
+  if (ctx.allowUnixSockets.length > 0 || ctx.dangerouslyAllowAllUnixSockets)
+    refuse(
+      'unix sockets (allowUnixSockets, dangerouslyAllowAllUnixSockets) cannot be let through: no unix socket can be made in this sandbox',
+    );
+  const allowed = new Set(ctx.loopbackPorts);
+  for (const p of allowed) if (p < 1 || p > 65535) refuse(`loopback port ${p} is not a TCP port`);
+  const named = new Set<number>();
+  for (const [name, raw] of Object.entries(env)) {
+    const value = raw.trim();
+    if (value === '' || !/proxy$/i.test(name) || /no_?proxy$/i.test(name)) continue;
+    const core = CORE_PROXY_VARS.test(name);
+    if (!core && !value.includes('://')) continue; // e.g. ELECTRON_GET_USE_PROXY=true
+    let url: URL;
+    try {
+      url = new URL(value.includes('://') ? value : `http://${value}`);
+    } catch {
+      return refuse(`${name} is not a proxy URL`);
+    }
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+    if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') refuse(`${name} names ${url.host}, not a loopback proxy`);
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    if (!allowed.has(port)) refuse(`${name} names port ${port}, which the managed network context (loopbackPorts) does not let through`);
+    named.add(port);
+  }
+  if (named.size === 0) refuse("codex's managed network context needs the proxy env (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY on 127.0.0.1)");
+  return [...named].sort((a, b) => a - b);
+}
+
 export class ManagedNetworks {
-  private readonly proxies = new Map<string, Promise<{ proxy: NetProxy; port: number; socketDir?: string }>>();
+  private readonly live = new Set<ManagedNetSnapshot>();
   private swept = false;
+  private exitHook: (() => void) | undefined;
 
   constructor(
     private readonly stateDir: () => string,
     private readonly log?: (line: string) => void,
   ) {}
 
-  /** Parses the lists (a bad entry is a refusal, never a wider network) and returns the snapshot for one start. */
+  /** How many starts hold listeners now. */
+  get liveCount(): number {
+    return this.live.size;
+  }
+
+  /** Ours: parses the lists (a bad entry is a refusal, never a wider network) and starts this start's proxy. */
   async snapshot(lists: { allow: string[]; deny?: string[] }, transport: 'unix' | 'tcp'): Promise<ManagedNetSnapshot> {
     let policy: NetPolicy;
     try {
@@ -62,50 +120,108 @@ export class ManagedNetworks {
       if (e instanceof NetRuleError) throw new SandboxUnsupportedError(`managed network: ${e.message}`);
       throw e;
     }
-    const key = `${transport} ${policy.key}`;
-    let p = this.proxies.get(key);
-    if (!p) {
-      p = this.start(policy, transport);
-      this.proxies.set(key, p);
-      p.catch(() => this.proxies.delete(key));
-    }
-    const started = await p;
-    const port = transport === 'unix' ? BRIDGE_PORT : started.port;
-    return {
-      proxy: started.proxy,
-      port,
-      socketDir: started.socketDir,
-      socketName: 'proxy.sock',
-      env: proxyEnv(port, started.proxy.policy),
-    };
-  }
-
-  close(): void {
-    for (const [, p] of this.proxies)
-      void p.then(
-        (s) => {
-          s.proxy.close();
-          if (s.socketDir) rmSync(s.socketDir, { recursive: true, force: true });
-        },
-        () => undefined,
-      );
-    this.proxies.clear();
-  }
-
-  private async start(policy: NetPolicy, transport: 'unix' | 'tcp'): Promise<{ proxy: NetProxy; port: number; socketDir?: string }> {
     const proxy = new NetProxy(policy, this.log);
-    if (transport === 'tcp') return { proxy, port: await proxy.listen({ port: 0 }) };
+    if (transport === 'tcp') {
+      const port = await this.guard(
+        () => proxy.close(),
+        () => proxy.listen({ port: 0 }),
+      );
+      return this.track({ env: proxyEnv(port, policy), routes: [], loopbackPorts: [port], close: () => proxy.close(), proxy });
+    }
+    const socketDir = this.makeDir();
+    await this.guard(
+      () => (proxy.close(), rmSync(socketDir, { recursive: true, force: true })),
+      () => proxy.listen({ path: join(socketDir, 'proxy.sock') }),
+    );
+    return this.track({
+      env: proxyEnv(BRIDGE_PORT, policy),
+      routes: [{ port: BRIDGE_PORT, socketName: 'proxy.sock' }],
+      socketDir,
+      loopbackPorts: [],
+      close: () => proxy.close(),
+      proxy,
+    });
+  }
+
+  /** Codex's prepared context: checks the env against it, then (Linux) relays exactly its ports to the host's loopback. */
+  async prepared(ctx: ManagedNetworkSandboxContext, env: Record<string, string>, transport: 'unix' | 'tcp'): Promise<ManagedNetSnapshot> {
+    checkPreparedEnv(env, ctx);
+    const ports = [...new Set(ctx.loopbackPorts)].sort((a, b) => a - b);
+    const base = { env: {}, allowLocalBinding: ctx.allowLocalBinding };
+    if (transport === 'tcp') return this.track({ ...base, routes: [], loopbackPorts: ports, close: () => undefined });
+    const socketDir = this.makeDir();
+    const relays = ports.map((p) => new LoopbackRelay(p));
+    const close = () => relays.forEach((r) => r.close());
+    await this.guard(
+      () => (close(), rmSync(socketDir, { recursive: true, force: true })),
+      () => Promise.all(relays.map((r) => r.listen(join(socketDir, `port-${r.port}.sock`)))),
+    );
+    return this.track({
+      ...base,
+      routes: ports.map((port) => ({ port, socketName: `port-${port}.sock` })),
+      socketDir,
+      loopbackPorts: [],
+      close,
+    });
+  }
+
+  /** Closes every start's listeners (the server is stopping). */
+  close(): void {
+    for (const s of [...this.live]) s.release();
+  }
+
+  private async guard<T>(undo: () => void, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (e) {
+      undo();
+      throw e;
+    }
+  }
+
+  private track(o: {
+    env: Record<string, string>;
+    routes: ManagedNetSnapshot['routes'];
+    socketDir?: string;
+    loopbackPorts: number[];
+    allowLocalBinding?: boolean;
+    close: () => void;
+    proxy?: NetProxy;
+  }): ManagedNetSnapshot {
+    let released = false;
+    const snap: ManagedNetSnapshot = {
+      env: o.env,
+      routes: o.routes,
+      socketDir: o.socketDir,
+      loopbackPorts: o.loopbackPorts,
+      allowLocalBinding: o.allowLocalBinding ?? false,
+      lastDenial: () => o.proxy?.lastDenial(),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.live.delete(snap);
+        o.close();
+        if (o.socketDir) rmSync(o.socketDir, { recursive: true, force: true });
+      },
+    };
+    this.live.add(snap);
+    if (!this.exitHook) {
+      // A server that exits (SIGTERM → process.exit) leaves no socket directory behind.
+      this.exitHook = () => this.close();
+      process.once('exit', this.exitHook);
+    }
+    return snap;
+  }
+
+  private makeDir(): string {
     const base = this.stateDir();
     if (!this.swept) {
       this.swept = true;
       sweepDead(base);
     }
-    const hash = createHash('sha256').update(policy.key).digest('hex').slice(0, 12);
-    const socketDir = join(base, `net-${process.pid}-${hash}`);
-    rmSync(socketDir, { recursive: true, force: true });
-    mkdirSync(socketDir, { mode: 0o700 });
-    await proxy.listen({ path: join(socketDir, 'proxy.sock') });
-    return { proxy, port: 0, socketDir };
+    const dir = join(base, `net-${process.pid}-${randomBytes(6).toString('hex')}`);
+    mkdirSync(dir, { mode: 0o700 });
+    return dir;
   }
 }
 

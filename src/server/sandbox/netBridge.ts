@@ -5,9 +5,10 @@ import { SYSCALLS } from './seccomp';
  * inside a network namespace that has only its own loopback and no seccomp filter yet. It:
  *  1. makes itself non-dumpable (nothing without CAP_SYS_PTRACE can ptrace it or open its
  *     /proc/PID/mem, and the command has no capabilities);
- *  2. listens on 127.0.0.1:PORT and hands the listener to a bridge process (double fork: the
- *     bridge is bwrap's child, not the command's, so a `wait` in the command never meets it), which
- *     relays each connection to the proxy's unix socket, bind-mounted into the sandbox;
+ *  2. listens on 127.0.0.1:PORT (one or more ports) and hands the listeners to a bridge process
+ *     (double fork: the bridge is bwrap's child, not the command's, so a `wait` in the command
+ *     never meets it), which relays each connection to that port's unix socket, bind-mounted into
+ *     the sandbox (our proxy's, or a relay to the host's 127.0.0.1:PORT for codex's prepared context);
  *  3. installs the managed-network seccomp filter (no new unix sockets, see seccomp.ts) with
  *     no_new_privs, and execs the command.
  * The listener exists before the command starts, so the first connection never races the bridge.
@@ -18,29 +19,40 @@ import { SYSCALLS } from './seccomp';
  */
 const SCRIPT = String.raw`
 # No modules (Socket alone costs ~10 ms to load): Linux constants, sockaddrs packed by hand.
-my ($hex, $port, $path, $prctl, $seccomp, $closenr) = splice(@ARGV, 0, 6);
-$_ += 0 for $port, $prctl, $seccomp, $closenr; # numbers, not strings: syscall passes strings as pointers
+my ($hex, $prctl, $seccomp, $closenr, $n) = splice(@ARGV, 0, 5);
+$_ += 0 for $prctl, $seccomp, $closenr, $n; # numbers, not strings: syscall passes strings as pointers
 sub fail { print STDERR "exec-bridge network bridge: $_[0]\n"; exit 127 }
 syscall($prctl, 4, 0, 0, 0, 0) == 0 or fail("prctl(PR_SET_DUMPABLE): $!");
-socket(my $l, 2, 1, 0) or fail("socket: $!");
-setsockopt($l, 1, 2, 1);
-bind($l, pack('S n C4 x8', 2, $port, 127, 0, 0, 1)) or fail("bind 127.0.0.1:$port: $!");
-listen($l, 128) or fail("listen: $!");
+my (@l, %path);
+for (1 .. $n) {
+  my ($port, $to) = splice(@ARGV, 0, 2);
+  socket(my $s, 2, 1, 0) or fail("socket: $!");
+  setsockopt($s, 1, 2, 1);
+  bind($s, pack('S n C4 x8', 2, $port + 0, 127, 0, 0, 1)) or fail("bind 127.0.0.1:$port: $!");
+  listen($s, 128) or fail("listen: $!");
+  push @l, $s; $path{fileno($s)} = $to;
+}
 my $p = fork(); defined $p or fail("fork: $!");
 if ($p == 0) {
   my $q = fork(); exit 0 if !defined $q || $q != 0;
   open(STDIN, '<', '/dev/null'); open(STDOUT, '>', '/dev/null'); open(STDERR, '>', '/dev/null');
-  for my $fd (3 .. 255) { syscall($closenr, $fd) if $fd != fileno($l) }
+  for my $fd (3 .. 255) { syscall($closenr, $fd) unless exists $path{$fd} }
   $SIG{CHLD} = 'IGNORE';
+  my $rin = ''; vec($rin, fileno($_), 1) = 1 for @l;
   while (1) {
-    accept(my $c, $l) or next;
-    my $k = fork();
-    if (defined $k && $k == 0) { close $l; relay($c); exit 0 }
-    close $c;
+    my $ready = select(my $r = $rin, undef, undef, undef);
+    next if $ready <= 0;
+    for my $s (@l) {
+      next unless vec($r, fileno($s), 1);
+      accept(my $c, $s) or next;
+      my $k = fork();
+      if (defined $k && $k == 0) { my $to = $path{fileno($s)}; close $_ for @l; relay($c, $to); exit 0 }
+      close $c;
+    }
   }
 }
 waitpid($p, 0);
-close $l;
+close $_ for @l;
 my $bpf = pack('H*', $hex);
 my $prog = pack('S x![P] P', length($bpf) / 8, $bpf);
 syscall($prctl, 38, 1, 0, 0, 0) == 0 or fail("prctl(PR_SET_NO_NEW_PRIVS): $!");
@@ -48,9 +60,9 @@ syscall($seccomp, 1, 0, $prog) == 0 or fail("seccomp: $!");
 exec { $ARGV[0] } @ARGV;
 print STDERR "$ARGV[0]: $!\n"; exit 127;
 sub relay {
-  my ($c) = @_;
+  my ($c, $to) = @_;
   socket(my $u, 1, 1, 0) or return;
-  connect($u, pack('S a108', 1, $path)) or return;
+  connect($u, pack('S a108', 1, $to)) or return;
   my %peer = (fileno($c) => [$c, $u], fileno($u) => [$u, $c]);
   my $rin = ''; vec($rin, $_, 1) = 1 for keys %peer;
   my $open = 2;
@@ -72,10 +84,8 @@ sub relay {
 export const BRIDGE_SOCKET_DIR = '/dev/exec-bridge-net';
 
 export interface BridgeSpec {
-  /** The loopback port inside the sandbox that the proxy env names. */
-  port: number;
-  /** The proxy socket's file name inside `BRIDGE_SOCKET_DIR`. */
-  socketName: string;
+  /** Each loopback port inside the sandbox that the env names, and its socket's file name inside `BRIDGE_SOCKET_DIR`. */
+  routes: Array<{ port: number; socketName: string }>;
   /** The filter the command runs under (seccomp.managedNetworkFilter). */
   filter: Buffer;
 }
@@ -84,15 +94,16 @@ export interface BridgeSpec {
 export function bridgeLauncher(spec: BridgeSpec, arch: string = process.arch): string[] {
   const t = SYSCALLS[arch];
   if (!t) throw new Error(`no syscall table for architecture ${arch}`);
+  if (spec.routes.length === 0) throw new Error('the network bridge needs at least one port');
   return [
     '/usr/bin/perl',
     '-e',
     SCRIPT,
     spec.filter.toString('hex'),
-    String(spec.port),
-    `${BRIDGE_SOCKET_DIR}/${spec.socketName}`,
     String(t.launcher.prctl),
     String(t.launcher.seccomp),
     String(t.launcher.close),
+    String(spec.routes.length),
+    ...spec.routes.flatMap((r) => [String(r.port), `${BRIDGE_SOCKET_DIR}/${r.socketName}`]),
   ];
 }

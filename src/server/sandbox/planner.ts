@@ -81,7 +81,8 @@ export class SandboxPlanner {
   async plan(req: SpawnRequest): Promise<SandboxedSpawnPlan> {
     if (req.argv.length === 0) throw new SandboxUnsupportedError('argv must not be empty');
     const policy = resolvePolicy(req.sandbox, req.cwd, req.env);
-    if (req.managedNetwork && (policy.unrestricted || policy.network !== 'restricted'))
+    const managed = req.managedNetwork !== undefined || req.managedNetworkPorts !== undefined;
+    if (managed && (policy.unrestricted || policy.network !== 'restricted'))
       throw new SandboxUnsupportedError(
         'a managed network needs a sandbox with the network restricted (its proxy is the only way out); the command was not run',
       );
@@ -95,15 +96,26 @@ export class SandboxPlanner {
       );
     }
     // One snapshot: the proxy env and what the sandbox lets through come from the same object.
+    // Each start has listeners of its own (released with its plan), so a refusal is its own.
     let net: ManagedNetSnapshot | undefined;
-    if (req.managedNetwork) {
-      net = await this.networks.snapshot(req.managedNetwork, platform === 'darwin' ? 'tcp' : 'unix');
-      req = { ...req, env: { ...req.env, ...net.env } };
+    const transport = platform === 'darwin' ? 'tcp' : 'unix';
+    if (req.managedNetwork) net = await this.networks.snapshot(req.managedNetwork, transport);
+    else if (req.managedNetworkPorts) net = await this.networks.prepared(req.managedNetworkPorts, req.env, transport);
+    if (net) req = { ...req, env: { ...req.env, ...net.env } };
+    try {
+      return platform === 'linux' ? await this.planLinux(req, policy, net) : this.planMac(req, policy, net);
+    } catch (e) {
+      net?.release();
+      throw e;
     }
-    return platform === 'linux' ? this.planLinux(req, policy, net) : this.planMac(req, policy, net);
   }
 
-  /** Closes the managed network's proxies. */
+  /** How many starts hold managed-network listeners (a proxy or relays) now. */
+  get managedNetworkListeners(): number {
+    return this.networks.liveCount;
+  }
+
+  /** Closes every managed-network listener (the server is stopping). */
   close(): void {
     this.networks.close();
   }
@@ -122,7 +134,7 @@ export class SandboxPlanner {
     const managedNetwork = net
       ? {
           socketDir: net.socketDir!,
-          launcher: bridgeLauncher({ port: net.port, socketName: net.socketName, filter: this.managedNetworkFilter() }),
+          launcher: bridgeLauncher({ routes: net.routes, filter: this.managedNetworkFilter() }),
         }
       : undefined;
     const files = seccomp ? [seccomp] : [];
@@ -150,6 +162,9 @@ export class SandboxPlanner {
     const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain(), net);
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
+    // A sandbox built ahead of time would be bound to listeners before its command is known, and
+    // its refusals could not be told from another start's: a managed network builds on the spot.
+    if (net) return plan;
     // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
     const script = stubScript(files.length + 3, argvWithArg0(argv, arg0), { ...req.env, PWD: req.cwd });
     if (script === undefined) return plan;
@@ -170,7 +185,8 @@ export class SandboxPlanner {
     const profile = seatbeltProfile({
       layout,
       network: policy.network,
-      proxyLoopbackPorts: net ? [net.port] : undefined,
+      proxyLoopbackPorts: net?.loopbackPorts,
+      allowLocalBinding: net?.allowLocalBinding,
       deniedPaths: [
         ...layout.mounts
           .filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0))
@@ -208,12 +224,10 @@ export class SandboxPlanner {
       protectedPaths: layout.protectedPaths,
     };
     let disposed = false;
-    // A destination the proxy refused while this command ran is the denial, named.
-    const mark = net?.proxy.mark() ?? 0;
+    // A destination this start's proxy refused is the denial, named (the proxy serves this start alone).
     const classify = (code: number, output: Buffer[]): DenialVerdict => {
-      const refused = code !== 0 ? net?.proxy.denialsSince(mark) : undefined;
-      if (refused && refused.length > 0)
-        return { denied: true, kind: 'network', evidence: `the sandbox blocked ${refused.at(-1)!.target}` };
+      const refused = code !== 0 ? net?.lastDenial() : undefined;
+      if (refused) return { denied: true, kind: 'network', evidence: `the sandbox blocked ${refused.target}` };
       return classifyExit(code, output, ctx);
     };
     return {
@@ -224,11 +238,12 @@ export class SandboxPlanner {
       restricted: true,
       classify,
       isDenial: (code, output) => classify(code, output).denied,
-      networkDenial: () => net?.proxy.denialsSince(mark).at(-1)?.target,
+      networkDenial: () => net?.lastDenial()?.target,
       dispose: () => {
         if (disposed) return;
         disposed = true;
         release();
+        net?.release();
       },
     };
   }

@@ -15,6 +15,8 @@ export interface SeatbeltOptions {
   network: 'enabled' | 'restricted';
   /** Managed proxy: with the network off, still allow these loopback TCP ports (outbound). */
   proxyLoopbackPorts?: number[];
+  /** Managed network (codex's `allowLocalBinding`): also bind local ports and talk to anything on loopback. */
+  allowLocalBinding?: boolean;
   /** Paths to hide completely (deny entries). */
   deniedPaths?: string[];
   /** Readable roots when the root is not readable (restricted read). */
@@ -100,6 +102,12 @@ export function seatbeltProfile(o: SeatbeltOptions): SeatbeltProfile {
     // Only the managed proxy's loopback ports: the command reaches the world through it alone.
     const ports = [...new Set(o.proxyLoopbackPorts)].filter((p) => Number.isInteger(p) && p > 0 && p < 65536);
     parts.push(`(allow network-outbound ${ports.map((p) => `(remote ip "localhost:${p}")`).join(' ')})`);
+    if (o.allowLocalBinding)
+      parts.push(
+        '(allow network-bind (local ip "localhost:*"))',
+        '(allow network-inbound (local ip "localhost:*"))',
+        '(allow network-outbound (remote ip "localhost:*"))',
+      );
   } else {
     parts.push('; network off: the default deny applies');
   }

@@ -8,7 +8,7 @@ import { sandboxForPolicy } from '../../../src/protocol/sandbox';
 import { isSpecialAddress, NetPolicy, NetRuleError, parseNetRule } from '../../../src/server/netProxyRules';
 import { SandboxPlanner } from '../../../src/server/sandbox';
 import { bwrapArgs } from '../../../src/server/sandbox/bwrapArgs';
-import { proxyEnv } from '../../../src/server/sandbox/managedNet';
+import { checkPreparedEnv, proxyEnv } from '../../../src/server/sandbox/managedNet';
 import { BRIDGE_SOCKET_DIR, bridgeLauncher } from '../../../src/server/sandbox/netBridge';
 import { evaluate, managedNetworkFilter, SeccompAction, SYSCALLS } from '../../../src/server/sandbox/seccomp';
 
@@ -84,7 +84,7 @@ describe('managed network filter', () => {
 describe('managed network sandbox plan', () => {
   const layout = { root: 'ro' as const, mounts: [], writableRoots: [], protectedPaths: [] };
   test('bwrap binds the socket directory at the bridge path and runs the launcher in front of the command', () => {
-    const launcher = bridgeLauncher({ port: 3128, socketName: 'proxy.sock', filter: managedNetworkFilter('x64') }, 'x64');
+    const launcher = bridgeLauncher({ routes: [{ port: 3128, socketName: 'proxy.sock' }], filter: managedNetworkFilter('x64') }, 'x64');
     const a = bwrapArgs({
       layout: layout as never,
       network: 'restricted',
@@ -102,6 +102,20 @@ describe('managed network sandbox plan', () => {
     assert.deepEqual(a.slice(dashdash + 1, dashdash + 3), ['/usr/bin/perl', '-e']);
     assert.equal(a.at(-1), '/bin/true');
     assert.equal(launcher[3], managedNetworkFilter('x64').toString('hex'));
+    // After the filter and the syscall numbers: how many routes, then port and socket path of each.
+    assert.deepEqual(launcher.slice(7), ['1', '3128', `${BRIDGE_SOCKET_DIR}/proxy.sock`]);
+    const two = bridgeLauncher(
+      {
+        routes: [
+          { port: 41000, socketName: 'port-41000.sock' },
+          { port: 41001, socketName: 'port-41001.sock' },
+        ],
+        filter: Buffer.alloc(8),
+      },
+      'x64',
+    );
+    assert.deepEqual(two.slice(7), ['2', '41000', `${BRIDGE_SOCKET_DIR}/port-41000.sock`, '41001', `${BRIDGE_SOCKET_DIR}/port-41001.sock`]);
+    assert.throws(() => bridgeLauncher({ routes: [], filter: Buffer.alloc(8) }, 'x64'), /at least one port/);
   });
 
   test('macOS: the Seatbelt profile allows exactly the port the proxy env names (one snapshot)', async () => {
@@ -134,5 +148,122 @@ describe('managed network sandbox plan', () => {
       planner.close();
       rmSync(ws, { recursive: true, force: true });
     }
+  });
+
+  test("macOS: the exact network rules of the profile, for our proxy and for codex's prepared context", async () => {
+    const ws = mkdtempSync(join(tmpdir(), 'eb-netmac-'));
+    const planner = new SandboxPlanner({ platform: 'darwin' });
+    const networkPart = (args: string[]) => {
+      const profile = args[args.indexOf('-p') + 1]!;
+      return profile.slice(profile.indexOf('; network\n')).trimEnd().split('\n');
+    };
+    const sandbox = sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href });
+    try {
+      const ours = await planner.plan({
+        argv: ['/bin/true'],
+        cwd: ws,
+        env: {},
+        tty: false,
+        sandbox,
+        managedNetwork: { allow: ['example.com'] },
+      });
+      const port = Number(new URL(ours.env.HTTP_PROXY!).port);
+      assert.deepEqual(networkPart(ours.args), ['; network', `(allow network-outbound (remote ip "localhost:${port}"))`]);
+      assert.equal(ours.env.ALL_PROXY, `socks5h://127.0.0.1:${port}`);
+      ours.dispose();
+      assert.equal(planner.managedNetworkListeners, 0, 'the proxy is closed with its plan');
+
+      const env = { HTTP_PROXY: 'http://127.0.0.1:43123', ALL_PROXY: 'socks5h://localhost:43124' };
+      const codex = await planner.plan({
+        argv: ['/bin/true'],
+        cwd: ws,
+        env,
+        tty: false,
+        sandbox,
+        managedNetworkPorts: {
+          loopbackPorts: [43124, 43123],
+          allowLocalBinding: false,
+          allowUnixSockets: [],
+          dangerouslyAllowAllUnixSockets: false,
+        },
+      });
+      assert.deepEqual(networkPart(codex.args), [
+        '; network',
+        '(allow network-outbound (remote ip "localhost:43123") (remote ip "localhost:43124"))',
+      ]);
+      assert.equal(codex.env.HTTP_PROXY, env.HTTP_PROXY, "codex's env is kept as prepared");
+      codex.dispose();
+
+      const binding = await planner.plan({
+        argv: ['/bin/true'],
+        cwd: ws,
+        env,
+        tty: false,
+        sandbox,
+        managedNetworkPorts: {
+          loopbackPorts: [43123, 43124],
+          allowLocalBinding: true,
+          allowUnixSockets: [],
+          dangerouslyAllowAllUnixSockets: false,
+        },
+      });
+      assert.deepEqual(networkPart(binding.args), [
+        '; network',
+        '(allow network-outbound (remote ip "localhost:43123") (remote ip "localhost:43124"))',
+        '(allow network-bind (local ip "localhost:*"))',
+        '(allow network-inbound (local ip "localhost:*"))',
+        '(allow network-outbound (remote ip "localhost:*"))',
+      ]);
+      binding.dispose();
+      // An env naming a port the context does not list gets neither.
+      await assert.rejects(
+        planner.plan({
+          argv: ['/bin/true'],
+          cwd: ws,
+          env,
+          tty: false,
+          sandbox,
+          managedNetworkPorts: {
+            loopbackPorts: [43123],
+            allowLocalBinding: false,
+            allowUnixSockets: [],
+            dangerouslyAllowAllUnixSockets: false,
+          },
+        }),
+        /ALL_PROXY names port 43124/,
+      );
+    } finally {
+      planner.close();
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("codex's prepared context: the env check", () => {
+  const ctx = { loopbackPorts: [43123], allowLocalBinding: false, allowUnixSockets: [], dangerouslyAllowAllUnixSockets: false };
+  test('every proxy variable must name a listed loopback port; other variables are not read', () => {
+    assert.deepEqual(
+      checkPreparedEnv(
+        {
+          http_proxy: 'http://127.0.0.1:43123',
+          HTTPS_PROXY: '127.0.0.1:43123',
+          npm_config_proxy: 'http://[::1]:43123',
+          NO_PROXY: 'http://10.0.0.1:1',
+          ELECTRON_GET_USE_PROXY: 'true',
+          OTHER: 'http://10.0.0.1:1',
+        },
+        ctx,
+      ),
+      [43123],
+    );
+    assert.throws(() => checkPreparedEnv({ PATH: '/bin' }, ctx), /needs the proxy env/);
+    assert.throws(() => checkPreparedEnv({ HTTP_PROXY: 'http://127.0.0.1:1' }, ctx), /HTTP_PROXY names port 1/);
+    assert.throws(() => checkPreparedEnv({ YARN_HTTPS_PROXY: 'http://example.com:43123' }, ctx), /not a loopback proxy/);
+    assert.throws(() => checkPreparedEnv({ HTTP_PROXY: 'http://[::1' }, ctx), /not a proxy URL/);
+    assert.throws(
+      () => checkPreparedEnv({ HTTP_PROXY: 'http://127.0.0.1:43123' }, { ...ctx, dangerouslyAllowAllUnixSockets: true }),
+      /unix sockets/,
+    );
+    assert.throws(() => checkPreparedEnv({ HTTP_PROXY: 'http://127.0.0.1:43123' }, { ...ctx, loopbackPorts: [0, 43123] }), /port 0/);
   });
 });
