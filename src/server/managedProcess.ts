@@ -269,10 +269,11 @@ export class ManagedProcess {
     this.output.flush();
     const seq = this.nextSeq++;
     this.closedSeq = seq;
+    // Released first: a client that hears `closed` finds the plan's listeners and files gone.
+    this.releasePlan();
     this.sink.notify('process/closed', { processId: this.id, seq });
     this.closedSignal.resolve();
     this.wake();
-    this.releasePlan();
     this.options.onClosed?.();
   }
 
