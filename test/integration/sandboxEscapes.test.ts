@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -178,6 +179,58 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
       assert.match(client.output('gateway-open'), /CONNECTED/);
     } finally {
       await gateway.dispose();
+    }
+  });
+
+  test("managed network: no other sandbox can connect to a start's proxy socket or its relays to codex's proxy", async () => {
+    const orchestrator = createNetServer((c) => c.end('orchestrator-reached\n'));
+    await new Promise<void>((r) => orchestrator.listen(0, '127.0.0.1', r));
+    const port = (orchestrator.address() as AddressInfo).port;
+    const hold = 'i=0; while [ ! -e release-net ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done';
+    const netSockets = () =>
+      readdirSync(join(privateDir(), 'sandbox'))
+        .filter((n) => n.startsWith(`net-${server.child.pid}-`)) // this server's only: other suites may run servers too
+        .flatMap((n) => readdirSync(join(privateDir(), 'sandbox', n)).map((f) => join(privateDir(), 'sandbox', n, f)));
+    const sandbox = sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) });
+    try {
+      for (const [id, extra] of [
+        ['net-holder-ours', MANAGED],
+        [
+          'net-holder-codex',
+          {
+            enforceManagedNetwork: true,
+            managedNetwork: { loopbackPorts: [port] },
+            env: { ...ENV, HTTP_PROXY: `http://127.0.0.1:${port}` },
+          },
+        ],
+      ] as const) {
+        const res = await client.call('process/start', start(id, ['sh', '-c', hold], sandbox, extra));
+        assert.equal(res.error, undefined, JSON.stringify(res.error));
+      }
+      const sockets = netSockets();
+      assert.ok(sockets.some((f) => f.endsWith('/proxy.sock')) && sockets.some((f) => f.endsWith(`/port-${port}.sock`)), sockets.join(' '));
+      const probe = `let n = ${sockets.length}; for (const p of ${JSON.stringify(sockets)}) require('net').connect(p).on('connect', () => { console.log('CONNECTED', p); if (--n === 0) process.exit(0); }).on('error', (e) => { console.log(e.code); if (--n === 0) process.exit(0); })`;
+      for (const network of [true, false]) {
+        const id = `net-attack-${network}`;
+        const res = await client.call(
+          'process/start',
+          start(id, [process.execPath, '-e', probe], sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) })),
+        );
+        assert.equal(res.error, undefined, JSON.stringify(res.error));
+        await client.processEvents(id);
+        assert.doesNotMatch(client.output(id), /CONNECTED/, `network ${network}: ${client.output(id)}`);
+      }
+      // Unsandboxed, the same probe connects to each: the test can fail.
+      const res = await client.call('process/start', start('net-attack-open', [process.execPath, '-e', probe]));
+      assert.equal(res.error, undefined, JSON.stringify(res.error));
+      await client.processEvents('net-attack-open');
+      assert.equal((client.output('net-attack-open').match(/CONNECTED/g) ?? []).length, sockets.length, client.output('net-attack-open'));
+    } finally {
+      writeFileSync(join(ws, 'release-net'), '');
+      await client.processEvents('net-holder-ours');
+      await client.processEvents('net-holder-codex');
+      rmSync(join(ws, 'release-net'), { force: true });
+      orchestrator.close();
     }
   });
 
