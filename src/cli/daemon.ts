@@ -1,13 +1,15 @@
-import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { connect as netConnect } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/planner';
-import { errorMessage } from '../util/errorMessage';
-import { pidAlive, privateDir } from '../util/privateDir';
+import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, type DaemonState } from '../client/daemonStart';
 import { exitWhenIdle } from './serve';
+
+/** The exec-server's own default (src/server/execServer.ts). */
+const DEFAULT_SESSION_TTL_MS = 30_000;
+
+export * from '../client/daemonStart';
 
 /*
  * The per-user executor daemon: one long-lived exec-server per user and version, listening on a unix
@@ -16,223 +18,6 @@ import { exitWhenIdle } from './serve';
  * two clients starting it at once get one daemon. It exits after an idle time with no connection
  * and no session.
  */
-
-declare const __EXEC_BRIDGE_VERSION__: string | undefined;
-export const CLI_VERSION = typeof __EXEC_BRIDGE_VERSION__ === 'string' ? __EXEC_BRIDGE_VERSION__ : '0.0.0-dev';
-
-/** Default idle time before a daemon with nothing to do exits. */
-export const DAEMON_IDLE_MS = 300_000;
-
-/** `<version>-<12 hex of the bundle's sha256>`: a rebuilt bundle is another version. */
-export function bundleKey(cliPath: string): string {
-  return `${CLI_VERSION}-${createHash('sha256').update(readFileSync(cliPath)).digest('hex').slice(0, 12)}`;
-}
-
-export interface DaemonPaths {
-  dir: string;
-  socket: string;
-  token: string;
-  state: string;
-  lock: string;
-  log: string;
-}
-
-export function daemonPaths(key: string, env: NodeJS.ProcessEnv = process.env): DaemonPaths {
-  const dir = join(privateDir(env), `daemon-${key}`);
-  return {
-    dir,
-    socket: join(dir, 'sock'),
-    token: join(dir, 'token'),
-    state: join(dir, 'state.json'),
-    lock: join(dir, 'lock'),
-    log: join(dir, 'daemon.log'),
-  };
-}
-
-export interface DaemonState {
-  pid: number;
-  key: string;
-  socket: string;
-  startedAt: number;
-}
-
-export interface DaemonInfo extends DaemonState {
-  /** Bearer token for the socket. Never log it. */
-  token: string;
-  /** The socket's client URL (`ws+unix:PATH:/`). */
-  url: string;
-  /** Whether this call started it. */
-  started: boolean;
-}
-
-export function readDaemonState(paths: DaemonPaths): DaemonState | undefined {
-  try {
-    const s = JSON.parse(readFileSync(paths.state, 'utf8')) as DaemonState;
-    return typeof s.pid === 'number' && typeof s.socket === 'string' ? s : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function socketAccepts(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = netConnect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
-async function liveDaemon(paths: DaemonPaths): Promise<DaemonInfo | undefined> {
-  const st = readDaemonState(paths);
-  if (!st || !pidAlive(st.pid) || !(await socketAccepts(st.socket))) return undefined;
-  let token: string;
-  try {
-    token = readFileSync(paths.token, 'utf8').trim();
-  } catch {
-    return undefined;
-  }
-  return { ...st, token, url: `ws+unix:${st.socket}:/`, started: false };
-}
-
-/** Takes the lock file (O_EXCL, holding our pid); a lock whose holder is dead is broken. */
-function tryLock(paths: DaemonPaths): boolean {
-  try {
-    const fd = openSync(paths.lock, 'wx', 0o600);
-    writeSync(fd, String(process.pid));
-    closeSync(fd);
-    return true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-  }
-  let holder = NaN;
-  try {
-    holder = Number(readFileSync(paths.lock, 'utf8'));
-  } catch {
-    return false; // removed just now: try again
-  }
-  // An empty lock is one being written this instant; a dead holder's lock is stale.
-  if (Number.isInteger(holder) && holder > 0 && !pidAlive(holder)) {
-    // Rename first so that two breakers cannot both remove a lock a third one just took.
-    const stale = `${paths.lock}.stale-${process.pid}`;
-    try {
-      renameSync(paths.lock, stale);
-      const again = Number(readFileSync(stale, 'utf8'));
-      // We moved a fresh lock: put it back unless a newer one is already there.
-      if (again !== holder) {
-        try {
-          linkSync(stale, paths.lock);
-        } catch {
-          // a newer lock is there
-        }
-      }
-      rmSync(stale, { force: true });
-    } catch {
-      // someone else broke it
-    }
-  }
-  return false;
-}
-
-export interface EnsureDaemonOptions {
-  /** `dist/cli.js` (the daemon runs `node cliPath daemon run`). */
-  cliPath: string;
-  nodePath?: string;
-  key?: string;
-  idleExitMs?: number;
-  sessionTtlMs?: number;
-  env?: NodeJS.ProcessEnv;
-  /** Give up after this long (default 15 s). */
-  timeoutMs?: number;
-  log?(line: string): void;
-}
-
-/** The running daemon for this user and version, started (once, under the lock) if there is none. */
-export async function ensureDaemon(options: EnsureDaemonOptions): Promise<DaemonInfo> {
-  const env = options.env ?? process.env;
-  const key = options.key ?? bundleKey(options.cliPath);
-  const paths = daemonPaths(key, env);
-  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
-  const deadline = Date.now() + (options.timeoutMs ?? 15_000);
-  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
-    const live = await liveDaemon(paths);
-    if (live) return live;
-    if (tryLock(paths)) {
-      try {
-        const again = await liveDaemon(paths);
-        if (again) return again;
-        const st = await startDaemon(paths, key, options, env, deadline);
-        return { ...st, started: true };
-      } finally {
-        rmSync(paths.lock, { force: true });
-      }
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`the exec-bridge daemon did not start within ${options.timeoutMs ?? 15_000} ms (see ${paths.log})`);
-}
-
-async function startDaemon(
-  paths: DaemonPaths,
-  key: string,
-  options: EnsureDaemonOptions,
-  env: NodeJS.ProcessEnv,
-  deadline: number,
-): Promise<Omit<DaemonInfo, 'started'>> {
-  rmSync(paths.state, { force: true });
-  const args = [options.cliPath, 'daemon', 'run', '--key', key];
-  if (options.idleExitMs !== undefined) args.push('--idle-exit-ms', String(options.idleExitMs));
-  if (options.sessionTtlMs !== undefined) args.push('--session-ttl-ms', String(options.sessionTtlMs));
-  const logFd = openSync(paths.log, 'a', 0o600);
-  const child = spawn(options.nodePath ?? process.execPath, args, {
-    env: { ...env, ELECTRON_RUN_AS_NODE: '1' },
-    detached: true,
-    stdio: ['ignore', 'pipe', logFd],
-    windowsHide: true,
-  });
-  closeSync(logFd);
-  options.log?.(`starting the exec-bridge daemon ${key} (pid ${child.pid ?? '?'})`);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error('no ready line')), Math.max(0, deadline - Date.now()));
-      child.stdout!.setEncoding('utf8');
-      child.stdout!.on('data', (d: string) => {
-        out += d;
-        if (out.includes('ready\n')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('error', (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`it exited (${signal ?? code})`));
-      });
-    });
-  } catch (e) {
-    if (child.exitCode === null) child.kill('SIGKILL');
-    let tail = '';
-    try {
-      tail = readFileSync(paths.log, 'utf8').trim().split('\n').slice(-3).join(' | ');
-    } catch {
-      // no log
-    }
-    throw new Error(`the exec-bridge daemon did not start: ${errorMessage(e)}${tail ? `: ${tail}` : ''}`);
-  }
-  child.stdout!.destroy();
-  child.removeAllListeners();
-  child.unref();
-  const live = await liveDaemon(paths);
-  if (!live) throw new Error(`the exec-bridge daemon started but ${paths.socket} does not accept connections`);
-  options.log?.(`exec-bridge daemon ${key} ready (pid ${live.pid})`);
-  return live;
-}
 
 /** `exec-bridge daemon run`: the daemon itself (started by `ensureDaemon`, detached). */
 async function runDaemon(argv: string[]): Promise<number> {
@@ -266,7 +51,14 @@ async function runDaemon(argv: string[]): Promise<number> {
     log,
   });
   await server.listenUnix(paths.socket);
-  const state: DaemonState = { pid: process.pid, key, socket: paths.socket, startedAt: Date.now() };
+  const state: DaemonState = {
+    pid: process.pid,
+    key,
+    socket: paths.socket,
+    startedAt: Date.now(),
+    sessionTtlMs: ttlMs ?? DEFAULT_SESSION_TTL_MS,
+    idleExitMs: idleMs,
+  };
   writeFileSync(`${paths.state}.${process.pid}`, JSON.stringify(state) + '\n', { mode: 0o600 });
   renameSync(`${paths.state}.${process.pid}`, paths.state);
   log(`daemon ${key} listening on ${paths.socket} (pid ${process.pid}, idle exit after ${idleMs} ms)`);
@@ -325,7 +117,9 @@ export async function daemonCommand(argv: string[]): Promise<number> {
       process.kill(live.pid, 'SIGTERM');
       process.stdout.write(`stopped the exec-bridge daemon (pid ${live.pid})\n`);
     } else {
-      process.stdout.write(`pid ${live.pid}\nsocket ${live.socket}\nversion ${live.key}\n`);
+      const ttl = live.sessionTtlMs !== undefined ? `detached sessions live ${Math.round(live.sessionTtlMs / 1000)} s\n` : '';
+      const idle = live.idleExitMs !== undefined ? `exits after ${Math.round(live.idleExitMs / 1000)} s idle\n` : '';
+      process.stdout.write(`pid ${live.pid}\nsocket ${live.socket}\nversion ${live.key}\n${ttl}${idle}`);
     }
     return 0;
   }

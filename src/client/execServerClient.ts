@@ -1,18 +1,19 @@
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BinaryResult } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo, EnvironmentStatusResult } from '../protocol/environment';
 import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
-import { requests, type ParamsOf, type RequestMethod, type ResultOf } from '../protocol/methods';
+import type { ParamsOf, RequestMethod, ResultOf } from '../protocol/methods';
 import { ConnectionClosedError, RpcError } from '../rpc/errors';
 import { systemClock, type Clock } from '../util/clock';
 import type { Disposable } from '../util/disposable';
 import { errorMessage } from '../util/errorMessage';
 import type { Event } from '../util/emitter';
 import { Admission, type Permit } from './admission';
+import { abortable, fromUri, parseResult, toUri } from './callHelpers';
 import { connectorFor } from './connectors';
 import { inheritAllEnv } from './envPolicy';
 import { AbortedError, ConnectFailedError, OutcomeUnknownError, RemoteError, UnsupportedError, WriteRejectedError } from './errors';
+import { adoptRead, SessionExpiredError, type AttachedProcess } from './processAttach';
 import { ProcessHandleImpl, type HandleHost, type ProcessHandle } from './processHandle';
 import { ProcessTable } from './processTable';
 import { SessionLink } from './sessionLink';
@@ -23,6 +24,8 @@ const RETRYABLE: ReadonlySet<RequestMethod> = new Set<RequestMethod>([
   'process/read',
   'process/write',
   'process/resize',
+  'process/pause',
+  'process/resume',
   'fs/readFile',
   'fs/getMetadata',
   'fs/readDirectory',
@@ -56,10 +59,10 @@ export class ExecServerClient implements Disposable {
   static async connect(options: ClientOptions): Promise<ExecServerClient> {
     const client = new ExecServerClient(options);
     try {
-      await client.link.connectFirst();
+      await client.link.connectFirst(options.resumeSessionId);
     } catch (e) {
       client.dispose();
-      if (e instanceof ConnectFailedError) throw e;
+      if (e instanceof ConnectFailedError || e instanceof SessionExpiredError) throw e;
       throw new ConnectFailedError(`cannot connect to the exec-server: ${errorMessage(e)}`, { cause: e });
     }
     return client;
@@ -75,6 +78,7 @@ export class ExecServerClient implements Disposable {
   private readonly tag: string;
   private idCounter = 0;
   private readonly host: HandleHost;
+  private readonly tracking: ClientOptions['onProcessTracking'];
 
   private constructor(options: ClientOptions) {
     this.clock = options.clock ?? systemClock;
@@ -115,9 +119,14 @@ export class ExecServerClient implements Disposable {
       },
       terminate: (h, o) => this.terminateProcess(h.processId, o),
       resize: (h, cols, rows, o) => this.resizeProcess(h, cols, rows, o),
+      canPause: () => this.link.capabilities.execBridgeProcessPause === true,
+      holdOutput: async (h, paused) => {
+        await this.invoke(paused ? 'process/pause' : 'process/resume', { processId: h.processId }, undefined);
+      },
       sandboxDeniedAfterExit: (h, seq) => this.sandboxDeniedAfterExit(h, seq),
-      forget: (h) => this.processes.forget(h),
+      forget: (h) => this.untrack(h),
     };
+    this.tracking = options.onProcessTracking;
   }
 
   // ───────────────────────────── public surface ─────────────────────────────
@@ -166,6 +175,7 @@ export class ExecServerClient implements Disposable {
     const pipeStdin = !tty && (options.pipeStdin ?? false);
     const handle = new ProcessHandleImpl(this.host, processId, tty, tty || pipeStdin);
     this.processes.add(handle);
+    this.tracking?.({ processId, tracked: true, tty, stdinWritable: handle.stdinWritable });
     const envPolicy = options.envPolicy !== undefined ? options.envPolicy : options.env === undefined ? inheritAllEnv() : null;
     const params: ParamsOf<'process/start'> = {
       processId,
@@ -193,13 +203,43 @@ export class ExecServerClient implements Disposable {
       return handle;
     } catch (e) {
       const wasSent = handle.phase !== 'unsent';
-      this.processes.forget(handle);
+      this.untrack(handle);
       if (e instanceof AbortedError && wasSent && !this.link.failedError) {
         // The caller gave up but the process may exist: do not leave it running unobserved.
         this.invoke('process/terminate', { processId }).catch(() => undefined);
       }
       throw e;
     }
+  }
+
+  /**
+   * Follows a process of this session that this client did not start (a resumed session's, after a
+   * window reload): its retained output first (what the executor still holds, from the start), then
+   * live, in seq order. `tty`/`stdinWritable` as it was started.
+   */
+  async attachProcess(
+    processId: string,
+    o: { tty: boolean; stdinWritable: boolean },
+  ): Promise<{ handle: ProcessHandle } & AttachedProcess> {
+    const known = this.processes.get(processId);
+    if (known) return { handle: known, evictedBefore: 0 };
+    const handle = new ProcessHandleImpl(this.host, processId, o.tty, o.stdinWritable);
+    handle.phase = 'started';
+    this.processes.add(handle);
+    try {
+      return { handle, ...adoptRead(handle, await this.invoke('process/read', { processId, afterSeq: 0 })) };
+    } catch (e) {
+      this.untrack(handle);
+      throw e;
+    }
+  }
+
+  /** Drops a finished handle; the owner hears of it unless the whole client failed (the session may be resumed). */
+  private untrack(handle: ProcessHandleImpl): void {
+    if (this.processes.get(handle.processId) !== handle) return;
+    this.processes.forget(handle);
+    if (!this.link.failedError)
+      this.tracking?.({ processId: handle.processId, tracked: false, tty: handle.tty, stdinWritable: handle.stdinWritable });
   }
 
   /** How many processes this client still tracks (started or starting, not yet finished). */
@@ -385,41 +425,4 @@ export class ExecServerClient implements Disposable {
   private nextId(kind: string): string {
     return `${this.tag}-${kind}${++this.idCounter}`;
   }
-}
-
-function parseResult<M extends RequestMethod>(method: M, raw: unknown): ResultOf<M> {
-  const parsed = requests[method].result.safeParse(raw);
-  if (!parsed.success) throw new RemoteError(method, ErrorCode.Internal, 'the server answered with an unexpected result');
-  return parsed.data as ResultOf<M>;
-}
-
-function toUri(path: string): string {
-  return path.startsWith('file:') ? path : pathToFileURL(path).href;
-}
-
-function fromUri(uri: string): string {
-  try {
-    return fileURLToPath(uri);
-  } catch {
-    return uri;
-  }
-}
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined, method: string): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(new AbortedError(method, { cause: signal.reason }));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new AbortedError(method, { cause: signal.reason }));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }

@@ -2,6 +2,7 @@
 export { ExecServerClient } from './execServerClient';
 export type { ProcessHandle } from './processHandle';
 export * from './errors';
+export { SessionExpiredError, type AttachedProcess } from './processAttach';
 export type {
   CallOptions,
   ClientOptions,

@@ -37,6 +37,13 @@ export class SeqOrderer {
     return max + 1;
   }
 
+  /** Publishing starts after `seq` (an attach that finds older output evicted): nothing up to it is awaited. */
+  skipTo(seq: number): void {
+    if (seq <= this.last) return;
+    this.last = seq;
+    for (const s of [...this.pending.keys()]) if (s <= seq) this.pending.delete(s);
+  }
+
   /** Adds one event; returns the events now publishable in order (often just this one). */
   push(event: SeqEvent): SeqEvent[] {
     this.add(event);

@@ -12,6 +12,7 @@ import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import { AbortedError, DisconnectedError } from './errors';
+import { SessionExpiredError } from './processAttach';
 import { startKeepalive } from './keepalive';
 import type { Connection, ConnectionState, Connector } from './types';
 
@@ -140,8 +141,24 @@ export class SessionLink {
     return waiter.promise.finally(() => signal.removeEventListener('abort', onAbort));
   }
 
-  async connectFirst(): Promise<void> {
-    const { live, init } = await this.openAttempt(undefined);
+  /**
+   * The first connection: a new session, or `resumeSessionId`'s (then `SessionExpiredError` if the
+   * executor no longer has it; while the previous connection still holds it, -32010, retried ≤ 5 s).
+   */
+  async connectFirst(resumeSessionId?: string): Promise<void> {
+    let opened: { live: Live; init: InitializeResult };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        opened = await this.openAttempt(resumeSessionId);
+        break;
+      } catch (e) {
+        if (!resumeSessionId || !(e instanceof RpcError)) throw e;
+        if (e.code === ErrorCode.InvalidRequest) throw new SessionExpiredError(resumeSessionId, e.message);
+        if (e.code !== ErrorCode.SessionAttached || attempt >= 25) throw e;
+        await this.sleep(200);
+      }
+    }
+    const { live, init } = opened;
     this.session = init.sessionId;
     this.envInfo = init.environmentInfo;
     if (!this.envInfo) {

@@ -88,6 +88,13 @@ export interface ClientOptions {
    * this long, the connection is judged wedged and closed so teardown can proceed. Default 10 000 ms.
    */
   cleanupStallMs?: number;
+  /**
+   * Resume this session on the first connection instead of creating one (docs/protocol.md §10), e.g.
+   * after a window reload; if the executor no longer has it, `connect` rejects with `SessionExpiredError`.
+   */
+  resumeSessionId?: string;
+  /** A process id is tracked (its start is sent, or it is attached) or is over for good (closed, or lost); not told when the client fails. */
+  onProcessTracking?(event: { processId: string; tracked: boolean; tty: boolean; stdinWritable: boolean }): void;
   clock?: Clock;
   /** Source of randomness for jitter and generated ids; default `Math.random`. */
   random?: () => number;
