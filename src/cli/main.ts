@@ -1,3 +1,4 @@
+import { askpassCommand } from './askpass';
 import { connectCommand, CONNECT_USAGE } from './connect';
 import { daemonCommand, DAEMON_USAGE } from './daemon';
 import { mcpProxyCommand } from './mcpProxy';
@@ -21,6 +22,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   connect: connectCommand,
   daemon: daemonCommand,
   'mcp-proxy': mcpProxyCommand,
+  askpass: askpassCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

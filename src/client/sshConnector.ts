@@ -1,13 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { StdioTransport } from '../rpc/stdioTransport';
 import type { Disposable } from '../util/disposable';
+import { startAskpass, type AskpassHandler, type AskpassSession } from './sshAskpass';
 import { bundleFor, localUname, remoteCommand } from './sshBootstrap';
 import type { Connection, Connector } from './types';
 
 export { remoteCommand } from './sshBootstrap';
 
 /*
- * SSH executors: each connection is one `ssh` process (the system OpenSSH client, BatchMode) whose
+ * SSH executors: each connection is one `ssh` process (the system OpenSSH client; BatchMode, or
+ * with `askpass` its prompts forwarded to the caller, see sshAskpass) whose
  * remote command probes the platform and Node, installs our bundle if that version is missing
  * (uploaded through the same connection's stdin), then becomes `exec-bridge connect`, a relay to
  * the remote user's daemon. A reconnect is a new ssh process and a new relay to the same daemon,
@@ -74,9 +76,17 @@ export interface SshConnectorOptions {
   /** Extra `exec-bridge connect` arguments (e.g. `--idle-exit-ms N`). */
   relayArgs?: string[];
   env?: NodeJS.ProcessEnv;
+  /**
+   * Where ssh's password and passphrase prompts go (the editor's input box). Without it ssh runs
+   * with BatchMode=yes and such prompts are refused. Host-key confirmations never reach it.
+   */
+  askpass?: AskpassHandler;
   log?(line: string): void;
   progress?(p: SshProgress): void;
 }
+
+/** After the user cancels a prompt, this long without asking again (a recovery's retries fail at once). */
+const CANCEL_QUIET_MS = 30_000;
 
 export interface SshConnector extends Connector {
   /** What the last successful connection found on the remote. */
@@ -85,9 +95,12 @@ export interface SshConnector extends Connector {
   readonly sshPid: number | undefined;
 }
 
-/** The ssh argv (without the ssh binary): BatchMode first so that no prompt can ever wait for a terminal. */
-export function sshArgs(target: SshTarget, sshOptions: string[], command: string): string[] {
-  const args = ['-T', '-o', 'BatchMode=yes'];
+/**
+ * The ssh argv (without the ssh binary): BatchMode first so that no prompt can ever wait for a
+ * terminal; `askpass`: no BatchMode, prompts go to SSH_ASKPASS (forced, so never to a terminal either).
+ */
+export function sshArgs(target: SshTarget, sshOptions: string[], command: string, askpass = false): string[] {
+  const args = askpass ? ['-T'] : ['-T', '-o', 'BatchMode=yes'];
   for (const o of sshOptions) args.push('-o', o);
   args.push('-o', 'ConnectTimeout=10', '-o', 'ServerAliveInterval=5', '-o', 'ServerAliveCountMax=3');
   if (target.port) args.push('-p', String(target.port));
@@ -97,7 +110,7 @@ export function sshArgs(target: SshTarget, sshOptions: string[], command: string
 }
 
 /** ssh's exit without our ready line, as one message with the fix. */
-export function describeSshFailure(targetText: string, stderr: string, code: number | null): SshConnectError {
+export function describeSshFailure(targetText: string, stderr: string, code: number | null, asked?: { prompts: number }): SshConnectError {
   const err = stderr.trim();
   const last = err.split('\n').slice(-2).join(' ').trim();
   if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for .* has changed/i.test(err))
@@ -109,6 +122,16 @@ export function describeSshFailure(targetText: string, stderr: string, code: num
     return new SshConnectError(
       'host-key',
       `${targetText}'s host key is not known: connect once in a terminal (ssh ${targetText}) to check and accept it, then try again`,
+    );
+  if (/Permission denied|Too many authentication failures/i.test(err) && asked && asked.prompts > 0)
+    return new SshConnectError(
+      'auth',
+      `ssh could not log in to ${targetText} (${last}): the password or passphrase you entered was not accepted; connect again to retry`,
+    );
+  if (/Permission denied|Too many authentication failures/i.test(err) && asked)
+    return new SshConnectError(
+      'auth',
+      `ssh could not log in to ${targetText} (${last}): add your key to ssh-agent (ssh-add) or set IdentityFile in ~/.ssh/config`,
     );
   if (/Permission denied|Too many authentication failures/i.test(err))
     return new SshConnectError(
@@ -126,7 +149,25 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
   let remote: RemoteInfo | undefined;
   let current: ChildProcess | undefined;
   const log = (line: string) => options.log?.(line);
-  const connector = (signal: AbortSignal) =>
+  let cancelled: { at: number; error: SshConnectError } | undefined;
+  const connector = async (signal: AbortSignal): Promise<Connection> => {
+    if (cancelled && Date.now() - cancelled.at < CANCEL_QUIET_MS) throw cancelled.error;
+    if (!options.askpass) return attempt(signal, undefined);
+    let onCancel: (prompt: string) => void = () => undefined;
+    const ask = await startAskpass({
+      cliPath: options.cliPath,
+      handler: options.askpass,
+      onCancel: (prompt) => onCancel(prompt),
+      log,
+      ...(options.env ? { env: options.env } : {}),
+    });
+    try {
+      return await attempt(signal, ask, (hook) => (onCancel = hook));
+    } finally {
+      ask.close();
+    }
+  };
+  const attempt = (signal: AbortSignal, ask: AskpassSession | undefined, onCancel?: (hook: (prompt: string) => void) => void) =>
     new Promise<Connection>((resolve, reject) => {
       // The upload decides the version; node-pty joins only for a remote of our platform (known after the first probe).
       let bundle = bundleFor(options.cliPath, options.nodePtyDir, remote?.platform ?? localUname());
@@ -134,8 +175,8 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
       const sshPath = options.sshPath ?? 'ssh';
       options.progress?.({ step: 'connecting', target: options.target });
       log(`ssh ${options.target}: connecting (version ${bundle.version})`);
-      const child = spawn(sshPath, sshArgs(target, options.sshOptions ?? [], command), {
-        env: options.env ?? process.env,
+      const child = spawn(sshPath, sshArgs(target, options.sshOptions ?? [], command, !!ask), {
+        env: { ...(options.env ?? process.env), ...ask?.env },
         stdio: ['pipe', 'pipe', 'pipe'],
         windowsHide: true,
       });
@@ -154,6 +195,11 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
         reject(e);
       };
       const onAbort = () => fail(new Error(`connecting to ${options.target} over ssh timed out`));
+      onCancel?.((prompt) => {
+        const error = new SshConnectError('auth', `logging in to ${options.target} was cancelled (ssh asked "${prompt}")`);
+        cancelled = { at: Date.now(), error };
+        fail(error);
+      });
       signal.addEventListener('abort', onAbort, { once: true });
       child.stdin!.on('error', () => undefined);
       child.stderr!.setEncoding('utf8');
@@ -173,7 +219,7 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
       );
       child.once('exit', (code) => {
         if (settled) return;
-        if (probe === undefined || code === 255) return fail(describeSshFailure(options.target, stderr, code));
+        if (probe === undefined || code === 255) return fail(describeSshFailure(options.target, stderr, code, ask));
         if (!/^(Linux|Darwin) /.test(probe.platform))
           return fail(
             new SshConnectError(
@@ -195,7 +241,7 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
               `${options.target} has Node.js ${probe.nodeVersion || '(unknown version)'} at ${probe.nodePath}: Exec Bridge needs 20 or newer`,
             ),
           );
-        fail(describeSshFailure(options.target, stderr, code));
+        fail(describeSshFailure(options.target, stderr, code, ask));
       });
       const onLine = (line: string): boolean => {
         const [word, ...rest] = line.split(' ');

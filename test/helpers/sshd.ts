@@ -19,6 +19,8 @@ import { isAlive } from './procs';
 export const SSHD_BIN = '/usr/sbin/sshd';
 /** The name the test server's host key is recorded under (HostKeyAlias). */
 export const HOST_ALIAS = 'eb-test-sshd';
+/** The passphrase of `passphraseKey`. */
+export const PASSPHRASE = 'correct horse battery';
 
 export interface Sshd {
   port: number;
@@ -32,6 +34,8 @@ export interface Sshd {
   /** The remote side's EXEC_BRIDGE_RUNTIME_DIR (its daemon lives here). */
   runtimeDir: string;
   clientKey: string;
+  /** A client key protected by PASSPHRASE (authorized too): ssh prompts for it (no agent is used). */
+  passphraseKey: string;
   /** A known_hosts file holding this server's host key. */
   knownHosts: string;
   /** `-o` options for a client that trusts this server (HostKeyAlias, so on any port) and uses the test key. */
@@ -57,7 +61,8 @@ export async function startSshd(): Promise<Sshd> {
   mkdirSync(home, { mode: 0o755 });
   mkdirSync(runtimeDir, { mode: 0o700 });
   for (const k of ['host', 'client']) execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, k)]);
-  writeFileSync(join(dir, 'authorized'), readFileSync(join(dir, 'client.pub')));
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', PASSPHRASE, '-f', join(dir, 'locked')]);
+  writeFileSync(join(dir, 'authorized'), Buffer.concat([readFileSync(join(dir, 'client.pub')), readFileSync(join(dir, 'locked.pub'))]));
   // Logins without node: a PATH with only what the probe needs.
   const bare = join(dir, 'bare-bin');
   mkdirSync(bare);
@@ -126,6 +131,7 @@ export async function startSshd(): Promise<Sshd> {
     home,
     runtimeDir,
     clientKey: join(dir, 'client'),
+    passphraseKey: join(dir, 'locked'),
     knownHosts,
     clientOptions: [
       `IdentityFile=${join(dir, 'client')}`,

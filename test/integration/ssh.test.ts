@@ -5,18 +5,21 @@
  * byte-exact with the same remote process; the failures a user meets are one clear message each.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { ExecServerClient, type ConnectionState } from '../../src/client';
 import { ExecutorConnection } from '../../src/core/executorConnection';
 import { isUnknownHostKey, scanHostKeys, trustHostKeys } from '../../src/client/sshHostKeys';
+import { ASKPASS_DIR_PREFIX, startAskpass, type AskpassHandler, type AskpassRequest } from '../../src/client/sshAskpass';
 import { SshConnectError, sshConnector, type SshProgress } from '../../src/client/sshConnector';
+import { privateDir } from '../../src/util/privateDir';
 import { FaultProxy } from '../helpers/faultProxy';
 import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
-import { copyBundle, NODE_PTY_DIR, startSshd, type Sshd } from '../helpers/sshd';
+import { copyBundle, NODE_PTY_DIR, PASSPHRASE, startSshd, type Sshd } from '../helpers/sshd';
 import { gather, numberedLines } from './clientHelpers';
 
 let sshd: Sshd;
@@ -46,8 +49,12 @@ function gatedScript(fifo: string): string[] {
   ];
 }
 
-function connector(port: number, extra: { sshOptions?: string[]; cliPath?: string; progress?: (p: SshProgress) => void } = {}) {
+function connector(
+  port: number,
+  extra: { sshOptions?: string[]; cliPath?: string; progress?: (p: SshProgress) => void; askpass?: AskpassHandler } = {},
+) {
   return sshConnector({
+    ...(extra.askpass ? { askpass: extra.askpass } : {}),
     target: `root@127.0.0.1:${port}`,
     sshOptions: extra.sshOptions ?? sshd.clientOptions,
     cliPath: extra.cliPath ?? CLI,
@@ -331,6 +338,137 @@ describe('ssh executors', () => {
     const oldNode = await failure(connector(sshd.oldNodePort));
     assert.equal(oldNode.kind, 'old-node');
     assert.match(oldNode.message, /v18\.19\.0 .* needs 20 or newer/);
+  });
+});
+
+describe('ssh prompts reach the caller (askpass)', () => {
+  /** The passphrase-protected key only (no agent): ssh must ask for its passphrase. */
+  const lockedOptions = () => [
+    `IdentityFile=${sshd.passphraseKey}`,
+    'IdentitiesOnly=yes',
+    'IdentityAgent=none',
+    ...sshd.clientOptions.slice(2),
+  ];
+  const ourAskpassDirs = () => readdirSync(privateDir()).filter((n) => n.startsWith(`${ASKPASS_DIR_PREFIX}${process.pid}-`));
+
+  async function attempt(handler: AskpassHandler, sshOptions = lockedOptions(), attemptTimeoutMs = 20_000) {
+    const asked: AskpassRequest[] = [];
+    const c = connector(sshd.port, { sshOptions, askpass: (r, signal) => (asked.push(r), handler(r, signal)) });
+    const t0 = Date.now();
+    const result = await ExecServerClient.connect({ connector: c, deadlineMs: 0, attemptTimeoutMs }).then(
+      (client) => ({ client }),
+      (e: unknown) => ({ error: e }),
+    );
+    return { ...result, asked, ms: Date.now() - t0, c };
+  }
+
+  test('the passphrase prompt is answered: connected, and the socket is gone after', async () => {
+    const r = await attempt(() => Promise.resolve(PASSPHRASE));
+    assert.ok('client' in r, String((r as { error?: unknown }).error));
+    try {
+      assert.equal(r.asked.length, 1);
+      assert.match(r.asked[0]!.prompt, new RegExp(`^Enter passphrase for key '${sshd.passphraseKey}':$`));
+      assert.equal(r.asked[0]!.kind, '');
+      const p = await r.client.startProcess({ argv: ['echo', 'unlocked'], cwd: '/tmp' });
+      const out = gather(p);
+      await p.completion;
+      await out.until((t) => t === 'unlocked\n');
+      assert.deepEqual(ourAskpassDirs(), [], 'the askpass directory is removed once connected');
+    } finally {
+      r.client.dispose();
+    }
+  });
+
+  test('a wrong passphrase: one clear auth error (ssh asks its 3 times), no hang', async () => {
+    const r = await attempt(() => Promise.resolve('not the passphrase'));
+    const e = findSshError((r as { error?: unknown }).error);
+    assert.ok(e, String((r as { error?: unknown }).error));
+    assert.equal(e.kind, 'auth');
+    assert.match(e.message, /the password or passphrase you entered was not accepted/);
+    assert.equal(r.asked.length, 3);
+    assert.ok(r.ms < 15_000, `${r.ms} ms`);
+  });
+
+  test('cancel: one clear error at once, no second prompt; a retry right after fails without asking', async () => {
+    const r = await attempt(() => Promise.resolve(undefined));
+    const e = findSshError((r as { error?: unknown }).error);
+    assert.ok(e, String((r as { error?: unknown }).error));
+    assert.equal(e.kind, 'auth');
+    assert.match(e.message, /was cancelled \(ssh asked "Enter passphrase for key/);
+    assert.equal(r.asked.length, 1);
+    assert.ok(r.ms < 5_000, `${r.ms} ms`);
+    // The same connector (a recovery's next attempt) does not ask again right away.
+    await assert.rejects(r.c(new AbortController().signal), /was cancelled/);
+    assert.equal(r.asked.length, 1);
+    assert.deepEqual(ourAskpassDirs(), []);
+  });
+
+  test('a prompt nobody answers: the attempt times out, the prompt is withdrawn, ssh is gone', async () => {
+    let withdrawn = false;
+    const r = await attempt(
+      (_req, signal) =>
+        new Promise<undefined>((resolve) =>
+          signal.addEventListener('abort', () => {
+            withdrawn = true;
+            resolve(undefined);
+          }),
+        ),
+      lockedOptions(),
+      3_000,
+    );
+    assert.ok('error' in r);
+    assert.equal(r.asked.length, 1);
+    assert.ok(withdrawn, 'the pending prompt was withdrawn');
+    assert.ok(r.ms < 10_000, `${r.ms} ms`);
+    await until(() => r.c.sshPid === undefined, 5_000, 'ssh to exit');
+    assert.deepEqual(ourAskpassDirs(), []);
+  });
+
+  test('an unknown host key is never confirmed through the prompt: refused, Check Host Key… decides', async () => {
+    const known = join(work, 'known_ask');
+    writeFileSync(known, '');
+    const opts = [`IdentityFile=${sshd.clientKey}`, 'IdentitiesOnly=yes', `UserKnownHostsFile=${known}`, 'StrictHostKeyChecking=ask'];
+    const r = await attempt(() => Promise.resolve('yes'), opts);
+    const e = findSshError((r as { error?: unknown }).error);
+    assert.ok(e, String((r as { error?: unknown }).error));
+    assert.equal(e.kind, 'host-key');
+    assert.ok(isUnknownHostKey(e.message), e.message);
+    assert.deepEqual(r.asked, [], 'the user was not asked to type yes');
+    assert.equal(readFileSync(known, 'utf8'), '', 'nothing was accepted');
+  });
+
+  test('the askpass socket answers only the holder of its secret; the helper prints the answer', async () => {
+    const asked: string[] = [];
+    const session = await startAskpass({
+      cliPath: CLI,
+      handler: (r) => (asked.push(r.prompt), Promise.resolve('the answer')),
+      onCancel: () => undefined,
+    });
+    try {
+      // Without the secret: closed, nothing asked.
+      const s = net.connect(session.socketPath);
+      let got = '';
+      s.setEncoding('utf8').on('data', (d: string) => (got += d));
+      s.write(JSON.stringify({ secret: 'guess', prompt: 'Password:', kind: '' }) + '\n');
+      await new Promise((r) => s.once('close', r));
+      assert.equal(got, '');
+      assert.deepEqual(asked, []);
+      // The helper as ssh runs it: the prompt as its argument, socket and secret in the environment.
+      // (Asynchronously: the socket's server is this process.)
+      const out = await new Promise<string>((resolve, reject) =>
+        execFile(
+          session.env.SSH_ASKPASS!,
+          ["root@127.0.0.1's password: "],
+          { env: { ...process.env, ...session.env }, encoding: 'utf8', timeout: 15_000 },
+          (err, stdout) => (err ? reject(err) : resolve(stdout)),
+        ),
+      );
+      assert.equal(out, 'the answer\n');
+      assert.deepEqual(asked, ["root@127.0.0.1's password:"]);
+    } finally {
+      session.close();
+    }
+    assert.equal(existsSync(session.socketPath), false);
   });
 });
 
