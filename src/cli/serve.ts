@@ -1,4 +1,5 @@
 import { StdioTransport } from '../rpc/stdioTransport';
+import { tuneYoungGeneration } from '../rpc/youngGc';
 import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
 import { sandboxPlanner } from '../server/planner';
 import { errorMessage } from '../util/errorMessage';
@@ -110,6 +111,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const log = (line: string) => {
     if (args.verbose) process.stderr.write(`[exec-bridge] ${line}\n`);
   };
+  // Dead output buffers freed every few MiB sent, a young generation that stops growing (src/rpc/youngGc.ts).
+  if (!tuneYoungGeneration()) log('young-generation tuning not available in this runtime');
   let token: string | undefined = process.env.EXEC_BRIDGE_TOKEN || undefined;
   if (args.tokenFile) {
     try {

@@ -1,6 +1,7 @@
 import type { Disposable } from '../util/disposable';
 import { Emitter } from '../util/emitter';
 import type { Transport } from './transport';
+import { noteTransientBytes } from './youngGc';
 
 /** Shared event plumbing of our transports. Subclasses call `emitMessage`, `emitClose`, `emitDrain`. */
 export abstract class BaseTransport implements Transport {
@@ -79,6 +80,7 @@ export abstract class BaseTransport implements Transport {
   /** Counts bytes handed to the OS layer; every outgoing frame goes through here. */
   protected queued(bytes: number): void {
     this.pending += bytes;
+    noteTransientBytes(bytes);
     if (!this.inputHeld && this.pending > this.highWaterMark && !this.closed) {
       this.inputHeld = true;
       this.holdInput();
