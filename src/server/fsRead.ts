@@ -138,13 +138,24 @@ export async function readWhole(file: fsp.FileHandle, size: number): Promise<Buf
   if (size > MAX_READ_FILE_BYTES_HERE) throw tooLargeHere(`${size} bytes`);
   const chunks: Buffer[] = [];
   let total = 0;
-  let chunk = size > 0 ? Math.min(Math.max(size + 1, FIRST_READ_CHUNK), READ_CHUNK) : FIRST_READ_CHUNK;
+  if (size > READ_CHUNK) {
+    // A large file of known size goes straight into one buffer: concatenating 1 MiB chunks was a
+    // second full copy (~1/3 of a 64 MiB read's server time). Whatever follows the stat size is read below.
+    const buf = Buffer.allocUnsafe(size);
+    while (total < size) {
+      const { bytesRead } = await file.read(buf, total, size - total, null);
+      if (bytesRead === 0) return buf.subarray(0, total);
+      total += bytesRead;
+    }
+    chunks.push(buf);
+  }
+  let chunk = size > 0 && total === 0 ? Math.min(Math.max(size + 1, FIRST_READ_CHUNK), READ_CHUNK) : FIRST_READ_CHUNK;
   const maxReads = Math.ceil(MAX_READ_FILE_BYTES_HERE / FIRST_READ_CHUNK) + 2;
   for (let reads = 0; reads < maxReads; reads++) {
     const buf = Buffer.allocUnsafe(chunk);
     // Sequential reads (position null): some pseudo-files do not support positioned ones.
     const { bytesRead } = await file.read(buf, 0, chunk, null);
-    if (bytesRead === 0) return Buffer.concat(chunks, total);
+    if (bytesRead === 0) return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
     total += bytesRead;
     if (total > MAX_READ_FILE_BYTES_HERE) throw tooLargeHere(`more than ${MAX_READ_FILE_BYTES_HERE} bytes`);
     chunks.push(bytesRead === chunk ? buf : Buffer.from(buf.subarray(0, bytesRead)));
