@@ -17,31 +17,56 @@ interface BundleFile {
 export interface Bundle {
   version: string;
   files: BundleFile[];
+  /** Where the remote's node-pty native build came from; null: none fits (pipes only, PTYs fail). */
+  ptyFrom: string | null;
   /** `{files, sha256}` header line + concatenated contents. */
   payload(): Buffer;
   bytes: number;
 }
 
-/** The uploaded tree: `dist/cli.js` and, for a remote of our own platform, node-pty's JS and native build. */
+/** `uname -sm` → node's `platform-arch` (node-pty's prebuild names), or undefined for what we do not know. */
+export function platformKey(uname: string): string | undefined {
+  const [os = '', machine = ''] = uname.split(' ');
+  const p = os === 'Linux' ? 'linux' : os === 'Darwin' ? 'darwin' : undefined;
+  const a = machine === 'x86_64' || machine === 'amd64' ? 'x64' : machine === 'aarch64' || machine === 'arm64' ? 'arm64' : undefined;
+  return p && a ? `${p}-${a}` : undefined;
+}
+
+/**
+ * Where a node-pty native build for `key` is: `dist/native/<key>/` beside the bundle (what a
+ * packaged VSIX carries for SSH hosts, scripts/package.mjs), node-pty's own `prebuilds/<key>/`
+ * (darwin), or its `build/Release/` when `key` is this machine.
+ */
+function nativeDirFor(key: string | undefined, cliPath: string, pty: string): string | null {
+  if (!key) return null;
+  const local = `${process.platform}-${process.arch}`;
+  for (const d of [join(dirname(cliPath), 'native', key), join(pty, 'prebuilds', key), ...(key === local ? [join(pty, 'build', 'Release')] : [])])
+    if (existsSync(join(d, 'pty.node'))) return d;
+  return null;
+}
+
+/** The uploaded tree: `dist/cli.js` and, when a native build for the remote's platform is at hand, node-pty. */
 export function bundleFor(cliPath: string, nodePtyDir: string | null | undefined, remotePlatform: string): Bundle {
   const cli = readFileSync(cliPath);
   const version = `${versionOf(cliPath)}-${createHash('sha256').update(cli).digest('hex').slice(0, 12)}`;
   const files: BundleFile[] = [{ path: 'dist/cli.js', abs: cliPath, mode: 0o644 }];
   const pty = nodePtyDir === undefined ? findNodePty(cliPath) : nodePtyDir;
-  if (pty && remotePlatform === localUname()) {
-    const add = (rel: string, mode = 0o644) => {
-      const abs = join(pty, rel);
+  const native = pty ? nativeDirFor(platformKey(remotePlatform), cliPath, pty) : null;
+  if (pty && native) {
+    const add = (rel: string, abs = join(pty, rel), mode = 0o644) => {
       if (existsSync(abs)) files.push({ path: `node_modules/node-pty/${rel}`, abs, mode });
     };
     add('package.json');
     for (const sub of ['lib', 'lib/shared']) for (const name of safeList(join(pty, sub))) if (name.endsWith('.js')) add(`${sub}/${name}`);
-    add('build/Release/pty.node', 0o755);
-    add('build/Release/spawn-helper', 0o755);
+    // Where node-pty looks first, whichever folder it came from.
+    add('build/Release/pty.node', join(native, 'pty.node'), 0o755);
+    add('build/Release/spawn-helper', join(native, 'spawn-helper'), 0o755);
   }
   const bytes = files.reduce((n, f) => n + statSync(f.abs).size, 0);
   return {
     version,
     files,
+    ptyFrom: pty && native ? native : null,
     bytes,
     payload() {
       const parts = files.map((f) => readFileSync(f.abs));

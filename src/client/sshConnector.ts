@@ -262,6 +262,11 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
             const payload = bundle.payload();
             options.progress?.({ step: 'installing', version: bundle.version, bytes: payload.length });
             log(`ssh ${options.target}: installing exec-server ${bundle.version} (${payload.length} bytes, ${bundle.files.length} files)`);
+            log(
+              bundle.ptyFrom
+                ? `ssh ${options.target}: node-pty for ${probe?.platform ?? '?'} from ${bundle.ptyFrom}`
+                : `ssh ${options.target}: no node-pty build for ${probe?.platform ?? '?'} here: commands run, terminals (PTYs) will not`,
+            );
             child.stdin!.write(payload);
             installed = true;
             return true;

@@ -6,7 +6,18 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +26,7 @@ import { ExecServerClient, type ConnectionState } from '../../src/client';
 import { ExecutorConnection } from '../../src/core/executorConnection';
 import { isUnknownHostKey, scanHostKeys, trustHostKeys } from '../../src/client/sshHostKeys';
 import { ASKPASS_DIR_PREFIX, startAskpass, type AskpassHandler, type AskpassRequest } from '../../src/client/sshAskpass';
+import { bundleFor } from '../../src/client/sshBootstrap';
 import { SshConnectError, sshConnector, type SshProgress } from '../../src/client/sshConnector';
 import { privateDir } from '../../src/util/privateDir';
 import { FaultProxy } from '../helpers/faultProxy';
@@ -133,6 +145,64 @@ describe('ssh executors', () => {
       );
     } finally {
       client.dispose();
+    }
+  });
+
+  test("an editor of another platform (a packaged VSIX's layout): the host's node-pty build comes from dist/native, a PTY works", async () => {
+    // node-pty's JS without any native build of its own, as in a darwin or win32 VSIX, and
+    // dist/native/linux-x64/pty.node beside the bundle (scripts/package.mjs puts it there).
+    const root = join(work, 'vsix-layout');
+    const cli = copyBundle(root, '\n// a VSIX of another platform\n');
+    const pty = join(root, 'node_modules', 'node-pty');
+    mkdirSync(pty, { recursive: true });
+    copyFileSync(join(NODE_PTY_DIR, 'package.json'), join(pty, 'package.json'));
+    cpSync(join(NODE_PTY_DIR, 'lib'), join(pty, 'lib'), { recursive: true });
+    mkdirSync(join(root, 'dist', 'native', 'linux-x64'), { recursive: true });
+    copyFileSync(join(NODE_PTY_DIR, 'build', 'Release', 'pty.node'), join(root, 'dist', 'native', 'linux-x64', 'pty.node'));
+    const c = sshConnector({ target: `root@127.0.0.1:${sshd.port}`, sshOptions: sshd.clientOptions, cliPath: cli, nodePtyDir: pty });
+    const client = await ExecServerClient.connect({ connector: c, attemptTimeoutMs: 30_000 });
+    try {
+      const installed = join(
+        sshd.home,
+        '.exec-bridge',
+        'server',
+        c.remote!.version,
+        'node_modules',
+        'node-pty',
+        'build',
+        'Release',
+        'pty.node',
+      );
+      assert.ok(existsSync(installed), 'the linux-x64 build was uploaded');
+      const tty = await client.startProcess({ argv: ['sh', '-c', 'tty; echo ok'], cwd: '/tmp', tty: true });
+      const to = gather(tty);
+      await to.until((text) => text.includes('ok\r\n'), 10_000, 'the pty output');
+      assert.match(to.text(), /^\/dev\/pts\/\d+\r\nok\r\n$/);
+      await tty.completion;
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test("which node-pty build a host gets: its platform's or none (an unknown arch: pipes only)", () => {
+    const files = (platform: string) => bundleFor(CLI, NODE_PTY_DIR, platform);
+    const mac = files('Darwin arm64');
+    assert.equal(mac.ptyFrom, join(NODE_PTY_DIR, 'prebuilds', 'darwin-arm64'));
+    assert.deepEqual(
+      mac.files.filter((f) => f.path.includes('build/Release')).map((f) => [f.path, f.abs, f.mode]),
+      [
+        ['node_modules/node-pty/build/Release/pty.node', join(NODE_PTY_DIR, 'prebuilds', 'darwin-arm64', 'pty.node'), 0o755],
+        ['node_modules/node-pty/build/Release/spawn-helper', join(NODE_PTY_DIR, 'prebuilds', 'darwin-arm64', 'spawn-helper'), 0o755],
+      ],
+    );
+    for (const other of ['Linux armv7l', 'Linux aarch64', 'FreeBSD amd64']) {
+      const b = files(other);
+      assert.equal(b.ptyFrom, null, other);
+      assert.deepEqual(
+        b.files.map((f) => f.path),
+        ['dist/cli.js'],
+        other,
+      );
     }
   });
 
