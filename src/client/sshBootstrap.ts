@@ -40,7 +40,11 @@ export function platformKey(uname: string): string | undefined {
 function nativeDirFor(key: string | undefined, cliPath: string, pty: string): string | null {
   if (!key) return null;
   const local = `${process.platform}-${process.arch}`;
-  for (const d of [join(dirname(cliPath), 'native', key), join(pty, 'prebuilds', key), ...(key === local ? [join(pty, 'build', 'Release')] : [])])
+  for (const d of [
+    join(dirname(cliPath), 'native', key),
+    join(pty, 'prebuilds', key),
+    ...(key === local ? [join(pty, 'build', 'Release')] : []),
+  ])
     if (existsSync(join(d, 'pty.node'))) return d;
   return null;
 }
