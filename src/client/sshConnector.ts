@@ -152,7 +152,8 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
   let cancelled: { at: number; error: SshConnectError } | undefined;
   const connector = async (signal: AbortSignal): Promise<Connection> => {
     if (cancelled && Date.now() - cancelled.at < CANCEL_QUIET_MS) throw cancelled.error;
-    if (!options.askpass) return attempt(signal, undefined);
+    // The helper is a sh script on a unix socket: on Windows ssh keeps BatchMode (prompts refused).
+    if (!options.askpass || process.platform === 'win32') return attempt(signal, undefined);
     let onCancel: (prompt: string) => void = () => undefined;
     const ask = await startAskpass({
       cliPath: options.cliPath,
