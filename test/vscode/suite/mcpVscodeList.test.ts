@@ -126,9 +126,10 @@ suite("MCP servers in VS Code's own MCP list", () => {
     const [proxy] = proxies(s0.vscodeList!.socket, procs);
     assert.ok(proxy, "VS Code's proxy runs");
     const chain = ancestors(servers[0]!.pid, procs);
+    const execServer = (await getApi()).bundledServerPid();
     assert.ok(
-      chain.some((p) => /cli\.js serve/.test(p.cmd)),
-      `the server descends from the exec-server: ${chain.map((p) => p.cmd.slice(0, 60)).join(' <- ')}`,
+      execServer !== undefined && chain.some((p) => p.pid === execServer),
+      `the server descends from the bundled exec-server (${execServer}): ${chain.map((p) => `${p.pid} ${p.cmd.slice(0, 60)}`).join(' <- ')}`,
     );
     assert.ok(!chain.some((p) => p.pid === proxy.pid), 'not from the proxy VS Code spawned');
 
