@@ -2,13 +2,15 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
+import type { AskpassRequest } from '../client/sshAskpass';
 import { parseSshTarget, sshConfigHosts, type SshProgress } from '../client/sshConnector';
 import { scanHostKeys, trustHostKeys } from '../client/sshHostKeys';
 import type { ExecutorState } from '../core/executorConnection';
 
 /*
  * SSH executors in the editor: the "Add SSH Executor…" command (Host entries of ~/.ssh/config, or a
- * typed user@host) and the progress notification of a first connect.
+ * typed user@host), the progress notification of a first connect, and ssh's password and
+ * passphrase prompts as input boxes.
  */
 
 /** The `Host` aliases of ~/.ssh/config (none when it is missing). */
@@ -33,7 +35,7 @@ export async function addSshExecutor(existingNames: readonly string[]): Promise<
   if (target === typed) {
     const v = await vscode.window.showInputBox({
       title: 'Add SSH Executor',
-      prompt: 'SSH destination: [user@]host[:port] (key or agent authentication; no password prompts)',
+      prompt: 'SSH destination: [user@]host[:port] (keys, ssh-agent, or a password / passphrase asked here)',
       placeHolder: 'me@devbox.example.com',
       validateInput: (s) => {
         try {
@@ -129,4 +131,33 @@ export async function checkHostKey(target: string, sshOptions: string[]): Promis
   if (choice !== trust) return false;
   trustHostKeys(scan);
   return true;
+}
+
+/**
+ * One of ssh's prompts (src/client/sshAskpass.ts) for `executor`: a password input box with ssh's
+ * own words; a yes/no question as a modal; a notice ("Confirm user presence…") as a notification.
+ * Resolves undefined when the user cancels; withdrawn when `signal` aborts (ssh stopped waiting).
+ */
+export async function askSshPrompt(executor: string, request: AskpassRequest, signal: AbortSignal): Promise<string | undefined> {
+  if (request.kind === 'none') {
+    void vscode.window.showInformationMessage(`Exec Bridge: ${executor}: ${request.prompt}`);
+    return '';
+  }
+  if (request.kind === 'confirm') {
+    const yes = 'Yes';
+    const choice = await vscode.window.showWarningMessage(`Exec Bridge: ${executor}`, { modal: true, detail: request.prompt }, yes);
+    return choice === yes ? 'yes' : undefined;
+  }
+  const cancel = new vscode.CancellationTokenSource();
+  const onAbort = () => cancel.cancel();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await vscode.window.showInputBox(
+      { title: `Exec Bridge: SSH login to ${executor}`, prompt: request.prompt, password: true, ignoreFocusOut: true },
+      cancel.token,
+    );
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    cancel.dispose();
+  }
 }
