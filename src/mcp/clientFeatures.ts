@@ -7,6 +7,7 @@ import {
   type CreateMessageRequest,
   type CreateMessageResult,
   type ElicitRequestFormParams,
+  type ElicitRequestURLParams,
   type ElicitResult,
   type Root,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -25,6 +26,8 @@ export interface McpClientFeatures {
   };
   /** `elicitation` (form mode): asks the user; a dismissed form is a decline. */
   elicit?(server: string, params: ElicitRequestFormParams, signal: AbortSignal): Promise<ElicitResult>;
+  /** `elicitation` URL mode: shows the URL and opens it only if the user says so (accept = opened). */
+  elicitUrl?(server: string, params: ElicitRequestURLParams, signal: AbortSignal): Promise<ElicitResult>;
   /** `sampling`: only where a language model is available and the user consents per request. */
   sample?(server: string, params: CreateMessageRequest['params'], signal: AbortSignal): Promise<CreateMessageResult>;
   /** Whether `sample` can serve now (a language model exists); read when a session starts. Default yes. */
@@ -35,7 +38,7 @@ export interface McpClientFeatures {
 export function clientCapabilities(features: McpClientFeatures | undefined): ClientCapabilities {
   const caps: ClientCapabilities = {};
   if (features?.roots) caps.roots = { listChanged: true };
-  if (features?.elicit) caps.elicitation = { form: {} };
+  if (features?.elicit) caps.elicitation = { form: {}, ...(features.elicitUrl ? { url: {} } : {}) };
   if (features?.sample && (features.canSample?.() ?? true)) caps.sampling = {};
   return caps;
 }
@@ -53,13 +56,19 @@ export function installClientFeatures(
   log: (line: string) => void,
 ): { dispose(): void } {
   if (!features) return { dispose: () => undefined };
-  const { roots, elicit } = features;
+  const { roots, elicit, elicitUrl } = features;
   const sample = announced.sampling ? features.sample : undefined;
   if (roots) sdk.setRequestHandler(ListRootsRequestSchema, () => ({ roots: roots.list(executorId) }));
   if (elicit) {
     sdk.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
       const params = req.params;
-      if (params.mode === 'url') return { action: 'decline' };
+      if (params.mode === 'url') {
+        if (!elicitUrl || !/^https?:\/\//i.test(params.url)) return { action: 'decline' };
+        log(`the server asks to open a URL: ${params.message}`);
+        const result = await elicitUrl(server, params, extra.signal);
+        log(`URL request answered: ${result.action}`);
+        return result;
+      }
       log(`the server asks for input: ${params.message}`);
       const result = await elicit(server, params as ElicitRequestFormParams, extra.signal);
       log(`input request answered: ${result.action}`);
@@ -91,19 +100,40 @@ export function samplingTurns(params: CreateMessageRequest['params']): { role: '
   return turns;
 }
 
+/**
+ * The model for a sampling request: the first of the server's `modelPreferences.hints` (in order)
+ * that is a substring of a model's name, id or family wins; without a match, the first model.
+ */
+export function pickModel<M extends { name: string; id: string; family: string }>(
+  models: readonly M[],
+  hints: readonly { name?: string }[] | undefined,
+): M | undefined {
+  for (const hint of hints ?? []) {
+    const h = hint.name?.toLowerCase();
+    if (!h) continue;
+    const match = models.find((m) => [m.name, m.id, m.family].some((v) => v.toLowerCase().includes(h)));
+    if (match) return match;
+  }
+  return models[0];
+}
+
 /** One field of an elicitation form, in a shape the UI can ask for one at a time. */
 export interface ElicitField {
   key: string;
   title: string;
   description?: string;
-  kind: 'string' | 'number' | 'integer' | 'boolean' | 'enum';
+  /** `multi`: an array of enum values (several may be picked). */
+  kind: 'string' | 'number' | 'integer' | 'boolean' | 'enum' | 'multi';
   required: boolean;
   options?: { value: string; label: string }[];
-  default?: string | number | boolean;
+  default?: string | number | boolean | string[];
   /** string: a format such as `email` or `uri`, shown as a hint. */
   format?: string;
   minimum?: number;
   maximum?: number;
+  /** string: length bounds; multi: how many may be picked. */
+  minLength?: number;
+  maxLength?: number;
 }
 
 /** The fields of a form elicitation's `requestedSchema`, in declaration order. */
@@ -117,7 +147,20 @@ export function elicitFields(params: ElicitRequestFormParams): ElicitField[] {
     if (typeof p['description'] === 'string') field.description = p['description'];
     const enumValues = Array.isArray(p['enum']) ? (p['enum'] as unknown[]).map(String) : undefined;
     const oneOf = Array.isArray(p['oneOf']) ? (p['oneOf'] as { const?: unknown; title?: unknown }[]) : undefined;
-    if (enumValues || oneOf) {
+    const items =
+      p['type'] === 'array' && typeof p['items'] === 'object' && p['items'] !== null ? (p['items'] as Record<string, unknown>) : undefined;
+    if (items) {
+      // Multi-select (2025-11-25): `items.enum` (untitled) or `items.anyOf` of {const, title}.
+      field.kind = 'multi';
+      const values = Array.isArray(items['enum']) ? (items['enum'] as unknown[]).map(String) : undefined;
+      const anyOf = Array.isArray(items['anyOf']) ? (items['anyOf'] as { const?: unknown; title?: unknown }[]) : [];
+      field.options = values
+        ? values.map((v) => ({ value: v, label: v }))
+        : anyOf.map((o) => ({ value: String(o.const), label: typeof o.title === 'string' ? o.title : String(o.const) }));
+      if (Array.isArray(p['default'])) field.default = (p['default'] as unknown[]).map(String);
+      if (typeof p['minItems'] === 'number') field.minLength = p['minItems'];
+      if (typeof p['maxItems'] === 'number') field.maxLength = p['maxItems'];
+    } else if (enumValues || oneOf) {
       field.kind = 'enum';
       const names = Array.isArray(p['enumNames']) ? (p['enumNames'] as unknown[]).map(String) : [];
       field.options = enumValues
@@ -131,6 +174,8 @@ export function elicitFields(params: ElicitRequestFormParams): ElicitField[] {
     if (typeof p['format'] === 'string') field.format = p['format'];
     if (typeof p['minimum'] === 'number') field.minimum = p['minimum'];
     if (typeof p['maximum'] === 'number') field.maximum = p['maximum'];
+    if (field.kind === 'string' && typeof p['minLength'] === 'number') field.minLength = p['minLength'];
+    if (field.kind === 'string' && typeof p['maxLength'] === 'number') field.maxLength = p['maxLength'];
     fields.push(field);
   }
   return fields;
@@ -157,8 +202,37 @@ export function parseElicitValue(field: ElicitField, text: string): string | num
     case 'enum':
       return field.options?.some((o) => o.value === t) ? t : { error: `one of ${field.options?.map((o) => o.value).join(', ')}` };
     default:
+      if (field.minLength !== undefined && text.length < field.minLength) return { error: `at least ${field.minLength} characters` };
+      if (field.maxLength !== undefined && text.length > field.maxLength) return { error: `at most ${field.maxLength} characters` };
       return text;
   }
+}
+
+/** Checks a multi-select answer against the field's bounds; a string is an error message. */
+export function checkElicitPicks(field: ElicitField, picked: readonly string[]): string[] | { error: string } {
+  if (field.required && picked.length === 0) return { error: `${field.title} is required` };
+  if (field.minLength !== undefined && picked.length < field.minLength) return { error: `pick at least ${field.minLength}` };
+  if (field.maxLength !== undefined && picked.length > field.maxLength) return { error: `pick at most ${field.maxLength}` };
+  return [...picked];
+}
+
+/**
+ * The URL elicitations a failed request needs first (error -32042, "URL elicitation required",
+ * 2025-11-25): only well-formed http(s) ones; undefined for any other error.
+ */
+export function requiredUrlElicitations(error: unknown): ElicitRequestURLParams[] | undefined {
+  if (typeof error !== 'object' || error === null || (error as { code?: unknown }).code !== -32042) return undefined;
+  const list = (error as { data?: { elicitations?: unknown } }).data?.elicitations;
+  if (!Array.isArray(list)) return undefined;
+  const ok = list.filter(
+    (e): e is ElicitRequestURLParams =>
+      typeof e === 'object' &&
+      e !== null &&
+      typeof (e as { url?: unknown }).url === 'string' &&
+      /^https?:\/\//i.test((e as { url: string }).url) &&
+      typeof (e as { message?: unknown }).message === 'string',
+  );
+  return ok.length > 0 ? ok : undefined;
 }
 
 /** A progress notification as a VS Code progress step: its message, and the increment (of 100) when it has a total. */

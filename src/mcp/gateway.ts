@@ -6,6 +6,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
@@ -207,10 +208,20 @@ class GatewaySession {
     const caps: ServerCapabilities = { tools: { listChanged: true } };
     if (upstream.resources) caps.resources = { listChanged: true };
     if (upstream.prompts) caps.prompts = { listChanged: true };
+    // VS Code asks for completions of prompt arguments and resource-template variables.
+    if (upstream.completions) caps.completions = {};
     this.capabilities = caps;
     const info = server.serverInfo;
     this.sdk = new Server(
-      { name: info?.name ?? server.name, version: info?.version ?? '0.0.0', title: `${server.name} (Exec Bridge)` },
+      {
+        name: info?.name ?? server.name,
+        version: info?.version ?? '0.0.0',
+        title: `${server.name} (Exec Bridge)`,
+        // The server's own icons, site and description, for VS Code's list.
+        ...(info?.icons ? { icons: info.icons } : {}),
+        ...(info?.websiteUrl ? { websiteUrl: info.websiteUrl } : {}),
+        ...(info?.description ? { description: info.description } : {}),
+      },
       { capabilities: caps, ...(server.instructions ? { instructions: server.instructions } : {}) },
     );
     this.install();
@@ -271,6 +282,9 @@ class GatewaySession {
       sdk.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [...s.resources] }));
       sdk.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [...s.resourceTemplates] }));
       sdk.setRequestHandler(ReadResourceRequestSchema, (req, extra) => s.readResource(req.params.uri, { signal: extra.signal }));
+    }
+    if (this.capabilities.completions) {
+      sdk.setRequestHandler(CompleteRequestSchema, (req, extra) => s.complete(req.params, { signal: extra.signal }));
     }
     if (this.capabilities.prompts) {
       sdk.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: [...s.prompts] }));

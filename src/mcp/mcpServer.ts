@@ -1,6 +1,12 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolResult,
+  CompleteRequest,
+  CompleteResult,
+  GetPromptResult,
+  ReadResourceResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { TimerHandle } from '../util/clock';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
@@ -140,6 +146,11 @@ export class McpServer extends McpServerView {
 
   async getPrompt(name: string, args: Record<string, string> = {}, options: RequestOptions = {}): Promise<GetPromptResult> {
     return this.readyClient().getPrompt({ name, arguments: args }, options);
+  }
+
+  /** `completion/complete` (prompt arguments, resource template variables), for servers that offer completions. */
+  async complete(params: CompleteRequest['params'], options: RequestOptions = {}): Promise<CompleteResult> {
+    return this.readyClient().complete(params, options);
   }
 
   /** Round trip in ms. */

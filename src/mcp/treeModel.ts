@@ -306,14 +306,27 @@ function leaf(label: string, description: string | undefined, tooltip: string[],
   };
 }
 
-function toolItem(tool: Tool): McpTreeItemView {
+/** A tool leaf (exported for its unit test). */
+export function toolItem(tool: Tool): McpTreeItemView {
   const schema = JSON.stringify(tool.inputSchema ?? {}, null, 2);
   const title = tool.annotations?.title ?? tool.title;
+  const a = tool.annotations;
+  // The behaviour hints a careful user looks for before calling (the spec's defaults when absent).
+  const hints = a
+    ? [
+        a.readOnlyHint ? 'read-only' : a.destructiveHint === false ? 'writes, not destructive' : 'may modify or delete',
+        a.idempotentHint ? 'idempotent' : '',
+        a.openWorldHint === false ? 'closed world' : 'reaches outside systems',
+      ].filter(Boolean)
+    : [];
   const tooltip = [
     `**${escapeMd(title ?? tool.name)}**`,
     tool.description ? escapeMd(tool.description) : '',
+    hints.length > 0 ? `_${hints.join(' · ')}_` : '',
     'Input schema:',
     '```json\n' + schema + '\n```',
+    tool.outputSchema ? 'Output schema (the result has `structuredContent`):' : '',
+    tool.outputSchema ? '```json\n' + JSON.stringify(tool.outputSchema, null, 2) + '\n```' : '',
   ];
   return leaf(tool.name, tool.description ? firstLine(tool.description) : undefined, tooltip, 'symbol-method', 'mcpTool;canCall;');
 }

@@ -1,8 +1,9 @@
 import * as vscode from 'vscode';
-import { progressStep } from '../mcp/clientFeatures';
+import { progressStep, requiredUrlElicitations } from '../mcp/clientFeatures';
 import type { McpServer } from '../mcp/mcpServer';
 import type { McpTreeNode } from '../mcp/treeModel';
 import { exampleArguments, parseToolArguments } from '../mcp/toolArguments';
+import { elicitUrlWithQuickPick } from './mcpElicitation';
 import type { McpFeature } from './mcpFeatureApi';
 
 // The handlers of the `execBridge.mcp.*` commands (registered by the table in commands.ts). The
@@ -155,6 +156,30 @@ function callWithProgress(server: McpServer, tool: Tool, args: Record<string, un
   );
 }
 
+/**
+ * A call that fails with "URL elicitation required" (-32042; e.g. a third-party sign-in first):
+ * each page is offered (opened only on Open), then a pick offers to call again once the user is
+ * done in the browser. Declining any of them ends with the server's error; Cancel with nothing.
+ */
+async function callNeedingUrls(server: McpServer, tool: Tool, args: Record<string, unknown>): Promise<unknown> {
+  try {
+    return await callWithProgress(server, tool, args);
+  } catch (e) {
+    const pages = requiredUrlElicitations(e);
+    if (!pages) throw e;
+    for (const page of pages) {
+      const answer = await elicitUrlWithQuickPick(server.name, page, new AbortController().signal);
+      if (answer.action !== 'accept') throw e;
+    }
+    const again = await vscode.window.showQuickPick(['Call Again', 'Cancel'], {
+      title: `${server.name} · ${tool.name}: finish in the browser, then call again`,
+      ignoreFocusOut: true,
+    });
+    if (again !== 'Call Again') return undefined;
+    return callWithProgress(server, tool, args);
+  }
+}
+
 /** Results are virtual documents of this scheme: read-only, and closing one never asks to save it. */
 export const RESULT_SCHEME = 'execbridge-mcp-result';
 const results = new Map<string, string>();
@@ -188,7 +213,8 @@ export async function callTool(mcp: McpFeature, arg: unknown, presetArgs: unknow
   if (text === undefined) return undefined;
   const parsed = parseToolArguments(tool, text);
   if (!parsed.ok) throw new Error(parsed.message);
-  const result = await callWithProgress(server, tool, parsed.args);
+  const result = await callNeedingUrls(server, tool, parsed.args);
+  if (result === undefined) return undefined;
   await showReadOnly(JSON.stringify(result, null, 2), 'json', `${server.name} · ${tool.name}.json`);
   return result;
 }

@@ -10,7 +10,7 @@ import { errorMessage } from '../util/errorMessage';
 import type { FeatureContext } from './context';
 import { rootsFor } from '../mcp/clientFeatures';
 import { registerResultDocuments } from './mcpCommands';
-import { elicitWithQuickInput } from './mcpElicitation';
+import { elicitUrlWithQuickPick, elicitWithQuickInput } from './mcpElicitation';
 import { LmSampler } from './mcpSampling';
 import type { McpFeature } from './mcpFeatureApi';
 import { registerMcpProvider } from './mcpProvider';
@@ -153,6 +153,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
         onDidChange: rootsChanged.event,
       },
       elicit: (server, params, signal) => elicitWithQuickInput(server, params, signal),
+      elicitUrl: (server, params, signal) => elicitUrlWithQuickPick(server, params, signal),
       sample: sampler.sample,
       canSample: sampler.canSample,
     },

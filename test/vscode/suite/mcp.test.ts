@@ -112,8 +112,9 @@ suite('MCP servers view', () => {
     );
     const byLabel = new Map(snap.tree.map((n) => [n.label, n]));
     assert.match(byLabel.get('memory')?.description ?? '', /^Ready \(9 tools\) · bundled/);
-    // 15 since the client declares sampling and elicitation (issue 13): the everything server offers tools for them.
-    assert.match(byLabel.get('everything')?.description ?? '', /^Ready \(15 tools\)/);
+    // 16 since the client declares roots and elicitation, form and URL mode (issue 13): the everything
+    // server offers tools for them (no chat model here, so sampling is not announced).
+    assert.match(byLabel.get('everything')?.description ?? '', /^Ready \(16 tools\)/);
     assert.match(byLabel.get('filesystem')?.description ?? '', /^Ready \(14 tools\)/);
     const tools = byLabel.get('memory')?.children.find((c) => c.label === 'Tools');
     assert.ok(tools, 'memory has a Tools group');
