@@ -18,7 +18,7 @@
 //        VSCODE_TEST_GREP (mocha grep), CHROMIUM (default /usr/bin/chromium).
 // Needs: dist/extension.js (npm run build) and $OUT_DIR/test/vscode/** (tsc --outDir $OUT_DIR).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -298,6 +298,9 @@ async function runTarget(codeServer, version) {
   const env = { ...baseEnv, EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version) };
   writeUserSettings(userData);
   writeFileSync(join(workspace, 'README.txt'), 'Exec Bridge test workspace\n');
+  // The test-only language model (mcpSampling suite) as an installed extension of this throwaway
+  // profile (the payload takes one development path); it ships nowhere.
+  cpSync(join(root, 'test', 'vscode', 'fake-model'), join(extensions, 'exec-bridge-test.fake-model-0.0.1'), { recursive: true });
 
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
