@@ -19,6 +19,9 @@ export const requests = {
   'process/terminate': { params: p.ProcessTerminateParams, result: p.ProcessTerminateResult },
   /** Ours; announced by capability `processResize`. */
   'process/resize': { params: p.ProcessResizeParams, result: p.ProcessResizeResult },
+  /** Ours; announced by capability `execBridgeProcessPause`. */
+  'process/pause': { params: p.ProcessFlowParams, result: p.ProcessFlowResult },
+  'process/resume': { params: p.ProcessFlowParams, result: p.ProcessFlowResult },
   'fs/readFile': { params: fs.FsReadFileParams, result: fs.FsReadFileResult },
   'fs/writeFile': { params: fs.FsWriteFileParams, result: Empty },
   'fs/createDirectory': { params: fs.FsCreateDirectoryParams, result: Empty },

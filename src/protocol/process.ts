@@ -135,6 +135,16 @@ export const ProcessResizeParams = z.object({
 export type ProcessResizeParams = z.input<typeof ProcessResizeParams>;
 export const ProcessResizeResult = z.object({});
 
+/**
+ * Ours (announced as capability `execBridgeProcessPause`): `process/pause` stops reading the
+ * process's output on the server (the child blocks once its pipe or PTY buffer is full; nothing is
+ * dropped), `process/resume` reads again. Both answer `{}`; a pause lasts until resumed, also while
+ * the session is detached (docs/protocol-extensions.md, "Per-process flow control").
+ */
+export const ProcessFlowParams = z.object({ processId: ProcessId });
+export type ProcessFlowParams = z.input<typeof ProcessFlowParams>;
+export const ProcessFlowResult = z.object({});
+
 // Notifications (server → client). Output, exited and closed share one per-process seq; closed is last.
 export const ProcessOutputNotification = z.object({
   processId: ProcessId,

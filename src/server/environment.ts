@@ -62,6 +62,8 @@ export function environmentInfo(opts: { sandbox: boolean }): EnvironmentInfo {
       execBridgeSandbox: opts.sandbox,
       // Binary output frames on WebSocket connections whose client asks (src/protocol/binaryOutput.ts).
       execBridgeBinaryOutput: true,
+      // process/pause and process/resume (per-process flow control, docs/protocol-extensions.md).
+      execBridgeProcessPause: true,
     },
   };
 }

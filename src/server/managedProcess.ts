@@ -75,7 +75,12 @@ export class ManagedProcess {
   private readonly writeOrder: string[] = [];
   private waiters = new Set<() => void>();
   private readonly output: OutputCoalescer;
-  private paused = false;
+  /** The connection is congested (connection-level backpressure). */
+  private congested = false;
+  /** The client asked `process/pause` (per-process flow control) and not yet `process/resume`. */
+  private held = false;
+  /** Whether the child's output is being read: neither congested nor held. */
+  private reading = true;
   private destroyed = false;
   /** The process id as a JSON string literal, encoded once. */
   private readonly idJson: string;
@@ -181,29 +186,46 @@ export class ManagedProcess {
     this.window.push({ seq, stream, data });
     sendOutput(this.sink, this.idJson, this.idBytes, seq, stream, data);
     this.wake();
-    if (!this.paused && this.sink.congested()) this.pauseOutput();
+    if (!this.congested && this.sink.congested()) {
+      // Backpressure: stop reading the child's output (it blocks on a full pipe) until the client catches up.
+      this.congested = true;
+      this.updateReading();
+      this.sink.whenUncongested(() => {
+        this.congested = false;
+        this.updateReading();
+      });
+    }
   }
 
-  /** Backpressure: stop reading the child's output (it blocks on a full pipe) until the client catches up. */
-  private pauseOutput(): void {
-    this.paused = true;
-    this.stdout?.pause();
-    this.stderr?.pause();
-    this.pty?.pause();
-    this.sink.whenUncongested(() => this.resumeOutput());
+  /** `process/pause` (true) / `process/resume` (false): the client's own flow control for this process. */
+  holdOutput(held: boolean): void {
+    this.held = held;
+    this.updateReading();
   }
 
-  private resumeOutput(): void {
-    if (!this.paused) return;
-    this.paused = false;
-    this.stdout?.resume();
-    this.stderr?.resume();
-    this.pty?.resume();
+  /** Reads the child's output while neither the connection is congested nor the client holds it. */
+  private updateReading(): void {
+    const read = !this.congested && !this.held;
+    if (read === this.reading) return;
+    this.reading = read;
+    for (const s of [this.stdout, this.stderr]) {
+      if (read) s?.resume();
+      else s?.pause();
+    }
+    if (read) this.pty?.resume();
+    else this.pty?.pause();
   }
 
-  /** The sink changed (a client attached or left): a paused process must not wait on the old one. */
+  /**
+   * The sink changed (a client attached or left): a process must not wait on the old one's
+   * congestion. A client's pause stays: nothing is evicted while its client is away, and the
+   * session's TTL still ends a process whose client never comes back.
+   */
   sinkChanged(): void {
-    if (this.paused && !this.sink.congested()) this.resumeOutput();
+    if (this.congested && !this.sink.congested()) {
+      this.congested = false;
+      this.updateReading();
+    }
   }
 
   // ---- exit and close ----

@@ -15,5 +15,13 @@ export function registerProcessMethods(router: Router<RequestContext>): void {
     .on('process/resize', (p, ctx) => {
       ctx.session.resize(p.processId, p.cols, p.rows);
       return {};
+    })
+    .on('process/pause', (p, ctx) => {
+      ctx.session.holdOutput(p.processId, true);
+      return {};
+    })
+    .on('process/resume', (p, ctx) => {
+      ctx.session.holdOutput(p.processId, false);
+      return {};
     });
 }

@@ -33,8 +33,8 @@ export interface SessionOptions {
 export class Session {
   readonly id = randomUUID();
   private readonly processes = new Map<string, ManagedProcess>();
-  /** Ids whose start is in progress, and whether a terminate arrived meanwhile. */
-  private readonly starting = new Map<string, { terminate: boolean }>();
+  /** Ids whose start is in progress, and whether a terminate (or a pause) arrived meanwhile. */
+  private readonly starting = new Map<string, { terminate: boolean; held?: boolean }>();
   private readonly retention = new Map<string, TimerHandle>();
   private connection: SessionConnection | undefined;
   private disposed = false;
@@ -101,7 +101,7 @@ export class Session {
     const max = this.options.maxProcesses ?? 4096;
     if (this.processCount >= max)
       throw RpcError.invalidRequest(`too many processes in this session (limit ${max}); wait for some to be released`);
-    const state = { terminate: false };
+    const state: { terminate: boolean; held?: boolean } = { terminate: false };
     this.starting.set(id, state);
     let proc: ManagedProcess;
     try {
@@ -121,6 +121,7 @@ export class Session {
     }
     this.processes.set(id, proc);
     if (state.terminate) proc.terminate();
+    if (state.held !== undefined) proc.holdOutput(state.held);
     return { processId: id, sandboxType: proc.sandboxType };
   }
 
@@ -167,6 +168,13 @@ export class Session {
 
   resize(id: string, cols: number, rows: number): void {
     this.get(id).resize(cols, rows);
+  }
+
+  /** `process/pause` (true) and `process/resume` (false). */
+  holdOutput(id: string, held: boolean): void {
+    const starting = this.starting.get(id);
+    if (starting) starting.held = held;
+    else this.get(id).holdOutput(held);
   }
 
   /** Kills every process and closes every resource. Idempotent. */

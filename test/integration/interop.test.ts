@@ -914,7 +914,7 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       const caps = typeMap(capabilities);
       if (t.kind === 'ours') {
         // Ours announces its extensions (docs: protocol extensions); everything else matches codex.
-        for (const k of ['processResize', 'concurrentRequests', 'execBridgeSandbox', 'execBridgeBinaryOutput']) {
+        for (const k of ['processResize', 'concurrentRequests', 'execBridgeSandbox', 'execBridgeBinaryOutput', 'execBridgeProcessPause']) {
           assert.equal(typeof caps[k], 'string', `ours announces ${k}`);
           delete caps[k];
         }
