@@ -46,6 +46,16 @@ export interface ProcessHandle {
   terminate(options?: CallOptions): Promise<boolean>;
   /** PTY resize; rejects `unsupported` unless the server announces capability `processResize`. */
   resize(cols: number, rows: number, options?: CallOptions): Promise<void>;
+
+  /** Whether `pauseOutput` really holds the process on this server (capability `execBridgeProcessPause`). */
+  readonly canPause: boolean;
+  /**
+   * Flow control: the server stops reading this process's output (the child blocks once its pipe is
+   * full; nothing is lost) until `resumeOutput`. Idempotent, sent in call order, asserted again after
+   * a reconnect; without the capability nothing is sent (a codex server reads without bound).
+   */
+  pauseOutput(): void;
+  resumeOutput(): void;
 }
 
 export type { OutputStream };
@@ -56,6 +66,10 @@ export interface HandleHost {
   interrupt(handle: ProcessHandleImpl, options: CallOptions | undefined): Promise<void>;
   terminate(handle: ProcessHandleImpl, options: CallOptions | undefined): Promise<boolean>;
   resize(handle: ProcessHandleImpl, cols: number, rows: number, options: CallOptions | undefined): Promise<void>;
+  /** The server implements `process/pause` / `process/resume`. */
+  canPause(): boolean;
+  /** Sends `process/pause` (true) or `process/resume` (false). */
+  holdOutput(handle: ProcessHandleImpl, paused: boolean): Promise<void>;
   /** The one compatibility `process/read` for an exit event without `sandboxDenied`. */
   sandboxDeniedAfterExit(handle: ProcessHandleImpl, exitSeq: number): Promise<boolean>;
   /** The handle is finished (closed or failed): the client may drop it. */
@@ -88,6 +102,9 @@ export class ProcessHandleImpl implements ProcessHandle {
   private sandboxUnknownSeq = -1;
   /** Events held back while that exit's compatibility read runs. */
   private held: SeqEvent[] | undefined;
+  /** The caller wants the output paused; `process/pause`/`resume` go out one after another on `flowChain`. */
+  private wantPaused = false;
+  private flowChain: Promise<void> = Promise.resolve();
 
   readonly completion: Promise<ProcessCompletion>;
 
@@ -210,6 +227,44 @@ export class ProcessHandleImpl implements ProcessHandle {
 
   resize(cols: number, rows: number, options?: CallOptions): Promise<void> {
     return this.host.resize(this, cols, rows, options);
+  }
+
+  get canPause(): boolean {
+    return this.host.canPause();
+  }
+
+  pauseOutput(): void {
+    this.setPaused(true);
+  }
+
+  resumeOutput(): void {
+    this.setPaused(false);
+  }
+
+  private setPaused(paused: boolean): void {
+    if (this.wantPaused === paused) return;
+    this.wantPaused = paused;
+    this.sendFlow(() => paused);
+  }
+
+  /**
+   * After a resume: say the pause again (the server keeps it across a detach, but a pause sent as
+   * the connection died may not have arrived) — on the same chain, so a later `resume` is not overtaken.
+   */
+  reassertPause(): void {
+    if (this.wantPaused) this.sendFlow(() => (this.wantPaused ? true : undefined));
+  }
+
+  private sendFlow(state: () => boolean | undefined): void {
+    if (!this.host.canPause()) return;
+    this.flowChain = this.flowChain
+      .then(() => {
+        const paused = state();
+        if (paused === undefined || this.isFinished) return;
+        return this.host.holdOutput(this, paused);
+      })
+      // A lost connection fails the handle anyway; an exited process needs no pause.
+      .catch(() => undefined);
   }
 
   private emitOne(e: SeqEvent): void {

@@ -128,6 +128,8 @@ export class ProcessTable {
         const outcome = h.orderer.mergeRead(read.data);
         h.publish(outcome.events);
         if (outcome.lost) h.fail(new OutputLostError(h.processId, outcome.lost.fromSeq, outcome.lost.toSeq));
+        // Not awaited: it goes out once the recovered connection takes calls.
+        else h.reassertPause();
       }
     };
     await Promise.all(Array.from({ length: Math.min(CATCH_UP_PARALLEL, targets.length) }, worker));
