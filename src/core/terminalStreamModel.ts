@@ -2,19 +2,31 @@ import { StringDecoder } from 'node:string_decoder';
 import type { ConnectionState, ProcessEvent } from '../client/types';
 import { Emitter, type Event } from '../util/emitter';
 import { describeExitCode } from '../util/exitCode';
+import { TerminalFlow, type FlowLimits } from './terminalFlow';
 
 /**
  * What the model asks of the process behind the terminal. The adapter (src/vscode) maps these to
  * ProcessHandle calls; the model itself never talks to the network (docs/style.md §8).
  */
 export type TerminalAction =
-  { kind: 'write'; data: string } | { kind: 'interrupt' } | { kind: 'terminate' } | { kind: 'resize'; cols: number; rows: number };
+  | { kind: 'write'; data: string }
+  | { kind: 'interrupt' }
+  | { kind: 'terminate' }
+  | { kind: 'resize'; cols: number; rows: number }
+  /** Flow control: the terminal fell behind (pause the process's output) or caught up (resume it). */
+  | { kind: 'pause' }
+  | { kind: 'resume' };
 
 /** How the current process is attached: a PTY passes bytes through; pipes need help. */
 export interface AttachOptions {
   tty: boolean;
   /** Pipe processes only: typed lines are forwarded (with local echo). */
   stdinWritable: boolean;
+  /**
+   * Whether the executor can pause this process's output; `false` (a codex executor): a flood the
+   * terminal cannot take is cut short, with a notice. Unknown (undefined): nothing is dropped.
+   */
+  canPause?: boolean;
 }
 
 export type Phase =
@@ -36,6 +48,8 @@ const RESET = '\x1b[0m';
  * and connection changes into terminal text, and typed keys into actions.
  *
  * - Writes before `open()` are buffered and flushed in order on open (VS Code drops them otherwise).
+ * - A flood is paced to what the terminal has parsed, and the process paused while the queue is
+ *   long (./terminalFlow.ts): the extension host holds a bounded amount per terminal.
  * - Pipe output gets lone `\n` → `\r\n` (even across chunk boundaries); PTY output passes through.
  * - Pipe stdin gets a small line editor with local echo (the process sees whole lines); Ctrl-C
  *   interrupts. PTY input passes through raw (the executor's line discipline handles Ctrl-C).
@@ -53,7 +67,10 @@ export class TerminalStreamModel {
   readonly onClose: Event<number | undefined> = this.closeEmitter.event;
 
   private opened = false;
-  private pending: string[] = [];
+  /** Everything written goes through here (before open() it only queues). */
+  private readonly flow: TerminalFlow;
+  /** True while onWrite fires text written after finish(). */
+  private firingFinished = false;
   private phaseValue: Phase = 'idle';
   private attached: AttachOptions | undefined;
   private decoders = new Map<string, StringDecoder>();
@@ -70,8 +87,35 @@ export class TerminalStreamModel {
   private exitCodeValue: number | undefined;
   private dims: { cols: number; rows: number } | undefined;
 
+  constructor(limits?: FlowLimits) {
+    this.flow = new TerminalFlow(
+      {
+        write: (text, finished) => {
+          this.firingFinished = finished;
+          try {
+            this.writeEmitter.fire(text);
+          } finally {
+            this.firingFinished = false;
+          }
+        },
+        hold: (paused) => this.actionEmitter.fire({ kind: paused ? 'pause' : 'resume' }),
+        skipped: (chars) =>
+          `${this.atLineStart ? '' : '\r\n'}${YELLOW}[${chars} characters of output not shown: the terminal fell behind, and this executor cannot pause a command]${RESET}\r\n`,
+      },
+      false,
+      limits,
+    );
+  }
+
   get phase(): Phase {
     return this.phaseValue;
+  }
+  /**
+   * True while `onWrite` fires text written once the run had finished (its exit line). A flood can
+   * reach the terminal well after `finish()`; shell-integration marks end the command here.
+   */
+  get writingFinished(): boolean {
+    return this.firingFinished;
   }
   get isOpen(): boolean {
     return this.opened;
@@ -89,9 +133,7 @@ export class TerminalStreamModel {
     if (this.opened || this.phaseValue === 'closed') return;
     this.opened = true;
     if (dimensions) this.dims = { cols: dimensions.cols, rows: dimensions.rows };
-    const text = this.pending.join('');
-    this.pending = [];
-    if (text) this.writeEmitter.fire(text);
+    this.flow.start();
   }
 
   /** The user closed the terminal: stop a running process; nothing is written any more. */
@@ -99,7 +141,7 @@ export class TerminalStreamModel {
     if (this.phaseValue === 'closed') return;
     const wasRunning = this.phaseValue === 'running';
     this.phaseValue = 'closed';
-    this.pending = [];
+    this.flow.dispose();
     if (wasRunning) this.actionEmitter.fire({ kind: 'terminate' });
   }
 
@@ -108,6 +150,7 @@ export class TerminalStreamModel {
     if (this.phaseValue === 'closed') return;
     this.attached = { ...options };
     this.phaseValue = 'running';
+    this.flow.newProcess(options.canPause !== false);
     this.decoders.clear();
     this.line = '';
     this.exitCodeValue = undefined;
@@ -190,6 +233,7 @@ export class TerminalStreamModel {
       this.close();
       this.closeEmitter.fire(code);
     }
+    this.flow.dispose();
     this.writeEmitter.dispose();
     this.actionEmitter.dispose();
     this.closeEmitter.dispose();
@@ -205,7 +249,10 @@ export class TerminalStreamModel {
    * failure code: the exit code is already on screen, and a non-zero one would make VS Code raise
    * an error notification ("The terminal process terminated with exit code …") for a normal close.
    */
-  handleInput(data: string): void {
+  handleInput(keys: string): void {
+    // Answers to the flow's status requests are the terminal's, not the user's.
+    const data = this.flow.input(keys);
+    if (!data) return;
     if (this.phaseValue === 'finished') {
       this.phaseValue = 'closed';
       this.closeEmitter.fire(this.exitCodeValue === 0 ? 0 : undefined);
@@ -301,7 +348,6 @@ export class TerminalStreamModel {
 
   private emit(text: string): void {
     if (this.phaseValue === 'closed') return;
-    if (this.opened) this.writeEmitter.fire(text);
-    else this.pending.push(text);
+    this.flow.push(text, this.phaseValue === 'finished');
   }
 }

@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { STATUS_REPLY, STATUS_REQUEST, TerminalFlow, type FlowLimits } from '../../../src/core/terminalFlow';
+import { TerminalStreamModel, type TerminalAction } from '../../../src/core/terminalStreamModel';
+import { FakeClock } from '../../helpers/fakeClock';
+
+const LIMITS: FlowLimits = { window: 1000, requestEvery: 100, pauseAbove: 2000, resumeBelow: 500, dropAbove: 5000, requestTimeoutMs: 1000 };
+
+/**
+ * A terminal emulator that parses what it was given only when told to (`parse`), and answers each
+ * status request it reaches, as xterm.js does.
+ */
+function harness(canPause: boolean, limits = LIMITS) {
+  const clock = new FakeClock();
+  const written: string[] = [];
+  const holds: boolean[] = [];
+  let unparsed = '';
+  let shown = '';
+  const toProcess: string[] = [];
+  const flow = new TerminalFlow(
+    {
+      write: (text) => {
+        written.push(text);
+        unparsed += text;
+      },
+      hold: (p) => holds.push(p),
+      skipped: (n) => `[${n} skipped]`,
+    },
+    canPause,
+    limits,
+    clock,
+  );
+  flow.start();
+  /** Parses everything given so far; answers go back through `input` (what is left of them reaches the process). */
+  const parse = () => {
+    for (let round = 0; round < 10_000 && unparsed; round++) {
+      const text = unparsed;
+      unparsed = '';
+      const answers = text.split(STATUS_REQUEST).length - 1;
+      shown += text.split(STATUS_REQUEST).join('');
+      for (let i = 0; i < answers; i++) {
+        const rest = flow.input(STATUS_REPLY);
+        if (rest) toProcess.push(rest);
+      }
+    }
+  };
+  return {
+    flow,
+    clock,
+    written,
+    holds,
+    parse,
+    shown: () => shown,
+    toProcess,
+    inTerminal: () => unparsed.split(STATUS_REQUEST).join('').length,
+  };
+}
+
+test('at most a window of characters is unparsed in the terminal; every character arrives, once, in order', () => {
+  const h = harness(true);
+  let expected = '';
+  for (let i = 0; i < 300; i++) {
+    const piece = `line ${i} ${'x'.repeat(i % 37)}\n`;
+    expected += piece;
+    h.flow.push(piece);
+    // Never more than the window waits in the terminal, however fast it comes.
+    assert.ok(h.inTerminal() <= LIMITS.window, `${h.inTerminal()} chars unparsed`);
+    if (i % 50 === 49) h.parse();
+  }
+  for (let i = 0; i < 100 && h.flow.backlog > 0; i++) h.parse();
+  h.parse();
+  assert.equal(h.shown(), expected);
+  assert.equal(h.flow.backlog, 0);
+  assert.deepEqual(h.toProcess, [], 'our answers do not reach the process');
+});
+
+test('a long queue pauses the process; once the terminal catches up it is resumed', () => {
+  const h = harness(true);
+  for (let i = 0; i < 40; i++) h.flow.push('y\n'.repeat(50));
+  assert.deepEqual(h.holds, [true], 'paused once, above pauseAbove');
+  assert.ok(h.flow.isPaused);
+  // What arrives while the pause travels is still queued, never dropped.
+  for (let i = 0; i < 5; i++) h.flow.push('y\n'.repeat(50));
+  for (let i = 0; i < 100 && h.flow.backlog > 0; i++) h.parse();
+  assert.deepEqual(h.holds, [true, false]);
+  assert.equal(h.shown(), 'y\n'.repeat(50 * 45));
+});
+
+test('status requests the process writes itself (even split across writes) get their answers', () => {
+  const h = harness(true);
+  h.flow.push('abc\x1b[');
+  h.flow.push('5nde');
+  h.flow.push('f'.repeat(200));
+  h.parse();
+  assert.deepEqual(h.toProcess, [STATUS_REPLY], 'one answer for the process, ours are taken out');
+  // A reply nobody asked for (or typed) passes through untouched, with the keys around it.
+  assert.equal(h.flow.input(`a${STATUS_REPLY}b`), `a${STATUS_REPLY}b`);
+});
+
+test('a terminal that never answers slows the run down but does not stop it', () => {
+  const h = harness(true);
+  for (let i = 0; i < 30; i++) h.flow.push('z'.repeat(100));
+  assert.ok(h.flow.unanswered <= LIMITS.window);
+  const before = h.written.join('').length;
+  h.clock.advance(LIMITS.requestTimeoutMs);
+  assert.ok(h.written.join('').length > before, 'the window reopened after the timeout');
+  for (let i = 0; i < 100 && h.flow.backlog > 0; i++) h.clock.advance(LIMITS.requestTimeoutMs);
+  assert.equal(h.flow.backlog, 0);
+  assert.equal(h.written.join('').split(STATUS_REQUEST).join(''), 'z'.repeat(3000));
+  // Late answers are still taken out of the input.
+  assert.equal(h.flow.input(STATUS_REPLY), '');
+});
+
+test('without a pause (codex), the queue stays bounded: the overflow is not shown, and a line says how much', () => {
+  const h = harness(false);
+  for (let i = 0; i < 100; i++) {
+    h.flow.push('q'.repeat(100));
+    assert.ok(h.flow.backlog <= LIMITS.dropAbove, `backlog ${h.flow.backlog}`);
+  }
+  assert.deepEqual(h.holds, [], 'nothing to pause');
+  for (let i = 0; i < 100 && h.flow.backlog > 0; i++) h.parse();
+  const shown = h.shown();
+  const m = /\[(\d+) skipped\]/.exec(shown);
+  assert.ok(m, 'the notice');
+  assert.equal(shown.replace(m[0], '').length + Number(m[1]), 100 * 100, 'shown + skipped = all');
+});
+
+test('model: answers to status requests never reach the process nor close a finished terminal; the exit line is marked', () => {
+  const model = new TerminalStreamModel(LIMITS);
+  const actions: TerminalAction[] = [];
+  const writes: Array<{ text: string; finished: boolean }> = [];
+  let closed = false;
+  model.onAction((a) => actions.push(a));
+  model.onWrite((text) => writes.push({ text, finished: model.writingFinished }));
+  model.onClose(() => (closed = true));
+  model.open({ cols: 80, rows: 24 });
+  model.attach({ tty: true, stdinWritable: true, canPause: true });
+  for (let seq = 1; seq <= 40; seq++) model.processEvent({ type: 'output', seq, stream: 'pty', data: Buffer.from('y\r\n'.repeat(40)) });
+  assert.deepEqual(
+    actions.map((a) => a.kind),
+    ['pause'],
+  );
+  model.processEvent({ type: 'exited', seq: 41, exitCode: 0, sandboxDenied: false });
+  model.processEvent({ type: 'closed', seq: 42 });
+  model.finish(0);
+  const requests = () =>
+    writes
+      .map((w) => w.text)
+      .join('')
+      .split(STATUS_REQUEST).length - 1;
+  // The terminal parses and answers, one reply per request, until everything is shown.
+  for (let answered = 0, i = 0; i < 1000 && answered < requests(); i++, answered++) model.handleInput(STATUS_REPLY);
+  assert.equal(closed, false, 'the answers are not keys');
+  assert.deepEqual(
+    actions.map((a) => a.kind),
+    ['pause', 'resume'],
+  );
+  const text = writes.map((w) => w.text).join('');
+  assert.equal(
+    text
+      .split(STATUS_REQUEST)
+      .join('')
+      .replace(/\x1b\[[0-9;]*m/g, ''),
+    `${'y\r\n'.repeat(1600)}[exit code 0 — press any key to close]`,
+  );
+  assert.ok(
+    writes.filter((w) => w.finished).every((w) => !w.text.includes('y\r\n')),
+    'only the exit line is marked finished',
+  );
+  assert.ok(writes.some((w) => w.finished && w.text.includes('exit code 0')));
+  model.handleInput('x');
+  assert.equal(closed, true, 'a real key closes it');
+});
