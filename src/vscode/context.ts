@@ -11,7 +11,7 @@ import type { ExecutorManager } from './executorManager';
  * the features without a cycle.
  */
 export interface FeatureContext {
-  readonly context: Pick<vscode.ExtensionContext, 'workspaceState' | 'secrets' | 'extension'>;
+  readonly context: Pick<vscode.ExtensionContext, 'workspaceState' | 'secrets' | 'extension' | 'globalStorageUri'>;
   /** Lives as long as the extension. */
   readonly disposables: DisposableStore;
   /** The "Exec Bridge" log (never tokens). */

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { ExecutorFilePoller, ExecutorFiles, type FileChange, type FileStat } from '../core/executorFiles';
 import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
+import { executorWorkspaceFile } from '../core/executorWorkspace';
 import { EXECUTOR_FS_SCHEME, executorFileUri, findPathLinks } from '../core/pathMapping';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
@@ -158,10 +159,10 @@ export function executorFolderUri(executor: string, path: string): vscode.Uri {
 
 /**
  * "Exec Bridge: Open Executor Folder…": asks for a folder on the executor (default: its working
- * directory) and adds it to a multi-root window (a workspace file, saved or untitled); resolves
- * once VS Code applied it. A single-folder window is asked to be saved as a workspace first. A
- * window of executor folders only would be a virtual workspace, where this extension does not run:
- * an empty window is refused with that reason.
+ * directory) and adds it to the workspace: in place in a multi-root window (resolves once VS Code
+ * applied it); a single-folder window reopens, without a question, as a workspace file of its folder
+ * and the executor folder. A window of executor folders only would be a virtual workspace,
+ * where this extension does not run: an empty window is refused with that reason.
  */
 export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConnection, given?: string): Promise<vscode.Uri | undefined> {
   const folders = vscode.workspace.workspaceFolders ?? [];
@@ -194,18 +195,22 @@ export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConn
     void vscode.commands.executeCommand('workbench.view.explorer');
     return uri;
   }
-  // A single-folder window has to become a workspace first, which reloads it; VS Code's own switch
-  // (and opening a workspace file that names an execbridge: folder) came up without its folders in
-  // code-server in most of our runs, so the user saves the window as a workspace and runs this again.
-  void vscode.window
-    .showInformationMessage(
-      'Exec Bridge: executor folders go into a multi-root workspace. Save this window as a workspace (it reopens), then run Open Executor Folder… again.',
-      'Save Workspace As…',
-    )
-    .then((choice) => {
-      if (choice) void vscode.commands.executeCommand('workbench.action.saveWorkspaceAs');
-    });
-  return undefined;
+  // A single-folder window becomes a workspace of its folder and the executor folder, without a
+  // question: VS Code's own switch (updateWorkspaceFolders into an untitled workspace) does not
+  // reopen the window in the web workbench (code-server 4.139: the workspace file is written, the
+  // window stays as it was), so we write the workspace file (core/executorWorkspace.ts, in the
+  // extension's global storage) and open it in this window; the extension host (and this call) ends.
+  const file = executorWorkspaceFile(
+    folders.map((f) => ({ uri: f.uri.toString(), scheme: f.uri.scheme, path: f.uri.path, name: f.name })),
+    { uri: uri.toString(), name, label: `${conn.name}-${path.split('/').filter(Boolean).pop() ?? 'root'}` },
+  );
+  const dir = vscode.Uri.joinPath(ext.context.globalStorageUri, 'workspaces');
+  const target = vscode.Uri.joinPath(dir, file.fileName);
+  await vscode.workspace.fs.createDirectory(dir);
+  await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(file.text));
+  ext.log.info(`${conn.name}: opening ${target.fsPath} (this window's folder and ${uri.toString(true)})`);
+  void vscode.commands.executeCommand('vscode.openFolder', target, { forceReuseWindow: true });
+  return uri;
 }
 
 /** Adds a folder at the end of a multi-root workspace; resolves once VS Code applied it (a next update before that is refused). */

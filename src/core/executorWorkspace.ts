@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+
+/** A workspace folder as the workspace file needs it (no `vscode` import here). */
+export interface WorkspaceFolderRef {
+  /** The folder's URI, as `Uri.toString()`. */
+  uri: string;
+  /** Its scheme and path, to write `file:` folders as paths. */
+  scheme: string;
+  path: string;
+  name?: string;
+}
+
+export type WorkspaceFileEntry = { path: string; name?: string } | { uri: string; name?: string };
+
+/**
+ * The `.code-workspace` file that "Open Executor Folder…" opens when the window is a single-folder
+ * window: the window's folders first, then the executor folder. Local (`file:`) folders are written
+ * as absolute paths: VS Code resolves a path against the workspace file's own location, which in a
+ * remote window (code-server, Remote-SSH) is the remote machine, where a `file:` URI would point
+ * at the client. The file name (VS Code titles the window with it) is `<local folder> + <label>`
+ * and a hash of the folders, so opening the same pair again reuses the file.
+ */
+export function executorWorkspaceFile(
+  current: WorkspaceFolderRef[],
+  add: { uri: string; name: string; label: string },
+): { fileName: string; text: string } {
+  const folders: WorkspaceFileEntry[] = current.map((f) => {
+    const named = f.name !== undefined ? { name: f.name } : {};
+    return f.scheme === 'file' ? { path: f.path, ...named } : { uri: f.uri, ...named };
+  });
+  if (!current.some((f) => f.uri === add.uri)) folders.push({ uri: add.uri, name: add.name });
+  const text = JSON.stringify({ folders }, null, 2) + '\n';
+  const first = current[0]?.path.split('/').filter(Boolean).pop() ?? 'workspace';
+  const label = `${first} + ${add.label}`
+    .replace(/[^A-Za-z0-9._+@ -]+/g, '-')
+    .replace(/-+/g, '-')
+    .slice(0, 80);
+  const hash = createHash('sha256').update(text).digest('hex').slice(0, 8);
+  return { fileName: `${label}-${hash}.code-workspace`, text };
+}

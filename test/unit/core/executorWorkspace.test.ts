@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { executorWorkspaceFile } from '../../../src/core/executorWorkspace';
+
+const local = { uri: 'file:///home/me/proj', scheme: 'file', path: '/home/me/proj' };
+const add = { uri: 'execbridge://bundled/srv/proj', name: 'bundled: /srv/proj', label: 'bundled-proj' };
+
+test('the workspace file keeps the local folder as a path and adds the executor folder by URI', () => {
+  const { fileName, text } = executorWorkspaceFile([local], add);
+  assert.deepEqual(JSON.parse(text), {
+    folders: [{ path: '/home/me/proj' }, { uri: 'execbridge://bundled/srv/proj', name: 'bundled: /srv/proj' }],
+  });
+  assert.match(fileName, /\.code-workspace$/);
+});
+
+test('its name is readable, safe and the same for the same folders', () => {
+  const a = executorWorkspaceFile([local], add);
+  assert.match(a.fileName, /^proj \+ bundled-proj-[0-9a-f]{8}\.code-workspace$/);
+  assert.equal(executorWorkspaceFile([local], add).fileName, a.fileName);
+  assert.notEqual(executorWorkspaceFile([local], { ...add, uri: 'execbridge://bundled/srv/other' }).fileName, a.fileName);
+  assert.doesNotMatch(executorWorkspaceFile([local], { ...add, label: 'a/b\\c:d\n' }).fileName, /[/\\:\n]/);
+});
+
+test('non-file folders stay URIs with their names; a folder already there is not added twice', () => {
+  const remote = { uri: 'execbridge://dev/home', scheme: 'execbridge', path: '/home', name: 'dev: /home' };
+  const { text } = executorWorkspaceFile([local, remote], { uri: remote.uri, name: 'dev: /home', label: 'dev-home' });
+  assert.deepEqual(JSON.parse(text).folders, [{ path: '/home/me/proj' }, { uri: 'execbridge://dev/home', name: 'dev: /home' }]);
+});
