@@ -1,9 +1,9 @@
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import { getApi, waitFor, withSettings } from './helpers';
+import { getApi, isAlive, waitFor, withSettings } from './helpers';
 
 // `execBridge` tasks from tasks.json, run on the bundled executor through VS Code's task system.
 const TSC_LINE = "src/app.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.";
@@ -47,6 +47,8 @@ suite('tasks', () => {
     mkdirSync(join(folder, '.vscode'), { recursive: true });
     rmSync(join(folder, 'chain-after.marker'), { force: true });
     rmSync(join(folder, 'chain-ok.marker'), { force: true });
+    rmSync(join(folder, 'after-watch.marker'), { force: true });
+    rmSync(join(folder, 'watch.pid'), { force: true });
     startSub = vscode.tasks.onDidStartTask((e) => started.push(e.execution.task.name));
     const tasks = {
       version: '2.0.0',
@@ -68,6 +70,22 @@ suite('tasks', () => {
           problemMatcher: [],
         },
         { label: 'eb-chain-ok', type: 'execBridge', command: 'touch chain-ok.marker', dependsOn: ['eb-ok'], problemMatcher: [] },
+        // A watcher: prints a compile round between begin/end markers (a problem in it), then keeps
+        // running; its pid and its child's go to a file. The dependent starts once the round ended.
+        {
+          label: 'eb-watch',
+          type: 'execBridge',
+          command: `echo $$ > watch.pid; sleep 600 & echo $! >> watch.pid; echo 'watch: round begins'; printf '%s\\n' 'src/watched.ts(2,5): error W1: watched problem'; echo 'watch: round ends'; wait`,
+          isBackground: true,
+          problemMatcher: {
+            owner: 'eb-watch',
+            source: 'eb-watch',
+            fileLocation: ['relative', '${workspaceFolder}'],
+            pattern: { regexp: '^(.*)\\((\\d+),(\\d+)\\): error (\\w+): (.*)$', file: 1, line: 2, column: 3, code: 4, message: 5 },
+            background: { activeBegin: true, beginsPattern: '^watch: round begins', endsPattern: '^watch: round ends' },
+          },
+        },
+        { label: 'eb-after-watch', type: 'execBridge', command: 'touch after-watch.marker', dependsOn: ['eb-watch'], problemMatcher: [] },
         {
           label: 'eb-denied',
           type: 'execBridge',
@@ -82,7 +100,7 @@ suite('tasks', () => {
   suiteTeardown(async () => {
     startSub?.dispose();
     rmSync(join(folder, '.vscode', 'tasks.json'), { force: true });
-    for (const m of ['chain-after.marker', 'chain-ok.marker']) rmSync(join(folder, m), { force: true });
+    for (const m of ['chain-after.marker', 'chain-ok.marker', 'after-watch.marker', 'watch.pid']) rmSync(join(folder, m), { force: true });
     await restore();
   });
 
@@ -116,6 +134,36 @@ suite('tasks', () => {
     assert.ok(started.includes('eb-ok'), 'eb-ok ran first, as its dependent');
     assert.ok(!started.includes('eb-chain'), `eb-chain must not start after eb-fail failed (started: ${started.join(', ')})`);
     assert.equal(existsSync(join(folder, 'chain-after.marker')), false);
+  });
+
+  test('a background watcher: its dependent starts at endsPattern while it runs, its problems show, Terminate kills it', async () => {
+    const afterEnded = endOf('eb-after-watch');
+    const watchEnded = endOf('eb-watch', 60_000);
+    await vscode.tasks.executeTask(await task('eb-after-watch'));
+    // The dependent ran to its end: VS Code saw the round end, not the watcher's exit.
+    assert.equal(await afterEnded, 0);
+    assert.equal(existsSync(join(folder, 'after-watch.marker')), true, 'the dependent task ran');
+    const watcher = vscode.tasks.taskExecutions.find((e) => e.task.name === 'eb-watch');
+    assert.ok(watcher, 'the watcher is still running');
+    const pids = readFileSync(join(folder, 'watch.pid'), 'utf8').trim().split('\n').map(Number);
+    assert.equal(pids.length, 2);
+    assert.ok(pids.every(isAlive), 'the watcher and its child run on the executor');
+    const file = vscode.Uri.file(join(folder, 'src', 'watched.ts'));
+    const diag = await waitFor(
+      "the watcher's problem",
+      () => vscode.languages.getDiagnostics(file).find((d) => d.message.includes('watched problem')),
+      10_000,
+    );
+    assert.equal(diag.range.start.line, 1);
+    assert.equal(diag.source, 'eb-watch');
+    // Terminate Task: the process and its child end on the executor.
+    watcher.terminate();
+    await watchEnded;
+    await waitFor('the watcher processes to end', () => !pids.some(isAlive), 10_000);
+    assert.equal(
+      vscode.tasks.taskExecutions.some((e) => e.task.name === 'eb-watch'),
+      false,
+    );
   });
 
   test('a sandbox denial in a task asks for approval like a terminal command', async () => {
