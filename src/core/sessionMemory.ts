@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { systemClock, type Clock } from '../util/clock';
+
+/*
+ * What a window remembers of its executor sessions, so that a window reload resumes them instead of
+ * starting new ones (docs/architecture.md, "Window reload"). Kept per workspace (VS Code's
+ * workspaceState): a window of another workspace has its own list and never adopts these.
+ */
+
+/** The workspaceState key. */
+export const SESSION_MEMORY_KEY = 'execBridge.sessions';
+
+const TerminalInfo = z.object({
+  /** The terminal's title when the window went away. */
+  title: z.string(),
+  kind: z.enum(['command', 'shell']),
+  commandLine: z.string(),
+  cwd: z.string(),
+  sandboxed: z.boolean(),
+  sandboxLabel: z.string(),
+});
+export type TerminalInfo = z.infer<typeof TerminalInfo>;
+
+const RememberedProcess = z.object({
+  processId: z.string(),
+  tty: z.boolean(),
+  stdinWritable: z.boolean(),
+  /** Set for a process shown in one of our terminals; anything else (MCP servers, tasks) is ended on resume. */
+  terminal: TerminalInfo.optional(),
+});
+export type RememberedProcess = z.infer<typeof RememberedProcess>;
+
+const RememberedSession = z.object({
+  /** The executor's settings when the session was made: another config is another executor. */
+  configKey: z.string(),
+  sessionId: z.string(),
+  savedAt: z.number(),
+  processes: z.array(RememberedProcess),
+});
+export type RememberedSession = z.infer<typeof RememberedSession>;
+
+const Stored = z.record(z.string(), RememberedSession);
+
+/** The part of a vscode.Memento this needs (tests use a Map). */
+export interface MementoLike {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): Thenable<void>;
+}
+
+/**
+ * The remembered sessions, by executor name. Every change is written through at once (in order), so
+ * that whatever ends the window — reload, close, crash of the extension host — finds it stored.
+ */
+export class SessionMemory {
+  private readonly sessions: Map<string, RememberedSession>;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly memento: MementoLike,
+    private readonly clock: Clock = systemClock,
+  ) {
+    const parsed = Stored.safeParse(memento.get(SESSION_MEMORY_KEY) ?? {});
+    // Something unreadable (an older layout) is dropped: nothing to resume, nothing breaks.
+    this.sessions = new Map(parsed.success ? Object.entries(parsed.data) : []);
+  }
+
+  /** The session remembered for `executor`, if it was made with the same settings. */
+  recall(executor: string, configKey: string): RememberedSession | undefined {
+    const s = this.sessions.get(executor);
+    return s && s.configKey === configKey ? s : undefined;
+  }
+
+  /** `executor` is now in `sessionId`: the same session keeps its processes, another one starts empty. */
+  session(executor: string, configKey: string, sessionId: string): void {
+    const old = this.sessions.get(executor);
+    const keep = old && old.sessionId === sessionId && old.configKey === configKey ? old.processes : [];
+    this.sessions.set(executor, { configKey, sessionId, savedAt: this.clock.now(), processes: keep });
+    this.save();
+  }
+
+  /** A process of `executor`'s current session (started, or attached after a reload). */
+  tracked(executor: string, p: Omit<RememberedProcess, 'terminal'>): void {
+    const s = this.sessions.get(executor);
+    if (!s || s.processes.some((x) => x.processId === p.processId)) return;
+    s.processes.push({ processId: p.processId, tty: p.tty, stdinWritable: p.stdinWritable });
+    this.save();
+  }
+
+  /** The process is shown in a terminal (what to reopen after a reload). */
+  describe(executor: string, processId: string, terminal: TerminalInfo): void {
+    const p = this.sessions.get(executor)?.processes.find((x) => x.processId === processId);
+    if (!p) return;
+    p.terminal = { ...terminal };
+    this.save();
+  }
+
+  /** The process is over for good (closed, or unknown to the executor). */
+  untracked(executor: string, processId: string): void {
+    const s = this.sessions.get(executor);
+    if (!s) return;
+    const before = s.processes.length;
+    s.processes = s.processes.filter((x) => x.processId !== processId);
+    if (s.processes.length !== before) this.save();
+  }
+
+  /** Nothing to resume for `executor` (its session is gone, or it was removed). */
+  forget(executor: string): void {
+    if (this.sessions.delete(executor)) this.save();
+  }
+
+  /** Resolves when every change so far is stored. */
+  flush(): Promise<void> {
+    return this.writing;
+  }
+
+  private save(): void {
+    const snapshot = Object.fromEntries([...this.sessions].map(([k, v]) => [k, { ...v, processes: v.processes.map((p) => ({ ...p })) }]));
+    this.writing = this.writing.then(
+      () => this.memento.update(SESSION_MEMORY_KEY, snapshot),
+      () => this.memento.update(SESSION_MEMORY_KEY, snapshot),
+    ) as Promise<void>;
+    this.writing.catch(() => undefined);
+  }
+}
