@@ -3,7 +3,7 @@ import { openSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { closeChildEnds, type FifoPool } from './fifoPool';
 import { killTree } from './processTree';
-import type { PrewarmSpec } from './spawnPlan';
+import type { PrewarmListeners, PrewarmSpec } from './spawnPlan';
 
 /**
  * Sandboxes built ahead of time. Building a bubblewrap sandbox (namespaces, a dozen mounts, a
@@ -12,7 +12,9 @@ import type { PrewarmSpec } from './spawnPlan';
  * waits (a `/bin/sh` reading its script on stdin) for the next start with the same plan key and
  * host fingerprint, which then only sends the script. Entries are few (`max`), die after `idleMs`
  * unused, are killed with the server (and by bwrap's `--die-with-parent` if the server dies), and
- * a start that finds none (or a stale one) builds its sandbox on the spot as before.
+ * a start that finds none (or a stale one) builds its sandbox on the spot as before. A managed
+ * network's sandbox is built with listeners of its own (`PrewarmSpec.listeners`): the start that
+ * takes it takes them over; an unused one's close with it.
  */
 export interface PrewarmOptions {
   /** How long an unused sandbox waits before it is torn down; 0 turns pre-starting off. */
@@ -41,6 +43,8 @@ interface Entry {
   ends: Socket[];
   control: Socket;
   release: () => void;
+  /** Its own managed-network listeners, until a start takes them over. */
+  listeners?: PrewarmListeners;
   timer: NodeJS.Timeout;
   exited: boolean;
 }
@@ -92,6 +96,12 @@ export class SandboxPrewarmer {
       setImmediate(() => this.discard(e)); // off the start's path: killing scans the process table
       return undefined;
     }
+    if (e.listeners && !spec.listeners?.adopt(e.listeners)) {
+      this.log(`sandbox prewarm: the waiting sandbox (pid ${e.child.pid}) has listeners this start cannot use; building one on the spot`);
+      setImmediate(() => this.discard(e));
+      return undefined;
+    }
+    e.listeners = undefined; // the start's now: closed with its plan
     this.log(`sandbox prewarm: running in the waiting sandbox (pid ${e.child.pid})`);
     e.child.removeAllListeners('exit');
     return {
@@ -128,9 +138,15 @@ export class SandboxPrewarmer {
     if (!this.enabled) return;
     // Taken before bwrap makes its mounts: any change after this point makes the two differ.
     const fingerprint = spec.fingerprint();
-    const release = once(spec.retain());
+    const retained = once(spec.retain());
+    let listeners: PrewarmListeners | undefined;
+    const release = (): void => {
+      retained();
+      listeners?.release();
+    };
     let pipes: Array<{ ours: Socket; childFd: number }>;
     try {
+      listeners = await spec.listeners?.start();
       // The script pipe (the child reads it), stdout, stderr, then the command's stdin if piped.
       pipes = await this.fifos.open(pipeStdin ? [true, false, false, true] : [true, false, false]);
     } catch (e) {
@@ -149,7 +165,7 @@ export class SandboxPrewarmer {
       if (!pipeStdin) fileFds.push(openSync('/dev/null', 'r'));
       const stdio = [childFds[0]!, childFds[1]!, childFds[2]!, ...fileFds, ...childFds.slice(3)];
       // The stub needs no environment: the script execs the command through `env -i`.
-      child = spawn(spec.launch.file, spec.launch.args, { env: {}, detached: true, stdio });
+      child = spawn(spec.launch.file, listeners?.args ?? spec.launch.args, { env: {}, detached: true, stdio });
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);
         child.once('error', reject);
@@ -172,7 +188,8 @@ export class SandboxPrewarmer {
       child,
       ends: ours,
       control,
-      release,
+      release: retained,
+      listeners,
       exited: false,
       timer: setTimeout(() => {
         if (this.entries.get(slot) !== entry) return;
@@ -214,6 +231,8 @@ export class SandboxPrewarmer {
     if (!e.exited && e.child.pid) killTree(e.child.pid);
     for (const s of [...e.ends, e.control]) s.destroy();
     e.release();
+    e.listeners?.release();
+    e.listeners = undefined;
   }
 
   /** Tears down every waiting sandbox; nothing is built afterwards. */

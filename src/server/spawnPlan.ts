@@ -73,6 +73,28 @@ export interface PrewarmSpec {
   retain(): () => void;
   /** It needs placeholder directories on the host (visible in the workspace while it waits). */
   holdsPlaceholders: boolean;
+  /**
+   * A managed network: each pre-started sandbox has listeners of its own (its own proxy, socket
+   * folder and denials), started with it; `key` names the lists they enforce. The start that
+   * takes the sandbox takes them too, so its denials stay its own and close with it.
+   */
+  listeners?: {
+    /** Starts fresh listeners for one sandbox; `launch.args` is ignored in favour of `args`. */
+    start(): Promise<PrewarmListeners>;
+    /**
+     * This start now runs with `l` (its denials are read there, its dispose closes them); false if
+     * they do not serve exactly this start's snapshot (then the sandbox is not used).
+     */
+    adopt(l: PrewarmListeners): boolean;
+  };
+}
+
+/** Listeners made for one pre-started sandbox (see `PrewarmSpec.listeners`). */
+export interface PrewarmListeners {
+  /** The stub's launch args, bound to these listeners. */
+  args: string[];
+  /** Closes them (the sandbox was never used). Idempotent. */
+  release(): void;
 }
 
 export type SpawnPlanner = (req: SpawnRequest) => Promise<SpawnPlan>;

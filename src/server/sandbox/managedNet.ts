@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManagedNetworkSandboxContext } from '../../protocol/sandbox';
 import { pidAlive } from '../../util/privateDir';
@@ -14,8 +14,13 @@ import { SandboxUnsupportedError } from './policy';
  * macOS: the loopback ports) come from the same object, so a command never gets a proxy address its
  * sandbox refuses. Each start gets its own listeners (its own proxy, or its own relays to codex's),
  * so a refusal is that start's alone, and they are closed when its process is done (`release`), or
- * with the planner, or as the server exits.
+ * with the planner, or as the server exits. A sandbox built ahead of time (../prewarm.ts) gets
+ * listeners of its own too, made with it; while it waits, its folder holds a `prewarmed` marker
+ * file, removed when a start takes the sandbox (and its listeners) over (`claim`).
  */
+
+/** The marker file in the socket folder of a sandbox built ahead of time that no start has taken yet. */
+export const PREWARMED_MARKER = 'prewarmed';
 
 /** The in-sandbox loopback port of our proxy's bridge (Linux: the sandbox has its own loopback, any port is free). */
 export const BRIDGE_PORT = 3128;
@@ -35,6 +40,8 @@ export interface ManagedNetSnapshot {
   lastDenial(): NetDenial | undefined;
   /** Closes this start's listeners and removes its sockets. Idempotent. */
   release(): void;
+  /** A pre-started sandbox's listeners now serve the start that took it: the folder loses its marker. */
+  claim(): void;
 }
 
 /** The proxy environment for a proxy at 127.0.0.1:port (both cases of each name). */
@@ -111,8 +118,11 @@ export class ManagedNetworks {
     return this.live.size;
   }
 
-  /** Ours: parses the lists (a bad entry is a refusal, never a wider network) and starts this start's proxy. */
-  async snapshot(lists: { allow: string[]; deny?: string[] }, transport: 'unix' | 'tcp'): Promise<ManagedNetSnapshot> {
+  /**
+   * Ours: parses the lists (a bad entry is a refusal, never a wider network) and starts this start's
+   * proxy. `prewarmed`: for a sandbox built ahead of time (its folder is marked until `claim`).
+   */
+  async snapshot(lists: { allow: string[]; deny?: string[] }, transport: 'unix' | 'tcp', prewarmed = false): Promise<ManagedNetSnapshot> {
     let policy: NetPolicy;
     try {
       policy = new NetPolicy(lists.allow, lists.deny ?? []);
@@ -131,7 +141,10 @@ export class ManagedNetworks {
     const socketDir = this.makeDir();
     await this.guard(
       () => (proxy.close(), rmSync(socketDir, { recursive: true, force: true })),
-      () => proxy.listen({ path: join(socketDir, 'proxy.sock') }),
+      async () => {
+        if (prewarmed) writeFileSync(join(socketDir, PREWARMED_MARKER), '', { mode: 0o400, flag: 'wx' });
+        return proxy.listen({ path: join(socketDir, 'proxy.sock') });
+      },
     );
     return this.track({
       env: proxyEnv(BRIDGE_PORT, policy),
@@ -202,6 +215,14 @@ export class ManagedNetworks {
         this.live.delete(snap);
         o.close();
         if (o.socketDir) rmSync(o.socketDir, { recursive: true, force: true });
+      },
+      claim: () => {
+        if (!o.socketDir || released) return;
+        try {
+          unlinkSync(join(o.socketDir, PREWARMED_MARKER));
+        } catch {
+          // never marked
+        }
       },
     };
     this.live.add(snap);

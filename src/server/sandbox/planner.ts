@@ -3,7 +3,7 @@ import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'n
 import { isAbsolute, join } from 'node:path';
 import { privateDir, privateDirCandidates } from '../../util/privateDir';
 import { findOnPath, isExecutableFile } from '../executables';
-import { argvWithArg0, passthroughPlan, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
+import { argvWithArg0, passthroughPlan, type PrewarmListeners, type PrewarmSpec, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
 import { bwrapArgs } from './bwrapArgs';
 import { findBwrap, probeBwrap } from './bwrapProbe';
 import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
@@ -55,6 +55,8 @@ export class SandboxPlanner {
   /** The managed network's proxies, started on first use (./managedNet.ts). */
   private readonly networks = new ManagedNetworks(() => this.stateDir());
   private managedFilter: Buffer | undefined;
+  /** Listeners made for pre-started sandboxes, until a start adopts them. */
+  private readonly waitingNets = new WeakMap<PrewarmListeners, ManagedNetSnapshot>();
 
   constructor(private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {}) {}
 
@@ -159,23 +161,35 @@ export class SandboxPlanner {
     // node-pty has no spare fds to give, so for a PTY a tiny shell opens the filter as fd 3 and
     // execs bwrap, which reads it and closes it before running the command. Pipes get it directly.
     const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
-    const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain(), net);
+    const netRef = { net };
+    const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain(), netRef);
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
-    // A sandbox built ahead of time would be bound to listeners before its command is known, and
-    // its refusals could not be told from another start's: a managed network builds on the spot.
-    if (net) return plan;
+    // Codex's prepared context relays to its proxy on the spot (its ports come with each start).
+    if (net && !req.managedNetwork) return plan;
     // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
     const script = stubScript(files.length + 3, argvWithArg0(argv, arg0), { ...req.env, PWD: req.cwd });
     if (script === undefined) return plan;
     const stubArgs = bwrapArgs({ ...sandbox, argv: [...PREWARM_STUB], arg0: null });
+    // A managed network: the key names the lists (not this start's socket folder: each
+    // pre-started sandbox has a folder and proxy of its own, see `managedListeners`).
+    const lists = req.managedNetwork ? [req.managedNetwork.allow, req.managedNetwork.deny ?? []] : null;
+    const keyArgs = net
+      ? bwrapArgs({ ...sandbox, managedNetwork: { ...managedNetwork!, socketDir: '' }, argv: [...PREWARM_STUB], arg0: null })
+      : stubArgs;
     plan.prewarm = {
-      key: JSON.stringify([bwrap, stubArgs, files]),
+      key: JSON.stringify([bwrap, keyArgs, files, lists]),
       launch: { file: bwrap, args: stubArgs, files },
       fingerprint: () => hostFingerprint(layout),
       script,
       retain,
       holdsPlaceholders: placeholders.length > 0,
+      listeners:
+        net && req.managedNetwork
+          ? this.managedListeners(req.managedNetwork, netRef, (socketDir) =>
+              bwrapArgs({ ...sandbox, managedNetwork: { ...managedNetwork!, socketDir }, argv: [...PREWARM_STUB], arg0: null }),
+            )
+          : undefined,
     };
     return plan;
   }
@@ -196,15 +210,39 @@ export class SandboxPlanner {
       readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
     });
     const argv = argvWithArg0([commandName(req), ...req.argv.slice(1)], req.arg0);
-    return this.finish(
-      req,
-      policy,
-      layout,
-      'macosSeatbelt',
-      { file: SANDBOX_EXEC, args: seatbeltArgs(profile, argv) },
-      () => undefined,
+    return this.finish(req, policy, layout, 'macosSeatbelt', { file: SANDBOX_EXEC, args: seatbeltArgs(profile, argv) }, () => undefined, {
       net,
-    );
+    });
+  }
+
+  /**
+   * The listeners of one pre-started sandbox for these lists: a proxy of its own in a fresh
+   * folder (marked as waiting). The start that takes the sandbox adopts them only if they serve
+   * its own snapshot exactly (the same proxy env); its on-the-spot ones are then closed.
+   */
+  private managedListeners(
+    lists: { allow: string[]; deny?: string[] },
+    ref: { net?: ManagedNetSnapshot },
+    argsFor: (socketDir: string) => string[],
+  ): NonNullable<PrewarmSpec['listeners']> {
+    return {
+      start: async () => {
+        const snap = await this.networks.snapshot(lists, 'unix', true);
+        const l = { args: argsFor(snap.socketDir!), release: snap.release };
+        this.waitingNets.set(l, snap);
+        return l;
+      },
+      adopt: (l) => {
+        const snap = this.waitingNets.get(l);
+        const own = ref.net;
+        if (!snap || !own || !sameEnv(snap.env, own.env)) return false;
+        this.waitingNets.delete(l);
+        snap.claim();
+        ref.net = snap;
+        setImmediate(() => own.release()); // the proxy made for an on-the-spot build, never used
+        return true;
+      },
+    };
   }
 
   private finish(
@@ -214,7 +252,8 @@ export class SandboxPlanner {
     sandboxType: SpawnPlan['sandboxType'],
     launch: { file: string; args: string[] },
     release: () => void,
-    net?: ManagedNetSnapshot,
+    /** The start's listeners; a pre-started sandbox's replace them when a start takes it. */
+    ref: { net?: ManagedNetSnapshot },
   ): SandboxedSpawnPlan {
     const ctx: DenialContext = {
       fsRestricted: policy.fs === 'restricted',
@@ -226,7 +265,7 @@ export class SandboxPlanner {
     let disposed = false;
     // A destination this start's proxy refused is the denial, named (the proxy serves this start alone).
     const classify = (code: number, output: Buffer[]): DenialVerdict => {
-      const refused = code !== 0 ? net?.lastDenial() : undefined;
+      const refused = code !== 0 ? ref.net?.lastDenial() : undefined;
       if (refused) return { denied: true, kind: 'network', evidence: `the sandbox blocked ${refused.target}` };
       return classifyExit(code, output, ctx);
     };
@@ -238,12 +277,12 @@ export class SandboxPlanner {
       restricted: true,
       classify,
       isDenial: (code, output) => classify(code, output).denied,
-      networkDenial: () => net?.lastDenial()?.target,
+      networkDenial: () => ref.net?.lastDenial()?.target,
       dispose: () => {
         if (disposed) return;
         disposed = true;
         release();
-        net?.release();
+        ref.net?.release();
       },
     };
   }
@@ -345,6 +384,11 @@ function ensureDir(p: string): boolean {
     // exists already, or cannot be made (then there is nothing there to hide)
   }
   return lstatSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
+
+function sameEnv(a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
 }
 
 function unsandboxedPlan(req: SpawnRequest): SandboxedSpawnPlan {

@@ -1,0 +1,148 @@
+/**
+ * The managed network on the prewarm path (src/server/prewarm.ts): after a managed-network start,
+ * our default server builds the next sandbox like it ahead of time, with a proxy of its own (its
+ * own folder in the private directory, marked `prewarmed` while it waits). A start with the same
+ * lists runs in it and takes its proxy over, so a refusal is still named for that start; a start
+ * with other lists never uses it; an unused one's proxy is gone once the server stops. Our `serve
+ * --verbose` (its log says which sandbox a start ran in) with its own private directory. Loopback only.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { sandboxForPolicy } from '../../src/protocol/sandbox';
+import { PREWARMED_MARKER } from '../../src/server/sandbox/managedNet';
+import { RawClient, startServer, type StartedServer } from '../helpers/rawClient';
+
+const base = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'exec-bridge-netwarm-')));
+const ws = join(base, 'ws');
+const runtime = join(base, 'runtime');
+const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root' };
+
+/** The managed network's socket folders in the server's private directory, and whether each waits for a start. */
+function netDirs(): Array<{ name: string; waiting: boolean; socket: boolean }> {
+  const dir = join(runtime, 'sandbox');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((n) => /^net-\d+-/.test(n))
+    .map((name) => {
+      const files = readdirSync(join(dir, name));
+      return { name, waiting: files.includes(PREWARMED_MARKER), socket: files.includes('proxy.sock') };
+    });
+}
+
+/** Polls `cond` (bounded: 200 checks, `ms` in all). */
+async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (let i = 0; i < 200 && !cond(); i++) {
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, ms / 200));
+  }
+  if (!cond()) throw new Error(`timed out waiting for ${what}`);
+}
+
+describe(
+  'managed network: sandboxes built ahead of time',
+  { skip: process.platform !== 'linux' && 'the bubblewrap sandbox is Linux-only' },
+  () => {
+    let allowed: Server;
+    const denied: Server[] = [];
+    let allowedPort = 0;
+    const deniedPorts: number[] = [];
+    let server: StartedServer;
+    let client: RawClient;
+    let n = 0;
+
+    before(async () => {
+      mkdirSync(ws, { recursive: true });
+      mkdirSync(runtime, { mode: 0o700 });
+      const listen = async (s: Server) => {
+        await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+        return (s.address() as AddressInfo).port;
+      };
+      allowed = createServer((_q, r) => r.end('allowed-body\n'));
+      allowedPort = await listen(allowed);
+      for (let i = 0; i < 2; i++) {
+        const s = createServer((_q, r) => r.end('denied-body\n'));
+        denied.push(s);
+        deniedPorts.push(await listen(s));
+      }
+      server = await startServer('ours', ['--verbose'], { ...process.env, EXEC_BRIDGE_RUNTIME_DIR: runtime });
+      client = (await RawClient.session(server.url)).client;
+    });
+
+    after(async () => {
+      client?.close();
+      await server?.stop();
+      allowed?.close();
+      for (const s of denied) s.close();
+      rmSync(base, { recursive: true, force: true });
+    });
+
+    /** Runs `script` under the managed network with `allow`; its exit params and stdout. */
+    const run = async (script: string, allow: string[]) => {
+      const processId = `w${++n}`;
+      const r = await client.call('process/start', {
+        processId,
+        argv: ['/bin/sh', '-c', script],
+        cwd: pathToFileURL(ws).href,
+        env: ENV,
+        tty: false,
+        arg0: null,
+        sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+        enforceManagedNetwork: true,
+        managedNetwork: { allow },
+      });
+      assert.equal(r.error, undefined, JSON.stringify(r.error));
+      const exited = (await client.processEvents(processId)).find((m) => m.method === 'process/exited')!.params;
+      return { exited, stdout: client.output(processId, 'stdout') };
+    };
+
+    /** The pid of the sandbox the server built most recently (its --verbose log). */
+    const lastBuilt = (): number | undefined => {
+      const all = [...server.stderr().matchAll(/built one for the next start like this \(pid (\d+)\)/g)];
+      return all.length ? Number(all.at(-1)![1]) : undefined;
+    };
+    const ranWarm = (pid: number) => server.stderr().includes(`running in the waiting sandbox (pid ${pid})`);
+
+    test('a start with the same lists runs in the waiting sandbox and its refusal is named for it', async () => {
+      const lists = [`127.0.0.1:${allowedPort}`];
+      const first = await run(`curl -sS -f http://127.0.0.1:${allowedPort}/`, lists);
+      assert.equal(first.exited.exitCode, 0, JSON.stringify(first.exited));
+      await until(
+        () => lastBuilt() !== undefined && netDirs().some((d) => d.waiting && d.socket),
+        10_000,
+        'a waiting sandbox with its proxy',
+      );
+      const w = lastBuilt()!;
+      const waitingDir = netDirs().find((d) => d.waiting)!.name;
+
+      const second = await run(`curl -sS -f http://127.0.0.1:${allowedPort}/ && curl -sS -f http://127.0.0.1:${deniedPorts[0]}/`, lists);
+      assert.ok(ranWarm(w), `the start did not run in the waiting sandbox (pid ${w}):\n${server.stderr().slice(-2000)}`);
+      assert.equal(second.stdout, 'allowed-body\n', "the waiting sandbox's proxy did not serve the start that took it");
+      assert.equal(second.exited.sandboxDenied, true, JSON.stringify(second.exited));
+      assert.equal(second.exited.sandboxDeniedTarget, `127.0.0.1:${deniedPorts[0]}`);
+      // It was that start's: closed with it.
+      await until(() => !netDirs().some((d) => d.name === waitingDir), 5000, 'the taken proxy closed with its process');
+    });
+
+    test('a start with other lists does not use it, and its refusal is its own', async () => {
+      await until(() => netDirs().some((d) => d.waiting && d.socket), 10_000, 'a waiting sandbox (built after the last start)');
+      const w = lastBuilt()!;
+      const other = await run(`curl -sS -f http://127.0.0.1:${deniedPorts[1]}/`, [`127.0.0.1:${deniedPorts[0]}`]);
+      assert.equal(ranWarm(w), false, 'a sandbox built for other lists was used');
+      assert.equal(other.exited.sandboxDenied, true, JSON.stringify(other.exited));
+      assert.equal(other.exited.sandboxDeniedTarget, `127.0.0.1:${deniedPorts[1]}`);
+    });
+
+    test("a stopped server leaves no waiting sandbox's proxy behind", async () => {
+      await until(() => netDirs().some((d) => d.waiting && d.socket), 10_000, 'a waiting sandbox with its proxy');
+      await server.stop();
+      assert.deepEqual(netDirs(), [], 'a stopped server left a proxy behind');
+    });
+  },
+);
