@@ -126,6 +126,7 @@ for (const s of servers) {
   s.server = await launchServer('ours', process.execPath, [CLI, 'serve', '--listen', 'ws://127.0.0.1:0', ...s.args]);
   s.client = await Client.connect(s.server.url);
   s.times = variants.map(() => []);
+  s.warm = variants.map(() => 0);
 }
 let n = 0;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -133,23 +134,27 @@ for (let round = -1; round < RUNS; round++) {
   for (const s of servers) {
     for (const [i, [, sandbox, managedNetwork]] of variants.entries()) {
       const t0 = performance.now();
+      const logged = s.server.stderr().length;
       const managed = managedNetwork ? { enforceManagedNetwork: true, managedNetwork } : {};
       await withTimeout(s.client.run(`p${++n}`, ['/bin/true'], { cwd, ...(sandbox ? { sandbox } : {}), ...managed }), 20_000, 'a start');
       if (round >= 0) s.times[i].push(performance.now() - t0); // round -1 warms up (and builds the first sandboxes)
       await sleep(PACE_MS);
+      // The --verbose line of this start (it went out before the pause ended).
+      if (round >= 0 && s.server.stderr().slice(logged).includes('running in the waiting sandbox')) s.warm[i]++;
     }
   }
 }
 const used = servers[0].server.stderr().split('running in the waiting sandbox').length - 1;
 console.log(`\n2. through the exec-server (process/start → process/closed over the wire, starts ${PACE_MS} ms apart): ${header}\n`);
-console.log('| variant | server | median ms | p90 ms | overhead vs unsandboxed (median) |');
-console.log('|---|---|---|---|---|');
+console.log('| variant | server | median ms | p90 ms | overhead vs unsandboxed (median) | ran warm |');
+console.log('|---|---|---|---|---|---|');
 for (const s of servers) {
   const b = q(s.times[0], 0.5);
   variants.forEach(([name], i) => {
     const med = q(s.times[i], 0.5);
+    const warm = i === 0 || s === servers[1] ? '—' : `${s.warm[i]}/${RUNS}`;
     console.log(
-      `| ${name} | ${s.name} | ${med.toFixed(2)} | ${q(s.times[i], 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} |`,
+      `| ${name} | ${s.name} | ${med.toFixed(2)} | ${q(s.times[i], 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} | ${warm} |`,
     );
   });
 }
