@@ -29,8 +29,10 @@ const portArg = argv.includes('--port') ? Number(argv[argv.indexOf('--port') + 1
 const verify = !argv.includes('--no-verify');
 const log = (...a) => console.log('[start]', ...a);
 
-log('packaging the extension (npm run package)');
-const pkg = spawnSync('npm', ['run', '--silent', 'package'], { cwd: root, encoding: 'utf8' });
+// Only this machine's VSIX (exec-bridge.vsix): the demo needs no other platform's.
+const target = `${process.platform}-${process.arch}`;
+log(`packaging the extension (npm run package -- --target ${target})`);
+const pkg = spawnSync('npm', ['run', '--silent', 'package', '--', '--target', target], { cwd: root, encoding: 'utf8' });
 const vsix = join(root, 'exec-bridge.vsix');
 if (pkg.status !== 0 || !existsSync(vsix)) {
   process.stderr.write(pkg.stdout + pkg.stderr);

@@ -10,10 +10,11 @@
 //   3. page load #1: extensionDevelopmentPath + extensionTestsPath → the mocha suites in
 //      $OUT_DIR/test/vscode run in the real extension host; their report arrives via codeAutomationLog,
 //   4. page load #2: the playwright UI test ($OUT_DIR/test/vscode/ui/workbench.ui.js) drives the workbench,
+//      then a window of its own folder runs the reload stage ($OUT_DIR/test/vscode/ui/reload.ui.js),
 //   5. prints `N passed, M failed`, kills the process group, keeps logs + screenshots in test-results/
 //      on failure.
 //
-// Usage: node scripts/vscode-test.mjs [--install-only] [--tests-only] [--ui-only] [--keep]
+// Usage: node scripts/vscode-test.mjs [--install-only] [--tests-only] [--ui-only] [--reload-only] [--keep]
 // Env:   OUT_DIR (where tsc compiled the tests, default `out`), EXEC_BRIDGE_VSCODE_CACHE (install cache),
 //        VSCODE_TEST_GREP (mocha grep), CHROMIUM (default /usr/bin/chromium).
 // Needs: dist/extension.js (npm run build) and $OUT_DIR/test/vscode/** (tsc --outDir $OUT_DIR).
@@ -47,7 +48,7 @@ const args = new Set(process.argv.slice(2));
 const outDir = resolve(root, process.env.OUT_DIR || 'out');
 const resultsDir = join(root, 'test-results');
 
-/** Processes (other than us) whose command line mentions `marker` — e.g. this run's folder. */
+/** Processes (other than us) whose command line or environment mentions `marker` — e.g. this run's folder. */
 function processesMentioning(marker) {
   const found = [];
   for (const name of readdirSync('/proc')) {
@@ -56,7 +57,9 @@ function processesMentioning(marker) {
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const zombie = stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-      if (!zombie && cmd.includes(marker)) found.push({ pid: Number(name), cmd });
+      // The executor daemon and what it runs name the run's folder only in their environment.
+      const env = cmd.includes(marker) ? '' : readFileSync(`/proc/${name}/environ`, 'latin1');
+      if (!zombie && (cmd.includes(marker) || env.includes(marker))) found.push({ pid: Number(name), cmd });
     } catch {
       // exited while we looked
     }
@@ -64,10 +67,15 @@ function processesMentioning(marker) {
   return found;
 }
 
+/** The run's detached-session TTL (user setting execBridge.sessionTtlSeconds) and daemon idle time. */
+const SESSION_TTL_S = 20;
+const DAEMON_IDLE_MS = 2000;
+
 /**
  * Kills code-server's group the hard way — its extension hosts die without deactivate, as in a
- * crash — then checks that nothing started in this run outlives it: the bundled exec-server must
- * notice its parent is gone (its stdin lifeline closes) and take its children along.
+ * crash — then checks that nothing started in this run outlives its lifetimes: the bundled
+ * executor is a daemon that keeps a crashed window's sessions for their TTL (a reload resumes
+ * them), then ends their processes, and exits after its idle time.
  */
 async function crashAndCheckLeaks(cs, rt) {
   try {
@@ -77,7 +85,7 @@ async function crashAndCheckLeaks(cs, rt) {
   }
   // The browser (still open on purpose) is not ours to judge here.
   const ours = () => processesMentioning(rt).filter((p) => !p.cmd.includes('chromium'));
-  const left = await waitForExit(ours, 10_000);
+  const left = await waitForExit(ours, SESSION_TTL_S * 1000 + DAEMON_IDLE_MS + 15_000);
   for (const p of left) {
     try {
       process.kill(p.pid, 'SIGKILL');
@@ -196,6 +204,46 @@ async function runUiPage(browser, base, host, workspace, rt) {
   return { ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 };
 }
 
+/**
+ * The reload stage ($OUT_DIR/test/vscode/ui/reload.ui.js): a window of its own folder (its own
+ * workspace state) that runs a command and a shell, reloads, and finds them again.
+ */
+async function runReloadPage(browser, base, host, rt) {
+  const modulePath = join(outDir, 'test', 'vscode', 'ui', 'reload.ui.js');
+  if (!existsSync(modulePath)) fail(`${modulePath} missing (compile with tsc --outDir ${outDir})`);
+  const stage = await import(pathToFileURL(modulePath).href);
+  const workspace = join(rt, 'workspace-reload');
+  mkdirSync(workspace, { recursive: true });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const page = await context.newPage();
+  const lines = [];
+  page.on('console', (m) => lines.push(`[page ${m.type()}] ${m.text()}`));
+  let step = 0;
+  const shot = async (name) => {
+    mkdirSync(join(rt, 'shots-reload'), { recursive: true });
+    await page.screenshot({ path: join(rt, 'shots-reload', `${String(++step).padStart(2, '0')}-${name}.png`) }).catch(() => {});
+  };
+  say('reload stage: loading a workbench on its own folder');
+  let ok = false;
+  try {
+    await page.goto(payloadUrl(base, host, workspace, false), { waitUntil: 'domcontentloaded', timeout: 120_000 });
+    await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+    await stage.drive({ page, log: (...a) => say('reload:', ...a), shot, workspace });
+    ok = true;
+  } catch (e) {
+    console.error(ts(), '✗ reload stage failed:', e?.stack ?? e);
+  }
+  writeFileSync(join(rt, 'reload-console.log'), lines.join('\n') + '\n');
+  if (!ok) {
+    mkdirSync(resultsDir, { recursive: true });
+    await page.screenshot({ path: join(resultsDir, 'vscode-reload-fail.png') }).catch(() => {});
+    copyFileSync(join(rt, 'reload-console.log'), join(resultsDir, 'vscode-reload-console.log'));
+    spawnSync('sh', ['-c', `cp "${join(rt, 'shots-reload')}"/*.png "${resultsDir}"/ 2>/dev/null`]);
+  }
+  // Left open, like the UI page: the leak check crashes code-server with this window live.
+  return { ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 };
+}
+
 /** code-servers started by this run: a Ctrl-C kills them all. */
 const running = new Set();
 
@@ -295,8 +343,14 @@ async function runTarget(codeServer, version) {
   mkdirSync(runsRoot, { recursive: true });
   const rt = mkdtempSync(join(runsRoot, 'run-'));
   const { env: baseEnv, userData, extensions, workspace } = isolatedWorld(rt);
-  const env = { ...baseEnv, EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version) };
-  writeUserSettings(userData);
+  // The executor daemon's private directory is the run's own (and so is found by the leak check).
+  const env = {
+    ...baseEnv,
+    EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version),
+    EXEC_BRIDGE_RUNTIME_DIR: join(rt, 'private'),
+    EXEC_BRIDGE_DAEMON_IDLE_MS: String(DAEMON_IDLE_MS),
+  };
+  writeUserSettings(userData, { 'execBridge.sessionTtlSeconds': SESSION_TTL_S });
   writeFileSync(join(workspace, 'README.txt'), 'Exec Bridge test workspace\n');
   // The test-only language model (mcpSampling suite) as an installed extension of this throwaway
   // profile (the payload takes one development path); it ships nowhere.
@@ -341,8 +395,11 @@ async function runTarget(codeServer, version) {
     // place (a single-folder window would reload to become a workspace); the UI test keeps the folder.
     const workspaceFile = join(rt, 'tests.code-workspace');
     writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }] }) + '\n');
-    if (!args.has('--ui-only')) results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspaceFile, rt)) });
-    if (!args.has('--tests-only')) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
+    const reloadOnly = args.has('--reload-only');
+    if (!args.has('--ui-only') && !reloadOnly)
+      results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspaceFile, rt)) });
+    if (!args.has('--tests-only') && !reloadOnly) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
+    if (!args.has('--tests-only')) results.push({ name: 'reload', ...(await runReloadPage(browser, base, host, rt)) });
   } catch (e) {
     console.error(ts(), '✗', e?.stack ?? e);
     results.push({ name: 'harness', ok: false, passed: 0, failed: 1 });
@@ -368,7 +425,7 @@ async function runTarget(codeServer, version) {
   }
   // A VSCODE_TEST_GREP that picks other tests skips it (its suite is "untrusted workspace").
   const grep = process.env.VSCODE_TEST_GREP;
-  if (!args.has('--ui-only') && (!grep || new RegExp(grep).test('untrusted workspace'))) {
+  if (!args.has('--ui-only') && !args.has('--reload-only') && (!grep || new RegExp(grep).test('untrusted workspace'))) {
     results.push({ name: 'untrusted', ...(await runUntrusted(codeServer, rt, env, version)) });
   }
   const ok = results.length > 0 && results.every((r) => r.ok);

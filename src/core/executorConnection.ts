@@ -1,12 +1,17 @@
+import { websocketConnector } from '../client/connectors';
 import { ExecServerClient } from '../client/execServerClient';
+import { SessionExpiredError } from '../client/processAttach';
 import { defaultExecutorDir } from '../client/executorPaths';
+import type { AskpassRequest } from '../client/sshAskpass';
 import { sshConnector, type RemoteInfo, type SshConnector, type SshProgress } from '../client/sshConnector';
-import type { ClientOptions, ConnectionState, Endpoint } from '../client/types';
+import type { ClientOptions, ConnectionState, Connector, Endpoint } from '../client/types';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import type { BundledServer } from './bundledServer';
 import { describeExecutor, redactUrl, type ExecutorConfig } from './executorConfig';
+import type { RememberedProcess, SessionMemory, TerminalInfo } from './sessionMemory';
+import { settleLeftovers } from './sessionResume';
 
 /** A first SSH connect may upload the bundle (about 1.4 MB) on a slow link. */
 const SSH_ATTEMPT_MS = 60_000;
@@ -33,6 +38,10 @@ export interface ExecutorConnectionDeps {
   sshBundle?: { cliPath: string; nodePtyDir?: string | null };
   /** An SSH executor's steps (connecting, installing, starting), for a progress notification. */
   onSshProgress?(executor: string, progress: SshProgress): void;
+  /** Where an SSH executor's password and passphrase prompts go (an input box); none: ssh's BatchMode. */
+  sshAskpass?: (executor: string, request: AskpassRequest, signal: AbortSignal) => Promise<string | undefined>;
+  /** Where the session ids and their processes are remembered (a window reload resumes them). */
+  memory?: SessionMemory;
   /** Client tuning (deadline, keepalive); tests shorten them. */
   clientOptions?: Partial<Omit<ClientOptions, 'endpoint' | 'connector' | 'log'>>;
   log?(line: string): void;
@@ -58,6 +67,12 @@ export class ExecutorConnection {
   readonly onDidChangeState: Event<ExecutorState> = this.stateEmitter.event;
   /** The current client's raw state changes (for terminals' recovery lines). */
   readonly onClientState: Event<ConnectionState> = this.clientStateEmitter.event;
+  private readonly restoredEmitter = new Emitter<RestoredSession>();
+  /**
+   * A connect found a remembered session (a window reload): resumed, with the terminals to reopen,
+   * or expired. Fires after the client is in place, before `connect()` resolves.
+   */
+  readonly onDidRestore: Event<RestoredSession> = this.restoredEmitter.event;
 
   constructor(
     readonly config: ExecutorConfig,
@@ -83,9 +98,10 @@ export class ExecutorConnection {
     return this.connecting;
   }
 
-  /** Drops the current client (processes keep running on the executor) and connects anew. */
+  /** Drops the current client (processes keep running on the executor until the TTL) and connects to a new session. */
   async reconnect(): Promise<ExecServerClient> {
     await this.connecting?.catch(() => undefined);
+    this.deps.memory?.forget(this.name);
     this.dropClient(
       `${this.name} was reconnected; what ran through the old connection may still be running on the executor, but this terminal no longer follows it`,
     );
@@ -112,26 +128,73 @@ export class ExecutorConnection {
     this.stateEmitter.fire(state);
   }
 
+  /** The settings this executor's remembered session must have been made with. */
+  private get configKey(): string {
+    return JSON.stringify(this.config);
+  }
+
+  /** A stdio executor that is not our relay starts a new server per connection: nothing to resume. */
+  private get resumable(): boolean {
+    return (
+      this.config.kind !== 'stdio' ||
+      (/(^|\/)exec-bridge$/.test(this.config.command.at(-2) ?? '') && this.config.command.at(-1) === 'connect')
+    );
+  }
+
   private async open(): Promise<ExecServerClient> {
     const { log } = this.deps;
     this.dropClient(`${this.name} was reconnected`);
     this.setState({ kind: 'connecting' });
     try {
       const target =
-        this.config.kind === 'ssh' ? { connector: this.sshConnector(this.config), attemptTimeoutMs: SSH_ATTEMPT_MS } : undefined;
+        this.config.kind === 'ssh'
+          ? { connector: this.sshConnector(this.config), attemptTimeoutMs: SSH_ATTEMPT_MS }
+          : this.config.kind === 'bundled'
+            ? { connector: await this.bundledConnector() }
+            : undefined;
       const endpoint = target ? undefined : await this.endpoint();
       log?.(`${this.name}: connecting (${endpoint ? describeEndpoint(endpoint) : describeExecutor(this.config)})`);
-      const client = await ExecServerClient.connect({
+      const memory = this.resumable ? this.deps.memory : undefined;
+      const options: ClientOptions = {
         clientName: 'exec-bridge-vscode',
         ...this.deps.clientOptions,
         ...(endpoint ? { endpoint } : target),
+        onProcessTracking: (e) => {
+          if (e.tracked) memory?.tracked(this.name, e);
+          else memory?.untracked(this.name, e.processId);
+        },
         log: (line) => log?.(`${this.name}: ${line}`),
-      });
+      };
+      const remembered = memory?.recall(this.name, this.configKey);
+      let client: ExecServerClient;
+      let expired: string | undefined;
+      try {
+        client = await ExecServerClient.connect({ ...options, ...(remembered ? { resumeSessionId: remembered.sessionId } : {}) });
+      } catch (e) {
+        if (!(e instanceof SessionExpiredError)) throw e;
+        expired = e.message;
+        log?.(`${this.name}: ${e.message}; starting a new session`);
+        client = await ExecServerClient.connect(options);
+      }
       if (this.disposed) {
         client.dispose();
         throw new Error('Exec Bridge is shutting down');
       }
+      memory?.session(this.name, this.configKey, client.sessionId);
+      let terminals: RememberedProcess[] = [];
+      if (remembered && !expired) {
+        log?.(`${this.name}: resumed session ${client.sessionId} (${remembered.processes.length} process(es) remembered)`);
+        terminals = await settleLeftovers(client, remembered.processes, (line) => log?.(`${this.name}: ${line}`));
+        for (const p of remembered.processes) if (!terminals.includes(p)) memory?.untracked(this.name, p.processId);
+      }
       this.adopt(client);
+      if (remembered && (expired || terminals.length > 0)) {
+        this.restoredEmitter.fire({
+          client,
+          terminals,
+          ...(expired ? { expired, lostTerminals: remembered.processes.filter((p) => p.terminal).length } : {}),
+        });
+      }
       return client;
     } catch (e) {
       const message = errorMessage(e);
@@ -172,12 +235,19 @@ export class ExecutorConnection {
       }
     };
     this.scope.add(client.onDidChangeState(onState));
-    if (this.config.kind === 'bundled' && this.deps.bundled) {
-      // If the server dies, its sessions die with it: fail fast instead of retrying a dead port.
+    const bundled = this.config.kind === 'bundled' ? this.deps.bundled : undefined;
+    if (bundled) {
+      // If the daemon dies, its sessions die with it: fail fast instead of retrying a dead socket.
       this.scope.add(
-        this.deps.bundled.onDidExit(({ code, signal }) => {
+        client.onDidChangeState((s) => {
+          if (s.kind === 'recovering') bundled.checkAlive();
+        }),
+      );
+      this.scope.add(
+        bundled.onDidExit(({ pid }) => {
           if (this.clientValue === client && client.state.kind !== 'failed') {
-            this.failureReason = bundledExitText(code, signal);
+            this.deps.memory?.forget(this.name);
+            this.failureReason = bundledExitText(pid);
             this.deps.log?.(`${this.name}: ${this.failureReason}`);
             client.dispose(this.failureReason);
           }
@@ -190,14 +260,33 @@ export class ExecutorConnection {
     this.deps.log?.(`${this.name}: connected, session ${client.sessionId}`);
   }
 
+  /** The daemon's socket; each (re)connect attempt first checks that the daemon still runs. */
+  private async bundledConnector(): Promise<Connector> {
+    const bundled = this.deps.bundled;
+    if (!bundled) throw new Error('the bundled exec-server is not available in this build');
+    const info = await bundled.ensureStarted();
+    const open = websocketConnector(info.url, info.token);
+    return (signal) => {
+      if (!bundled.checkAlive()) return Promise.reject(new Error(`the exec-bridge daemon (pid ${info.pid}) is gone`));
+      return open(signal);
+    };
+  }
+
+  /** Whether a session with processes is remembered for this executor (a reload to resume). */
+  get hasRememberedProcesses(): boolean {
+    return this.resumable && (this.deps.memory?.recall(this.name, this.configKey)?.processes.length ?? 0) > 0;
+  }
+
+  /** Mark `processId` as shown in a terminal: a window reload reopens it. */
+  rememberTerminal(processId: string, info: TerminalInfo): void {
+    if (this.resumable) this.deps.memory?.describe(this.name, processId, info);
+  }
+
   private async endpoint(): Promise<Endpoint> {
     const c = this.config;
     switch (c.kind) {
-      case 'bundled': {
-        if (!this.deps.bundled) throw new Error('the bundled exec-server is not available in this build');
-        const info = await this.deps.bundled.ensureStarted();
-        return { kind: 'websocket', url: info.url, token: info.token };
-      }
+      case 'bundled':
+        throw new Error('the bundled executor connects through its connector');
       case 'websocket': {
         const token = await this.deps.getToken(c.tokenSecret);
         return { kind: 'websocket', url: c.url, ...(token ? { token } : {}) };
@@ -224,6 +313,7 @@ export class ExecutorConnection {
       ...(bundle.nodePtyDir !== undefined ? { nodePtyDir: bundle.nodePtyDir } : {}),
       log: (line) => this.deps.log?.(`${this.name}: ${line}`),
       progress: (p) => this.deps.onSshProgress?.(this.name, p),
+      ...(this.deps.sshAskpass ? { askpass: (r, signal) => this.deps.sshAskpass!(this.name, r, signal) } : {}),
     });
     return this.ssh;
   }
@@ -247,13 +337,23 @@ export class ExecutorConnection {
     this.dropClient(reason);
     this.stateEmitter.dispose();
     this.clientStateEmitter.dispose();
+    this.restoredEmitter.dispose();
   }
 }
 
+/** What a connect found of a remembered session. */
+export interface RestoredSession {
+  client: ExecServerClient;
+  /** Processes of the resumed session that were shown in terminals (still known to the executor). */
+  terminals: RememberedProcess[];
+  /** Set when the remembered session was gone (the words), with how many terminals it had. */
+  expired?: string;
+  lostTerminals?: number;
+}
+
 /** What a user reads when the bundled server died under them: what happened, what to do. */
-export function bundledExitText(code: number | null, signal: string | null): string {
-  const how = signal ? `was killed (${signal})` : `exited with code ${code}`;
-  return `the bundled exec-server ${how}, and what ran on it ended with it. Run "Exec Bridge: Reconnect" (or click the status bar) to start it again`;
+export function bundledExitText(pid: number): string {
+  return `the bundled exec-server (the exec-bridge daemon, pid ${pid}) is gone, and what ran on it ended with it. Run "Exec Bridge: Reconnect" (or click the status bar) to start it again`;
 }
 
 function describeEndpoint(e: Endpoint): string {

@@ -1,5 +1,5 @@
 import type { ProcessHandle } from '../client/processHandle';
-import type { ConnectionState, StartProcessOptions } from '../client/types';
+import type { ConnectionState, ProcessCompletion, StartProcessOptions } from '../client/types';
 import { isExecClientError } from '../client/errors';
 import { DisposableStore } from '../util/disposable';
 import type { Event } from '../util/emitter';
@@ -39,6 +39,8 @@ export interface RunSpec {
   sandboxLabel: string;
   /** With `sandbox`: the managed network's lists (only these destinations, through the executor's proxy). */
   managedNetwork?: { allow: string[] };
+  /** A reopened terminal (`attach`): whether its process runs sandboxed. */
+  wasSandboxed?: boolean;
 }
 
 export interface TerminalRunDeps {
@@ -52,6 +54,13 @@ export interface TerminalRunDeps {
   /** Whether `process/resize` is supported (capability `processResize`). */
   canResize(): boolean;
   registry?: RunRegistry;
+  /**
+   * Instead of starting a process: follow one that already runs (a terminal reopened after a window
+   * reload). Resolves with its handle (retained output first) and where the retained output begins.
+   */
+  attach?(): Promise<{ handle: ProcessHandle; evictedBefore: number }>;
+  /** The process behind the terminal started (for what a window reload reopens). */
+  onStarted?(handle: ProcessHandle, sandboxed: boolean): void;
   log?(line: string): void;
 }
 
@@ -78,7 +87,7 @@ export class TerminalRun {
     readonly spec: RunSpec,
     private readonly deps: TerminalRunDeps,
   ) {
-    this.sandboxedNow = spec.sandbox !== undefined;
+    this.sandboxedNow = spec.sandbox !== undefined || spec.wasSandboxed === true;
     this.done = new Promise((r) => (this.resolveDone = r));
     this.runId = deps.registry?.add({
       executor: spec.executor,
@@ -136,12 +145,70 @@ export class TerminalRun {
     this.nameListeners.clear();
   }
 
+  /**
+   * The window goes away (reload, close): the terminal closes but its process keeps running in the
+   * detached session, to be reopened by the next window (or ended by the executor's TTL).
+   */
+  detach(): void {
+    this.store.dispose();
+    this.dispose();
+  }
+
   private update(patch: Parameters<RunRegistry['update']>[1]): void {
     if (this.runId) this.deps.registry?.update(this.runId, patch);
   }
 
+  /** A reopened terminal: the running process's retained output, then live, to its end. */
+  private async reattach(attach: NonNullable<TerminalRunDeps['attach']>): Promise<void> {
+    const { spec } = this;
+    if (spec.kind === 'command') this.model.notice(`$ ${spec.commandLine}`);
+    this.model.notice(this.sandboxedNow ? `sandbox: ${spec.sandboxLabel}` : 'sandbox: none');
+    let attached;
+    try {
+      attached = await attach();
+    } catch (e) {
+      const message = errorMessage(e);
+      this.model.error(`could not reopen: ${message}`);
+      this.update({ status: 'failed', error: message });
+      this.model.finish(undefined);
+      return;
+    }
+    this.model.notice(
+      attached.evictedBefore > 0
+        ? '↻ reopened after the window reload; the executor no longer holds its oldest output (it keeps the newest 1 MiB)'
+        : '↻ reopened after the window reload',
+    );
+    const { handle } = attached;
+    this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
+    const dims = this.model.dimensions;
+    if (handle.tty && dims && this.deps.canResize()) handle.resize(dims.cols, dims.rows).catch(() => undefined);
+    const completion = await this.follow(handle);
+    if (!completion) return;
+    this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: completion.sandboxDenied });
+    this.model.finish(completion.exitCode);
+  }
+
+  /** Feeds the terminal from `handle` until it completes; undefined (reported) if it failed. */
+  private async follow(handle: ProcessHandle): Promise<ProcessCompletion | undefined> {
+    this.handle = handle;
+    this.model.attach({ tty: handle.tty, stdinWritable: handle.stdinWritable, canPause: handle.canPause });
+    const events = handle.onEvent((ev) => this.model.processEvent(ev));
+    try {
+      return await handle.completion;
+    } catch (e) {
+      // The model already printed the `failed` event (it carries the same error).
+      const message = isExecClientError(e) ? e.message : String(e);
+      this.update({ status: 'failed', error: message });
+      this.model.finish(undefined);
+      return undefined;
+    } finally {
+      events.dispose();
+    }
+  }
+
   private async run(): Promise<void> {
     const { spec } = this;
+    if (this.deps.attach) return this.reattach(this.deps.attach);
     if (spec.kind === 'command') this.model.notice(`$ ${spec.commandLine}`);
     this.model.notice(spec.sandbox === undefined ? 'sandbox: none' : `sandbox: ${spec.sandboxLabel}`);
     const dims = this.model.dimensions;
@@ -220,20 +287,9 @@ export class TerminalRun {
         this.update({ status: 'failed', error: 'terminal closed' });
         return;
       }
-      this.model.attach({ tty: handle.tty, stdinWritable: handle.stdinWritable });
-      const events = handle.onEvent((ev) => this.model.processEvent(ev));
-      let completion;
-      try {
-        completion = await handle.completion;
-      } catch (e) {
-        // The model already printed the `failed` event (it carries the same error).
-        const message = isExecClientError(e) ? e.message : String(e);
-        this.update({ status: 'failed', error: message });
-        this.model.finish(undefined);
-        return;
-      } finally {
-        events.dispose();
-      }
+      this.deps.onStarted?.(handle, sandboxed);
+      const completion = await this.follow(handle);
+      if (!completion) return;
       // Only a run that really ran sandboxed can be denied by the sandbox.
       const denied = reportedDenial({ sandboxed, sandboxDenied: completion.sandboxDenied });
       if (denied && spec.kind === 'command' && attempt === 0 && !this.closed.signal.aborted) {
@@ -311,6 +367,12 @@ export class TerminalRun {
         break;
       case 'terminate':
         handle.terminate().catch(warn('terminate'));
+        break;
+      case 'pause':
+        handle.pauseOutput();
+        break;
+      case 'resume':
+        handle.resumeOutput();
         break;
       case 'resize':
         if (this.deps.canResize()) handle.resize(action.cols, action.rows).catch(warn('resize'));

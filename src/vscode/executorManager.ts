@@ -1,11 +1,12 @@
 import * as vscode from 'vscode';
 import type { BundledServer } from '../core/bundledServer';
 import { BUNDLED_EXECUTOR, defaultExecutorProblem, parseExecutors, type ExecutorConfig } from '../core/executorConfig';
-import { ExecutorConnection, type ExecutorState } from '../core/executorConnection';
+import { ExecutorConnection, type ExecutorState, type RestoredSession } from '../core/executorConnection';
+import type { SessionMemory } from '../core/sessionMemory';
 import type { ClientOptions } from '../client/types';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
-import { SshProgressNotifier } from './sshExecutors';
+import { askSshPrompt, SshProgressNotifier } from './sshExecutors';
 
 const SECRET_PREFIX = 'execBridge.token.';
 
@@ -18,6 +19,9 @@ export class ExecutorManager {
   private readonly store = new DisposableStore();
   private readonly changedEmitter = new Emitter<void>();
   private readonly stateEmitter = new Emitter<{ executor: string; state: ExecutorState }>();
+  private readonly restoredEmitter = new Emitter<{ conn: ExecutorConnection; restored: RestoredSession }>();
+  /** A connect resumed a remembered session (or found it expired): see ExecutorConnection.onDidRestore. */
+  readonly onDidRestore: Event<{ conn: ExecutorConnection; restored: RestoredSession }> = this.restoredEmitter.event;
   private activeName: string = BUNDLED_EXECUTOR;
   /** The list or the active executor changed. */
   readonly onDidChange: Event<void> = this.changedEmitter.event;
@@ -33,6 +37,7 @@ export class ExecutorManager {
     private readonly bundled: BundledServer,
     private readonly log: vscode.LogOutputChannel,
     private readonly clientOptions: Partial<ClientOptions> = {},
+    private readonly memory?: SessionMemory,
   ) {
     this.reload();
     this.activeName = this.resolveActive(memento.get<string>('execBridge.activeExecutor'));
@@ -115,11 +120,14 @@ export class ExecutorManager {
         bundled: this.bundled,
         sshBundle: { cliPath: this.bundled.cliPath },
         onSshProgress: (name, p) => this.sshNotifier.onProgress(name, p),
+        sshAskpass: askSshPrompt,
         getToken: async (secret) => (await this.secrets.get(SECRET_PREFIX + secret)) || undefined,
         clientOptions: this.clientOptions,
+        ...(this.memory ? { memory: this.memory } : {}),
         isActive: () => this.active.name === config.name,
         log: (line) => this.log.info(line),
       });
+      conn.onDidRestore((restored) => this.restoredEmitter.fire({ conn, restored }));
       conn.onDidChangeState((state) => {
         if (state.kind === 'connected' || state.kind === 'failed' || state.kind === 'idle') this.sshNotifier.end(conn.name);
         this.stateEmitter.fire({ executor: conn.name, state });
@@ -134,8 +142,21 @@ export class ExecutorManager {
     this.changedEmitter.fire();
   }
 
+  /**
+   * After a window reload: connects every executor whose remembered session has processes, so its
+   * terminals come back without waiting for a first use (the session resumes, see onDidRestore).
+   */
+  restoreSessions(): void {
+    for (const conn of this.connections.values()) {
+      if (!conn.hasRememberedProcesses) continue;
+      this.log.info(`${conn.name}: resuming the session remembered for this workspace`);
+      conn.connect().catch((e: unknown) => this.log.warn(`${conn.name}: could not resume its session: ${String(e)}`));
+    }
+  }
+
   dispose(): void {
     this.store.dispose();
+    this.restoredEmitter.dispose();
     for (const c of this.connections.values()) c.dispose();
     this.connections.clear();
     this.changedEmitter.dispose();

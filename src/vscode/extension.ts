@@ -4,6 +4,7 @@ import { authProblem } from '../core/authProblem';
 import { BundledServer } from '../core/bundledServer';
 import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
 import { RunRegistry } from '../core/runRegistry';
+import { SessionMemory } from '../core/sessionMemory';
 import { DisposableStore } from '../util/disposable';
 import { errorMessage } from '../util/errorMessage';
 import type { ExecBridgeApi } from './api';
@@ -31,6 +32,8 @@ export class Extension implements CommandContext {
   readonly log: vscode.LogOutputChannel;
   readonly runs = new RunRegistry();
   readonly bundled: BundledServer;
+  /** The session ids (and their terminals) this workspace resumes after a window reload. */
+  readonly memory: SessionMemory;
   readonly executors: ExecutorManager;
   readonly approvals: ApprovalService;
   readonly terminals: TerminalFeature;
@@ -42,12 +45,18 @@ export class Extension implements CommandContext {
     this.log = vscode.window.createOutputChannel('Exec Bridge', { log: true });
     this.bundled = new BundledServer({
       cliPath: join(context.extensionPath, 'dist', 'cli.js'),
+      sessionTtlMs: () => 1000 * (vscode.workspace.getConfiguration('execBridge').get<number>('sessionTtlSeconds') ?? 120),
+      ...daemonIdleFromEnv(),
       log: (line) => this.safeLog(line),
     });
     this.disposables.add(this.runs);
-    this.executors = this.disposables.add(new ExecutorManager(context.secrets, context.workspaceState, this.bundled, this.log));
+    this.memory = new SessionMemory(context.workspaceState);
+    this.executors = this.disposables.add(
+      new ExecutorManager(context.secrets, context.workspaceState, this.bundled, this.log, {}, this.memory),
+    );
     this.approvals = this.disposables.add(new ApprovalService(context.workspaceState, this.log));
     this.terminals = this.disposables.add(new TerminalFeature(this));
+    this.disposables.add(this.executors.onDidRestore(({ conn, restored }) => this.terminals.restore(conn, restored)));
     this.disposables.add(this.executors.onDidChange(() => this.bindActiveConnection()));
     this.disposables.add(
       this.executors.onDidChangeState(({ executor, state }) => {
@@ -163,8 +172,10 @@ export class Extension implements CommandContext {
   }
 
   /**
-   * Deactivate: drain MCP servers while their executors are still connected, then close terminals
-   * (their processes are terminated), drop clients, stop the bundled server.
+   * Deactivate (window reload or close, extension update): drain MCP servers while their executors
+   * are still connected, then close terminals — their processes keep running in the detached
+   * session, which the next window of this workspace resumes (or the executor's TTL ends) — and
+   * drop the clients. The bundled executor's daemon stays (it exits when idle).
    */
   async shutdown(): Promise<void> {
     // Bounded: a stuck MCP server must not keep the bundled executor alive.
@@ -181,10 +192,17 @@ export class Extension implements CommandContext {
     } catch (e) {
       console.error('Exec Bridge: error while shutting down', e);
     }
-    await this.bundled.stop();
+    await this.memory.flush();
+    this.bundled.dispose();
     this.logClosed = true;
     this.log.dispose();
   }
+}
+
+/** EXEC_BRIDGE_DAEMON_IDLE_MS: how long a daemon this window starts stays without sessions (tests shorten it). */
+function daemonIdleFromEnv(): { idleExitMs?: number } {
+  const ms = Number(process.env.EXEC_BRIDGE_DAEMON_IDLE_MS);
+  return Number.isInteger(ms) && ms > 0 ? { idleExitMs: ms } : {};
 }
 
 let current: Extension | undefined;
@@ -194,6 +212,8 @@ export function activate(context: vscode.ExtensionContext): ExecBridgeApi {
   const ext = new Extension(context);
   current = ext;
   registerCommands(ext);
+  // After a window reload: resume the sessions this workspace remembers (terminals come back).
+  if (vscode.workspace.isTrusted) ext.executors.restoreSessions();
   const activationMs = performance.now() - t0;
   ext.log.info(
     `activated in ${activationMs.toFixed(1)} ms${vscode.workspace.isTrusted ? '' : ' (untrusted workspace: nothing connects or runs until it is trusted)'}`,

@@ -1,10 +1,11 @@
 import * as vscode from 'vscode';
 import { inheritAllEnv } from '../client/envPolicy';
-import type { ExecutorConnection } from '../core/executorConnection';
+import type { ExecutorConnection, RestoredSession } from '../core/executorConnection';
+import type { RememberedProcess } from '../core/sessionMemory';
 import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
 import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
 import { terminalName } from '../core/terminalNames';
-import { TerminalRun, type RunSpec } from '../core/terminalRun';
+import { TerminalRun, type RunSpec, type TerminalRunDeps } from '../core/terminalRun';
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
@@ -15,6 +16,8 @@ const HISTORY_LIMIT = 30;
 export const SHELL_PROFILE_ID = 'execBridge.shell';
 /** Marks our terminals in the tab list (the same icon as executors in our views). */
 const TERMINAL_ICON = new vscode.ThemeIcon('vm');
+/** How long a closed terminal waits before it ends its process (a window reload must not end it). */
+const CLOSE_GRACE_MS = 300;
 
 /**
  * A VS Code Pseudoterminal over one TerminalRun (docs/style.md §8): it only forwards — open, input,
@@ -28,12 +31,17 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
   readonly onDidClose = this.closeEmitter.event;
   readonly onDidChangeName = this.nameEmitter.event;
   private readonly transcript = new TextTail(TRANSCRIPT_LIMIT);
+  /** Set when VS Code closes the terminal because the window goes away (reload, close). */
+  windowClosing = false;
 
-  constructor(readonly run: TerminalRun) {
+  constructor(
+    readonly run: TerminalRun,
+    private readonly isShuttingDown: () => boolean = () => false,
+  ) {
     // Shell integration (OSC 633) for a command terminal; the shell's come from its own scripts.
     const marks = run.spec.kind === 'command' ? new CommandMarks(run.spec.commandLine, run.spec.cwd) : undefined;
     run.model.onWrite((raw) => {
-      const text = marks ? marks.wrap(raw, run.model.phase === 'finished', run.model.exitCode) : raw;
+      const text = marks ? marks.wrap(raw, run.model.writingFinished, run.model.exitCode) : raw;
       this.transcript.append(text);
       this.writeEmitter.fire(text);
     });
@@ -50,7 +58,12 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
     this.run.start();
   }
   close(): void {
-    this.run.close();
+    // A window reload closes every terminal too, and the extension host may be gone a moment later:
+    // wait a little to tell that from the user closing it, so the process survives the reload.
+    setTimeout(() => {
+      if (this.windowClosing || this.isShuttingDown()) this.run.detach();
+      else this.run.close();
+    }, CLOSE_GRACE_MS);
   }
   handleInput(data: string): void {
     this.run.model.handleInput(data);
@@ -59,8 +72,9 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
     this.run.model.setDimensions(d.columns, d.rows);
   }
 
-  dispose(): void {
-    this.run.dispose();
+  dispose(detach = false): void {
+    if (detach) this.run.detach();
+    else this.run.dispose();
     this.writeEmitter.dispose();
     this.closeEmitter.dispose();
     this.nameEmitter.dispose();
@@ -105,8 +119,8 @@ class ExecTerminalImpl implements ExecTerminal {
   get process() {
     return this.pty.run.process;
   }
-  dispose(): void {
-    this.pty.dispose();
+  dispose(detach = false): void {
+    this.pty.dispose(detach);
   }
 }
 
@@ -120,6 +134,7 @@ export class TerminalFeature {
   private readonly unadopted = new Set<RunPseudoterminal>();
   private readonly opened = new vscode.EventEmitter<ExecTerminal>();
   readonly onDidOpenTerminal = this.opened.event;
+  private shuttingDown = false;
 
   constructor(private readonly ext: FeatureContext) {
     ext.disposables.add(this.opened);
@@ -137,6 +152,12 @@ export class TerminalFeature {
       vscode.window.onDidCloseTerminal((t) => {
         const i = this.open.findIndex((x) => x.terminal === t);
         if (i < 0) return;
+        if (t.exitStatus?.reason === vscode.TerminalExitReason.Shutdown || this.shuttingDown) {
+          // The window goes away: keep the process for the next window.
+          const [leaving] = this.open.splice(i, 1);
+          leaving?.dispose(true);
+          return;
+        }
         const [gone] = this.open.splice(i, 1);
         gone?.dispose();
       }),
@@ -201,7 +222,7 @@ export class TerminalFeature {
   /** An interactive shell on `conn`, which is connected (the command table connects it first). */
   newShell(conn: ExecutorConnection): ExecTerminal {
     const { pty, name } = this.prepareShell(conn);
-    const terminal = vscode.window.createTerminal({ name, pty, iconPath: TERMINAL_ICON });
+    const terminal = vscode.window.createTerminal({ name, pty, iconPath: TERMINAL_ICON, isTransient: true });
     terminal.show();
     return this.track(terminal, pty);
   }
@@ -225,21 +246,72 @@ export class TerminalFeature {
       sandboxLabel: sandboxLabel(settings),
       ...withManagedNetwork(settings),
     };
-    const pty = new RunPseudoterminal(this.newRun(conn, spec));
+    const pty = new RunPseudoterminal(this.newRun(conn, spec), () => this.shuttingDown);
     this.unadopted.add(pty);
     return { pty, name: terminalName(spec) };
   }
 
   private createTerminal(conn: ExecutorConnection, spec: RunSpec, name: string): ExecTerminal {
-    const pty = new RunPseudoterminal(this.newRun(conn, spec));
-    const terminal = vscode.window.createTerminal({ name, pty, iconPath: TERMINAL_ICON });
+    const pty = new RunPseudoterminal(this.newRun(conn, spec), () => this.shuttingDown);
+    const terminal = vscode.window.createTerminal({ name, pty, iconPath: TERMINAL_ICON, isTransient: true });
     terminal.show();
     return this.track(terminal, pty);
   }
 
-  private newRun(conn: ExecutorConnection, spec: RunSpec): TerminalRun {
+  /**
+   * After a window reload: a terminal for every process of the resumed session that had one, with
+   * the same title, its retained output replayed, then live. An expired session is said once.
+   */
+  restore(conn: ExecutorConnection, restored: RestoredSession): void {
+    if (restored.expired) {
+      const n = restored.lostTerminals ?? 0;
+      if (n > 0) {
+        void vscode.window.showWarningMessage(
+          `Exec Bridge: ${n} terminal(s) on ${conn.name} could not be reopened: ${restored.expired}. ` +
+            'Processes of a closed window live for the session TTL (setting execBridge.sessionTtlSeconds).',
+        );
+      }
+      return;
+    }
+    let last: ExecTerminal | undefined;
+    for (const p of restored.terminals) last = this.reopen(conn, restored, p) ?? last;
+    last?.terminal.show(true);
+    this.ext.log.info(`${conn.name}: reopened ${restored.terminals.length} terminal(s) of session ${restored.client.sessionId}`);
+  }
+
+  private reopen(conn: ExecutorConnection, restored: RestoredSession, p: RememberedProcess): ExecTerminal | undefined {
+    const info = p.terminal;
+    if (!info) return undefined;
+    const spec: RunSpec = {
+      kind: info.kind,
+      executor: conn.name,
+      commandLine: info.commandLine,
+      argv: [],
+      cwd: info.cwd,
+      tty: p.tty,
+      pipeStdin: !p.tty && p.stdinWritable,
+      sandboxLabel: info.sandboxLabel,
+      wasSandboxed: info.sandboxed,
+    };
+    const run = this.newRun(conn, spec, () => restored.client.attachProcess(p.processId, { tty: p.tty, stdinWritable: p.stdinWritable }));
+    const pty = new RunPseudoterminal(run, () => this.shuttingDown);
+    const terminal = vscode.window.createTerminal({ name: info.title, pty, iconPath: TERMINAL_ICON, isTransient: true });
+    return this.track(terminal, pty);
+  }
+
+  private newRun(conn: ExecutorConnection, spec: RunSpec, attach?: TerminalRunDeps['attach']): TerminalRun {
     const { ext } = this;
     return new TerminalRun(spec, {
+      ...(attach ? { attach } : {}),
+      onStarted: (handle, sandboxed) =>
+        conn.rememberTerminal(handle.processId, {
+          title: terminalName(spec, { unsandboxed: spec.sandbox !== undefined && !sandboxed }),
+          kind: spec.kind,
+          commandLine: spec.commandLine,
+          cwd: spec.cwd,
+          sandboxed,
+          sandboxLabel: spec.sandboxLabel,
+        }),
       start: async (options) => {
         const client = await conn.connect();
         const log = (line: string) => ext.log.info(`${conn.name}: ${line}`);
@@ -308,8 +380,12 @@ export class TerminalFeature {
     await state.update(HISTORY_KEY, [commandLine, ...history].slice(0, HISTORY_LIMIT));
   }
 
-  /** Shutdown: every run's terminal closes (its process is terminated by the model). */
+  /**
+   * Shutdown (window reload or close): every terminal closes, its process keeps running in the
+   * detached session (the next window of this workspace reopens it; the executor's TTL ends it).
+   */
   dispose(): void {
-    for (const t of this.open.splice(0)) t.dispose();
+    this.shuttingDown = true;
+    for (const t of this.open.splice(0)) t.dispose(true);
   }
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { ExecServerClient, stdioConnector } from '../../src/client';
+import { startAskpass } from '../../src/client/sshAskpass';
 import { McpGateway } from '../../src/mcp/gateway';
 import type { McpServerManager } from '../../src/mcp/serverManager';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
@@ -231,6 +232,34 @@ describe('sandbox escapes stay closed', { skip: process.platform !== 'linux' && 
       await client.processEvents('net-holder-codex');
       rmSync(join(ws, 'release-net'), { force: true });
       orchestrator.close();
+    }
+  });
+
+  test("network on or off: a sandboxed command cannot reach an SSH executor's askpass socket", async () => {
+    const asked: string[] = [];
+    const askpass = await startAskpass({
+      cliPath: CLI_JS,
+      handler: (r) => (asked.push(r.prompt), Promise.resolve('x')),
+      onCancel: () => {},
+    });
+    try {
+      const probe = `require('net').connect(${JSON.stringify(askpass.socketPath)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => console.log(e.code))`;
+      for (const network of [true, false]) {
+        const id = `askpass-${network}`;
+        const sandbox = sandboxForPolicy({ policy: 'workspace-write', network, cwd: uri(ws) });
+        const res = await client.call('process/start', start(id, [process.execPath, '-e', probe], sandbox));
+        assert.equal(res.error, undefined, JSON.stringify(res.error));
+        await client.processEvents(id);
+        assert.doesNotMatch(client.output(id), /CONNECTED/, `network ${network}: the sandbox reached ${askpass.socketPath}`);
+      }
+      // Unsandboxed, the same probe connects: the test can fail.
+      const res = await client.call('process/start', start('askpass-open', [process.execPath, '-e', probe]));
+      assert.equal(res.error, undefined, JSON.stringify(res.error));
+      await client.processEvents('askpass-open');
+      assert.match(client.output('askpass-open'), /CONNECTED/);
+      assert.deepEqual(asked, []);
+    } finally {
+      askpass.close();
     }
   });
 

@@ -1,39 +1,52 @@
 import * as assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { suite, test } from 'mocha';
-import * as vscode from 'vscode';
 import { findFiles, getApi, isAlive, waitFor, withSettings } from './helpers';
 
+function readlinkSafe(path: string): string {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return '';
+  }
+}
+
 suite('bundled executor', () => {
-  test('connects: starts dist/cli.js serve as a child of the extension host', async () => {
+  test('connects: finds or starts the executor daemon (dist/cli.js daemon run), which outlives a window', async () => {
     const api = await getApi();
     const state = await api.connect('bundled');
     assert.equal(state.kind, 'connected');
     const pid = api.bundledServerPid();
     assert.ok(pid !== undefined && isAlive(pid), 'the bundled exec-server runs');
+    assert.deepEqual(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(2, 4), ['daemon', 'run']);
+    // Its own session (setsid): a window's process group going away does not take it along.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    assert.equal(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]), pid, 'a session leader');
     // Connecting again reuses the same server and session.
     const again = await api.connect('bundled');
     assert.equal(again.kind, 'connected');
     assert.equal(api.bundledServerPid(), pid);
   });
 
-  test("its port is not auto-forwarded: a remote.portsAttributes default matches the server's command line", async () => {
+  test('it listens on no TCP port (a unix socket in the private directory): nothing for the editor to forward', async () => {
     const api = await getApi();
     await api.connect('bundled');
-    // code-server's port finder reports each listening port with its process's raw /proc cmdline,
-    // and applies the first regex key of remote.portsAttributes that matches it.
-    const cmdline = readFileSync(`/proc/${api.bundledServerPid()}/cmdline`, 'utf8');
-    const attributes =
-      vscode.workspace.getConfiguration('remote').inspect<Record<string, { onAutoForward?: string }>>('portsAttributes')?.defaultValue ??
-      {};
-    const matching = Object.entries(attributes).filter(([key]) => !/^\d/.test(key) && new RegExp(key).test(cmdline));
-    assert.deepEqual(
-      matching.map(([, v]) => v.onAutoForward),
-      ['ignore'],
-      `keys ${JSON.stringify(Object.keys(attributes))} vs ${JSON.stringify(cmdline)}`,
+    const pid = api.bundledServerPid()!;
+    const sockets = new Set<string>();
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSafe(`/proc/${pid}/fd/${fd}`));
+      if (m) sockets.add(m[1]!);
+    }
+    assert.ok(sockets.size > 0, 'the daemon has its socket');
+    // /proc/net/tcp{,6}: state 0A is LISTEN, the inode is the 10th column.
+    const listening = ['tcp', 'tcp6'].flatMap((f) =>
+      readFileSync(`/proc/${pid}/net/${f}`, 'utf8')
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim().split(/\s+/))
+        .filter((c) => c[3] === '0A' && sockets.has(c[9]!)),
     );
-    // A user's own `node dist/cli.js serve` (no --exit-with-stdin) is still theirs to forward.
-    assert.ok(!matching.some(([key]) => new RegExp(key).test('node\0/work/dist/cli.js\0serve\0--listen\0ws://0.0.0.0:8080\0')));
+    assert.deepEqual(listening, []);
   });
 
   test('an unknown defaultExecutor is reported with the names there are, and bundled is used', async () => {
@@ -70,7 +83,7 @@ suite('bundled executor', () => {
     await failed;
     const state = api.executorState('bundled');
     assert.ok(
-      state.kind === 'failed' && /bundled exec-server was killed \(SIGKILL\).*Reconnect/.test(state.message),
+      state.kind === 'failed' && /bundled exec-server \(the exec-bridge daemon, pid \d+\) is gone.*Reconnect/.test(state.message),
       JSON.stringify(state),
     );
     assert.equal((await api.connect('bundled')).kind, 'connected');

@@ -7,7 +7,7 @@ import { descendants, EXTENSION_ID, getApi, isAlive, runCommand, waitFor, waitFo
 
 // Last suite (file order): it shuts the extension down.
 suite('deactivate', () => {
-  test('leaves no child process behind', async () => {
+  test("detaches: the terminals' processes keep running in the daemon for the next window", async () => {
     const restore = await withSettings({ sandbox: 'full-access', sandboxNetwork: true });
     try {
       const api = await getApi();
@@ -33,8 +33,12 @@ suite('deactivate', () => {
       const stopping = mod.deactivate();
       assert.ok(stopping instanceof Promise, 'deactivate() of the loaded extension returns its shutdown');
       await stopping;
-      await waitFor(`no survivor among ${tree.join(',')}`, () => tree.every((pid) => !isAlive(pid)), 5000);
-      assert.equal(descendants(process.pid).filter((pid) => tree.includes(pid)).length, 0);
+      // A window reload must not lose them: they run on in the daemon's detached session (its TTL
+      // ends them; the harness checks that nothing outlives the TTL and the daemon's idle time).
+      assert.ok(
+        tree.every((pid) => isAlive(pid)),
+        `still running: ${tree.filter((pid) => isAlive(pid)).join(',')} of ${tree.join(',')}`,
+      );
     } finally {
       await restore();
     }
