@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/planner';
 import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, type DaemonState } from '../client/daemonStart';
+import { tuneYoungGeneration } from '../rpc/youngGc';
 import { exitWhenIdle } from './serve';
 
 /** The exec-server's own default (src/server/execServer.ts). */
@@ -41,6 +42,8 @@ async function runDaemon(argv: string[]): Promise<number> {
   writeFileSync(`${paths.token}.${process.pid}`, token + '\n', { mode: 0o600 });
   renameSync(`${paths.token}.${process.pid}`, paths.token);
   const log = (line: string) => process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
+  // The same V8 young-generation tuning as `serve` (src/rpc/youngGc.ts): this server lives for days.
+  if (!tuneYoungGeneration()) log('young-generation tuning not available in this runtime');
   const sandbox = await sandboxPlanner({});
   if (sandbox.problem) log(`sandboxed commands will be refused until this is fixed: ${sandbox.problem}`);
   const server = new ExecServer({
