@@ -3,7 +3,8 @@
  * our default server builds the next sandbox like it ahead of time, with a proxy of its own (its
  * own folder in the private directory, marked `prewarmed` while it waits). A start with the same
  * lists runs in it and takes its proxy over, so a refusal is still named for that start; a start
- * with other lists never uses it; an unused one's proxy is gone once the server stops. Our `serve
+ * with other lists never uses it; an unused one's proxy is gone once the server stops, or once it
+ * expired unused while the server runs on. Our `serve
  * --verbose` (its log says which sandbox a start ran in) with its own private directory. Loopback only.
  */
 import assert from 'node:assert/strict';
@@ -24,8 +25,8 @@ const runtime = join(base, 'runtime');
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root' };
 
 /** The managed network's socket folders in the server's private directory, and whether each waits for a start. */
-function netDirs(): Array<{ name: string; waiting: boolean; socket: boolean }> {
-  const dir = join(runtime, 'sandbox');
+function netDirs(dirOf = runtime): Array<{ name: string; waiting: boolean; socket: boolean }> {
+  const dir = join(dirOf, 'sandbox');
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((n) => /^net-\d+-/.test(n))
@@ -108,17 +109,21 @@ describe(
       return all.length ? Number(all.at(-1)![1]) : undefined;
     };
     const ranWarm = (pid: number) => server.stderr().includes(`running in the waiting sandbox (pid ${pid})`);
+    /** Waits for a sandbox built and not yet used (its log line and its marked proxy folder); its pid. */
+    const nextWaiting = async (what: string): Promise<number> => {
+      const fresh = () => {
+        const p = lastBuilt();
+        return p !== undefined && !ranWarm(p) && netDirs().some((d) => d.waiting && d.socket);
+      };
+      await until(fresh, 10_000, what);
+      return lastBuilt()!;
+    };
 
     test('a start with the same lists runs in the waiting sandbox and its refusal is named for it', async () => {
       const lists = [`127.0.0.1:${allowedPort}`];
       const first = await run(`curl -sS -f http://127.0.0.1:${allowedPort}/`, lists);
       assert.equal(first.exited.exitCode, 0, JSON.stringify(first.exited));
-      await until(
-        () => lastBuilt() !== undefined && netDirs().some((d) => d.waiting && d.socket),
-        10_000,
-        'a waiting sandbox with its proxy',
-      );
-      const w = lastBuilt()!;
+      const w = await nextWaiting('a waiting sandbox with its proxy');
       const waitingDir = netDirs().find((d) => d.waiting)!.name;
 
       const second = await run(`curl -sS -f http://127.0.0.1:${allowedPort}/ && curl -sS -f http://127.0.0.1:${deniedPorts[0]}/`, lists);
@@ -131,8 +136,7 @@ describe(
     });
 
     test('a start with other lists does not use it, and its refusal is its own', async () => {
-      await until(() => netDirs().some((d) => d.waiting && d.socket), 10_000, 'a waiting sandbox (built after the last start)');
-      const w = lastBuilt()!;
+      const w = await nextWaiting('a waiting sandbox (built after the last start)');
       const other = await run(`curl -sS -f http://127.0.0.1:${deniedPorts[1]}/`, [`127.0.0.1:${deniedPorts[0]}`]);
       assert.equal(ranWarm(w), false, 'a sandbox built for other lists was used');
       assert.equal(other.exited.sandboxDenied, true, JSON.stringify(other.exited));
@@ -140,9 +144,42 @@ describe(
     });
 
     test("a stopped server leaves no waiting sandbox's proxy behind", async () => {
-      await until(() => netDirs().some((d) => d.waiting && d.socket), 10_000, 'a waiting sandbox with its proxy');
+      await nextWaiting('a waiting sandbox with its proxy');
       await server.stop();
       assert.deepEqual(netDirs(), [], 'a stopped server left a proxy behind');
+    });
+
+    test('a waiting sandbox that expires unused takes its proxy with it (the server runs on)', async () => {
+      const idleRuntime = join(base, 'idle-runtime');
+      mkdirSync(idleRuntime, { mode: 0o700 });
+      const short = await startServer('ours', ['--verbose', '--sandbox-prewarm-ms', '400'], {
+        ...process.env,
+        EXEC_BRIDGE_RUNTIME_DIR: idleRuntime,
+      });
+      try {
+        const c = (await RawClient.session(short.url)).client;
+        const r = await c.call('process/start', {
+          processId: 'idle',
+          argv: ['/bin/true'],
+          cwd: pathToFileURL(ws).href,
+          env: ENV,
+          tty: false,
+          arg0: null,
+          sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+          enforceManagedNetwork: true,
+          managedNetwork: { allow: ['example.com'] },
+        });
+        assert.equal(r.error, undefined, JSON.stringify(r.error));
+        await c.processEvents('idle');
+        await until(() => netDirs(idleRuntime).some((d) => d.waiting && d.socket), 10_000, 'a waiting sandbox with its proxy');
+        await until(() => short.stderr().includes('unused for 400 ms, torn down'), 10_000, 'the waiting sandbox to expire');
+        await until(() => netDirs(idleRuntime).length === 0, 5000, 'its proxy to close').catch(() =>
+          assert.fail(`an expired sandbox left its proxy behind: ${JSON.stringify(netDirs(idleRuntime))}`),
+        );
+        c.close();
+      } finally {
+        await short.stop();
+      }
     });
   },
 );
