@@ -12,6 +12,7 @@ import { OutputWindow } from './outputWindow';
 import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
 import type { SandboxPrewarmer } from './prewarm';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
+import { guardPtyDrain, type PtyDrainGuard } from './ptyProcess';
 import { killTree, treesKilled } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
 
@@ -57,6 +58,7 @@ export class ManagedProcess {
   private stdout: Readable | undefined;
   private stderr: Readable | undefined;
   private pty: IPty | undefined;
+  private ptyDrain: PtyDrainGuard | undefined;
   private plan: SpawnPlan | undefined;
   private releaseWarm: (() => void) | undefined;
   /** Resolves once `closed` is published. */
@@ -171,8 +173,9 @@ export class ManagedProcess {
     this.pid = pty.pid;
     orphanGuard.add(this.pid);
     this.openStreams = 1;
+    // node-pty reports exit only after its read side closed; the guard closes it only once drained.
+    this.ptyDrain = guardPtyDrain(pty);
     pty.onData((d) => this.output.push('pty', typeof d === 'string' ? Buffer.from(d) : d));
-    // node-pty reports exit only after the pty's output is drained and its fd closed.
     pty.onExit(({ exitCode, signal }) => {
       this.onExit(exitCodeOf(exitCode, signal ?? null));
       this.onStreamClosed();
@@ -412,6 +415,7 @@ export class ManagedProcess {
     if (this.destroyed) return;
     this.terminate();
     this.destroyed = true;
+    this.ptyDrain?.close(); // a paused read side would otherwise wait for a resume that never comes
     // Forgotten by the watchdog only once the kill has run: a server that exits before that
     // still takes this tree along.
     const pid = this.pid;
