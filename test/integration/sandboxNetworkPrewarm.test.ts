@@ -126,9 +126,13 @@ describe(
       const w = await nextWaiting('a waiting sandbox with its proxy');
       const waitingDir = netDirs().find((d) => d.waiting)!.name;
 
-      const second = await run(`curl -sS -f http://127.0.0.1:${allowedPort}/ && curl -sS -f http://127.0.0.1:${deniedPorts[0]}/`, lists);
+      // Inside, only its own folder is there, and no longer marked as waiting.
+      const second = await run(
+        `ls -A /dev/exec-bridge-net && curl -sS -f http://127.0.0.1:${allowedPort}/ && curl -sS -f http://127.0.0.1:${deniedPorts[0]}/`,
+        lists,
+      );
       assert.ok(ranWarm(w), `the start did not run in the waiting sandbox (pid ${w}):\n${server.stderr().slice(-2000)}`);
-      assert.equal(second.stdout, 'allowed-body\n', "the waiting sandbox's proxy did not serve the start that took it");
+      assert.equal(second.stdout, 'proxy.sock\nallowed-body\n', "the waiting sandbox's proxy did not serve the start that took it");
       assert.equal(second.exited.sandboxDenied, true, JSON.stringify(second.exited));
       assert.equal(second.exited.sandboxDeniedTarget, `127.0.0.1:${deniedPorts[0]}`);
       // It was that start's: closed with it.
