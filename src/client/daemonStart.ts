@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
 import { errorMessage } from '../util/errorMessage';
 import { pidAlive, privateDir } from '../util/privateDir';
+import { socketAccepts } from '../util/unixSocket';
 
 /*
  * Finding or starting the per-user executor daemon (src/cli/daemon.ts runs it). No server code
@@ -69,17 +69,6 @@ export function readDaemonState(paths: DaemonPaths): DaemonState | undefined {
   } catch {
     return undefined;
   }
-}
-
-function socketAccepts(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = netConnect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }
 
 export async function liveDaemon(paths: DaemonPaths): Promise<DaemonInfo | undefined> {

@@ -1,13 +1,14 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
-import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { Router } from '../rpc/router';
 import type { Transport } from '../rpc/transport';
 import { MAX_FRAME_BYTES } from '../rpc/transport';
 import { WebSocketTransport } from '../rpc/wsTransport';
 import { systemClock, type Clock } from '../util/clock';
+import { socketAccepts } from '../util/unixSocket';
 import { ServerConnection, type ConnectionOptions, type RequestContext } from './connection';
 import { environmentInfo } from './environment';
 import { FifoPool } from './fifoPool';
@@ -256,18 +257,6 @@ export class ExecServer {
 }
 
 const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
-
-/** Whether something accepts connections on the unix socket `path`. */
-function socketAccepts(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = netConnect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 function tokensEqual(a: string, b: string): boolean {
   // Compare digests so that the comparison time says nothing about the token's length or prefix.

@@ -3,12 +3,12 @@
 // of VS Code's proxy), its tools reach vscode.lm.tools, and a stop on either side ends both. On a
 // VS Code without the provider API (1.100) the extension says so and offers nothing.
 import * as assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { startHttpMcpServer, type HttpMcpServer } from '../../integration/mcpHttpServer';
 import { getApi, startExecServer, waitFor, withSettings } from './helpers';
+import { ancestors, processes } from './mcpProcs';
 
 interface Snapshot {
   servers: { name: string; state: { kind: string; reason?: string }; tools: string[] }[];
@@ -40,38 +40,6 @@ async function waitForSnapshot(what: string, check: (s: Snapshot) => boolean, ti
   }
 }
 
-interface Proc {
-  pid: number;
-  ppid: number;
-  cmd: string;
-  env: string;
-}
-function processes(): Proc[] {
-  const out: Proc[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (rest[0] === 'Z') continue;
-      out.push({
-        pid: Number(name),
-        ppid: Number(rest[1]),
-        cmd: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' '),
-        env: readFileSync(`/proc/${name}/environ`, 'latin1'),
-      });
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-function ancestors(pid: number, procs: Proc[]): Proc[] {
-  const byPid = new Map(procs.map((p) => [p.pid, p]));
-  const out: Proc[] = [];
-  for (let p = byPid.get(byPid.get(pid)?.ppid ?? 0); p && out.length < 50; p = byPid.get(p.ppid)) out.push(p);
-  return out;
-}
 /** The server itself (the orphan-reaper wrapper shell carries the tag too). */
 const serverProcs = (procs = processes()) => procs.filter((p) => p.env.includes(`MCP_TEST_TAG=${TAG}\0`) && !p.cmd.startsWith('/bin/sh'));
 const proxies = (socket: string, procs = processes()) => procs.filter((p) => p.cmd.includes('mcp-proxy') && p.cmd.includes(socket));

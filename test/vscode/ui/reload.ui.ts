@@ -4,6 +4,7 @@
 // complete (then go on live); an MCP server runs once before and once after, never twice, and the
 // one from before does not outlive the reload. It logs how long the terminals took to come back.
 import type { Page } from 'playwright-core';
+import { runPaletteCommand, waitForTerminalText as waitForText } from './page';
 
 export interface ReloadContext {
   page: Page;
@@ -12,44 +13,8 @@ export interface ReloadContext {
   workspace: string;
 }
 
-async function terminalText(page: Page): Promise<string> {
-  // DOM renderer rows (terminal.integrated.gpuAcceleration is off in the test profile).
-  // The active terminal only (others, e.g. a local bash VS Code restores itself, stay out).
-  const active = page.locator('.terminal-wrapper.active .xterm-rows > div');
-  const rows =
-    (await active.count()) > 0 ? await active.allTextContents() : await page.locator('.terminal .xterm-rows > div').allTextContents();
-  return rows.map((r) => r.replace(/\u00a0/g, ' ').trimEnd()).join('\n');
-}
-
-async function waitForTerminalText(page: Page, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  let text = '';
-  while (Date.now() < deadline) {
-    text = await terminalText(page);
-    if (pattern.test(text)) return text;
-    await page.waitForTimeout(100);
-  }
-  throw new Error(`terminal never showed ${pattern}; it shows:\n${text}`);
-}
-
-async function runPaletteCommand(page: Page, title: string): Promise<void> {
-  const input = page.locator('.quick-input-widget input');
-  const row = page.locator(`.quick-input-list .monaco-list-row:has-text("${title}")`).first();
-  // Trust-guarded commands can lag the first seconds after a load: reopen the palette (bounded).
-  for (let attempt = 1; ; attempt++) {
-    await page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`>${title}`);
-    try {
-      await row.waitFor({ timeout: 5_000 });
-      break;
-    } catch (e) {
-      if (attempt >= 6) throw e;
-      await page.keyboard.press('Escape');
-    }
-  }
-  await page.keyboard.press('Enter');
-}
+/** The active terminal's text only (after a reload VS Code may restore a local bash of its own). */
+const waitForTerminalText = (page: Page, pattern: RegExp, timeoutMs = 60_000) => waitForText(page, pattern, timeoutMs, true);
 
 export async function drive({ page, log, shot, workspace }: ReloadContext): Promise<void> {
   const container = page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]');

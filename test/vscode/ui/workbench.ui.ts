@@ -6,6 +6,7 @@
 // path opened by Ctrl+click → the build task's problem → Open Executor Folder (the window reopens
 // as a workspace of both folders, and again on every reload).
 import type { Dialog, Locator, Page } from 'playwright-core';
+import { runPaletteCommand, waitForTerminalText } from './page';
 
 export interface UiContext {
   page: Page;
@@ -19,44 +20,6 @@ const VIEW = '[id="workbench.view.extension.execBridge"]';
 // Writes to $HOME, which workspace-write leaves read-only; the output marker only appears when the
 // write worked (the command line itself shows `retried %s`).
 const COMMAND = "printf 'retried %s\\n' OK > ~/exec-bridge-ui.txt && cat ~/exec-bridge-ui.txt";
-
-async function terminalText(page: Page): Promise<string> {
-  // DOM renderer rows (terminal.integrated.gpuAcceleration is off in the test profile).
-  const rows = await page.locator('.terminal .xterm-rows > div').allTextContents();
-  return rows.map((r) => r.replace(/\u00a0/g, ' ').trimEnd()).join('\n');
-}
-
-async function waitForTerminalText(page: Page, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  let text = '';
-  while (Date.now() < deadline) {
-    text = await terminalText(page);
-    if (pattern.test(text)) return text;
-    await page.waitForTimeout(200);
-  }
-  throw new Error(`terminal never showed ${pattern}; it shows:\n${text}`);
-}
-
-async function runPaletteCommand(page: Page, title: string): Promise<void> {
-  const input = page.locator('.quick-input-widget input');
-  const row = page.locator(`.quick-input-list .monaco-list-row:has-text("${title}")`).first();
-  // Commands guarded by `isWorkspaceTrusted` stay out of the palette until the web workbench has
-  // resolved the trust state, which can lag the first seconds after load: reopen the palette a
-  // few times (bounded) rather than wait on a list that was filtered before the key was set.
-  for (let attempt = 1; ; attempt++) {
-    await page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`>${title}`);
-    try {
-      await row.waitFor({ timeout: 5_000 });
-      break;
-    } catch (e) {
-      if (attempt >= 6) throw e;
-      await page.keyboard.press('Escape');
-    }
-  }
-  await page.keyboard.press('Enter');
-}
 
 /**
  * The approval notification, as a toast. With the smoke-test driver on (the newest target needs it
@@ -288,11 +251,16 @@ async function waitForFolders(page: Page, log: UiContext['log'], wanted: RegExp[
   // VS Code expands a new workspace's roots once, at load; on 1.139.1 that first expansion of the
   // execbridge: root sometimes fails silently (the workbench resolves it before the remote extension
   // host has registered our provider: "ENOPRO" in the console) and the root stays collapsed. A user
-  // clicks it; so does this step, a bounded number of times, and says how many it took.
+  // clicks it (collapse and expand again if it shows nothing); so does this step, a bounded number
+  // of times, and says how many it took.
   for (let attempt = 1; ; attempt++) {
-    if ((await root.getAttribute('aria-expanded')) !== 'true') await root.click();
-    else await runPaletteCommand(page, 'File: Refresh Explorer');
-    const shown = await inside.waitFor({ timeout: 10_000 }).then(
+    const expanded = (await root.getAttribute('aria-expanded')) === 'true';
+    if (!expanded) await root.click();
+    else if (attempt > 1) {
+      await root.click();
+      await root.click();
+    }
+    const shown = await inside.waitFor({ timeout: attempt === 1 ? 30_000 : 10_000 }).then(
       () => true,
       () => false,
     );
