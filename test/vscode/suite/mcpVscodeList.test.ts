@@ -138,8 +138,21 @@ suite("MCP servers in VS Code's own MCP list", () => {
     this.timeout(180_000);
     const socket = (await snapshot()).vscodeList!.socket;
     for (let i = 0; i < 50; i++) {
-      await vscode.commands.executeCommand('workbench.mcp.startServer', id, { autoTrustChanges: true, waitForLiveTools: true });
-      await waitForSnapshot(`ready (cycle ${i})`, (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'ready');
+      // Right after a session VS Code saw end from our side (the test before), its first start
+      // request is sometimes dropped (seen 1 in 3 CI runs, cycle 0 only): ask again, bounded.
+      for (let attempt = 1; ; attempt++) {
+        await vscode.commands.executeCommand('workbench.mcp.startServer', id, { autoTrustChanges: true, waitForLiveTools: true });
+        const ready = await waitForSnapshot(
+          `ready (cycle ${i})`,
+          (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'ready',
+          10_000,
+        ).then(
+          () => true,
+          () => false,
+        );
+        if (ready) break;
+        if (attempt === 3) throw new Error(`VS Code did not start the server in cycle ${i} (asked 3 times)`);
+      }
       await vscode.commands.executeCommand('workbench.mcp.stopServer', id);
       await waitForSnapshot(`stopped (cycle ${i})`, (s) => s.servers.find((x) => x.name === 'listed')?.state.kind === 'stopped');
     }
