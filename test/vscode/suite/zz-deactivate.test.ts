@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { suite, test } from 'mocha';
@@ -22,8 +23,17 @@ suite('deactivate', () => {
       const shell = await waitFor('the shell terminal', () => api.terminals().find((x) => !before.has(x)));
       shell.terminal.sendText('echo "shell-""up"');
       await waitForText(shell, /shell-up/);
-      const tree = [server, ...descendants(server)];
-      assert.ok(tree.length >= 3, `server + children: ${tree.join(',')}`);
+      // The daemon, the command's sleep and the shell (not the executor's short-lived helpers, e.g.
+      // its FIFO pool's mkfifo, which may end at any time).
+      const cmdline = (pid: number) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+        } catch {
+          return '';
+        }
+      };
+      const tree = [server, ...descendants(server).filter((pid) => /sleep 300|bash/.test(cmdline(pid)))];
+      assert.ok(tree.length >= 3, `server + the sleep + the shell: ${tree.join(',')}`);
 
       // What VS Code calls on shutdown: the module's deactivate(), awaited. The require cache hands
       // back the very module instance the extension host loaded.
