@@ -22,6 +22,7 @@ export const requests = {
   /** Ours; announced by capability `execBridgeProcessPause`. */
   'process/pause': { params: p.ProcessFlowParams, result: p.ProcessFlowResult },
   'process/resume': { params: p.ProcessFlowParams, result: p.ProcessFlowResult },
+  'process/ack': { params: p.ProcessAckParams, result: p.ProcessAckResult },
   'fs/readFile': { params: fs.FsReadFileParams, result: fs.FsReadFileResult },
   'fs/writeFile': { params: fs.FsWriteFileParams, result: Empty },
   'fs/createDirectory': { params: fs.FsCreateDirectoryParams, result: Empty },

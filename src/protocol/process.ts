@@ -43,6 +43,13 @@ export type SandboxType = z.infer<typeof SandboxType>;
 export const PtySize = z.object({ cols: z.number().int().min(1).max(10_000), rows: z.number().int().min(1).max(10_000) });
 export type PtySize = z.infer<typeof PtySize>;
 
+/** A credit window in bytes (docs/protocol-extensions.md, "Credit window"). */
+export const CreditWindowBytes = z
+  .number()
+  .int()
+  .min(1)
+  .max(1024 * 1024 * 1024);
+
 export const ProcessStartParams = z.object({
   processId: ProcessId,
   /** Non-empty; argv[0] is resolved through PATH. */
@@ -65,6 +72,11 @@ export const ProcessStartParams = z.object({
   metadata: z.unknown().optional(),
   /** Ours: initial PTY size for `tty: true` (default 80x24). */
   ptySize: PtySize.nullable().optional(),
+  /**
+   * Ours (capability `execBridgeProcessCredit`): read this process's output only while fewer than
+   * this many of its bytes are unacknowledged (`process/ack`). Absent or null: no credit.
+   */
+  execBridgeCreditWindow: CreditWindowBytes.nullable().optional(),
 });
 export type ProcessStartParams = z.input<typeof ProcessStartParams>;
 export type ProcessStartRequest = z.output<typeof ProcessStartParams>;
@@ -144,6 +156,19 @@ export const ProcessResizeResult = z.object({});
 export const ProcessFlowParams = z.object({ processId: ProcessId });
 export type ProcessFlowParams = z.input<typeof ProcessFlowParams>;
 export const ProcessFlowResult = z.object({});
+
+/**
+ * Ours (announced as capability `execBridgeProcessCredit`): every output event of the process with
+ * seq ≤ `seq` was consumed. `window` (when present) sets the credit window in bytes, null turns the
+ * credit off (the server reads freely again). Idempotent; answers `{}`.
+ */
+export const ProcessAckParams = z.object({
+  processId: ProcessId,
+  seq: U64,
+  window: CreditWindowBytes.nullable().optional(),
+});
+export type ProcessAckParams = z.input<typeof ProcessAckParams>;
+export const ProcessAckResult = z.object({});
 
 // Notifications (server → client). Output, exited and closed share one per-process seq; closed is last.
 export const ProcessOutputNotification = z.object({

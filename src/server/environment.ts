@@ -64,6 +64,8 @@ export function environmentInfo(opts: { sandbox: boolean }): EnvironmentInfo {
       execBridgeBinaryOutput: true,
       // process/pause and process/resume (per-process flow control, docs/protocol-extensions.md).
       execBridgeProcessPause: true,
+      // process/start.execBridgeCreditWindow and process/ack (credit window, docs/protocol-extensions.md).
+      execBridgeProcessCredit: true,
     },
   };
 }

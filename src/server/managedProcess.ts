@@ -8,6 +8,7 @@ import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
 import type { FifoPool } from './fifoPool';
 import { orphanGuard } from './orphanGuard';
+import { CreditWindow } from './creditWindow';
 import { OutputWindow } from './outputWindow';
 import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
 import type { SandboxPrewarmer } from './prewarm';
@@ -81,7 +82,9 @@ export class ManagedProcess {
   private congested = false;
   /** The client asked `process/pause` (per-process flow control) and not yet `process/resume`. */
   private held = false;
-  /** Whether the child's output is being read: neither congested nor held. */
+  /** The client's credit window (`process/ack`); undefined: no credit, read freely. */
+  private credit: CreditWindow | undefined;
+  /** Whether the child's output is being read: neither congested nor held nor out of credit. */
   private reading = true;
   private destroyed = false;
   /** The process id as a JSON string literal, encoded once. */
@@ -122,6 +125,7 @@ export class ManagedProcess {
     const { plan, argv0 } = await planStart(req, options.planner);
     const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options);
     proc.plan = plan;
+    if (req.execBridgeCreditWindow) proc.credit = new CreditWindow(req.execBridgeCreditWindow);
     try {
       if (req.tty) {
         await spawnTurn();
@@ -189,6 +193,10 @@ export class ManagedProcess {
     this.window.push({ seq, stream, data });
     sendOutput(this.sink, this.idJson, this.idBytes, seq, stream, data);
     this.wake();
+    if (this.credit) {
+      this.credit.sent(seq, data.length);
+      if (this.credit.exhausted) this.updateReading();
+    }
     if (!this.congested && this.sink.congested()) {
       // Backpressure: stop reading the child's output (it blocks on a full pipe) until the client catches up.
       this.congested = true;
@@ -206,9 +214,24 @@ export class ManagedProcess {
     this.updateReading();
   }
 
-  /** Reads the child's output while neither the connection is congested nor the client holds it. */
+  /**
+   * `process/ack`: output up to `seq` was consumed; `window` sets the credit window (null: off).
+   * The credit outlives a detach (the child blocks, nothing is evicted); acks are by seq, so a
+   * resumed client just acknowledges on.
+   */
+  ackOutput(seq: number, window: number | null | undefined): void {
+    if (window === null) this.credit = undefined;
+    else if (window !== undefined) {
+      if (this.credit) this.credit.window = window;
+      else this.credit = new CreditWindow(window);
+    }
+    this.credit?.ack(seq);
+    this.updateReading();
+  }
+
+  /** Reads the child's output while the connection is not congested, the client does not hold it, and credit is left. */
   private updateReading(): void {
-    const read = !this.congested && !this.held;
+    const read = !this.congested && !this.held && !this.credit?.exhausted;
     if (read === this.reading) return;
     this.reading = read;
     for (const s of [this.stdout, this.stderr]) {

@@ -23,5 +23,9 @@ export function registerProcessMethods(router: Router<RequestContext>): void {
     .on('process/resume', (p, ctx) => {
       ctx.session.holdOutput(p.processId, false);
       return {};
+    })
+    .on('process/ack', (p, ctx) => {
+      ctx.session.ackOutput(p.processId, p.seq, p.window);
+      return {};
     });
 }

@@ -26,6 +26,9 @@ export interface SessionOptions {
   maxProcesses?: number;
 }
 
+/** A start in progress: a terminate, a pause or an ack that arrived meanwhile (applied once it started). */
+type StartingState = { terminate: boolean; held?: boolean; ack?: { seq: number; window: number | null | undefined } };
+
 /**
  * A session owns processes and their retained output. It outlives its connection: detached, it
  * keeps running until resumed or until the TTL expires (then its processes are killed).
@@ -34,7 +37,7 @@ export class Session {
   readonly id = randomUUID();
   private readonly processes = new Map<string, ManagedProcess>();
   /** Ids whose start is in progress, and whether a terminate (or a pause) arrived meanwhile. */
-  private readonly starting = new Map<string, { terminate: boolean; held?: boolean }>();
+  private readonly starting = new Map<string, StartingState>();
   private readonly retention = new Map<string, TimerHandle>();
   private connection: SessionConnection | undefined;
   private disposed = false;
@@ -101,7 +104,7 @@ export class Session {
     const max = this.options.maxProcesses ?? 4096;
     if (this.processCount >= max)
       throw RpcError.invalidRequest(`too many processes in this session (limit ${max}); wait for some to be released`);
-    const state: { terminate: boolean; held?: boolean } = { terminate: false };
+    const state: StartingState = { terminate: false };
     this.starting.set(id, state);
     let proc: ManagedProcess;
     try {
@@ -122,6 +125,7 @@ export class Session {
     this.processes.set(id, proc);
     if (state.terminate) proc.terminate();
     if (state.held !== undefined) proc.holdOutput(state.held);
+    if (state.ack) proc.ackOutput(state.ack.seq, state.ack.window);
     return { processId: id, sandboxType: proc.sandboxType };
   }
 
@@ -175,6 +179,14 @@ export class Session {
     const starting = this.starting.get(id);
     if (starting) starting.held = held;
     else this.get(id).holdOutput(held);
+  }
+
+  /** `process/ack` (credit window). */
+  ackOutput(id: string, seq: number, window: number | null | undefined): void {
+    const starting = this.starting.get(id);
+    if (starting)
+      starting.ack = { seq: Math.max(seq, starting.ack?.seq ?? 0), window: window !== undefined ? window : starting.ack?.window };
+    else this.get(id).ackOutput(seq, window);
   }
 
   /** Kills every process and closes every resource. Idempotent. */

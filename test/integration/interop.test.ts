@@ -918,7 +918,14 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
       const caps = typeMap(capabilities);
       if (t.kind === 'ours') {
         // Ours announces its extensions (docs: protocol extensions); everything else matches codex.
-        for (const k of ['processResize', 'concurrentRequests', 'execBridgeSandbox', 'execBridgeBinaryOutput', 'execBridgeProcessPause']) {
+        for (const k of [
+          'processResize',
+          'concurrentRequests',
+          'execBridgeSandbox',
+          'execBridgeBinaryOutput',
+          'execBridgeProcessPause',
+          'execBridgeProcessCredit',
+        ]) {
           assert.equal(typeof caps[k], 'string', `ours announces ${k}`);
           delete caps[k];
         }
