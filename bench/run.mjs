@@ -9,6 +9,8 @@
 //   node bench/run.mjs --only ours     one side (ours|codex|spawn), e.g. with --profile
 //   node bench/run.mjs --phases stream  some of: oneshot,parallel,echo,stream,readfile
 //   node bench/run.mjs --profile       start our server under `node --cpu-prof` (bench/profiles/)
+//   node bench/run.mjs --cli X.js --client-bundle Y.js   another build of our server / of clientBench
+//                                      (paired before/after runs of two bundles, alternating)
 //
 // The client speaks the raw wire protocol over `ws` (one JSON-RPC message per frame, no
 // "jsonrpc" member): it decodes base64 output to count bytes but keeps nothing, so the client is
@@ -25,13 +27,14 @@ import { Client, launchServer, PATH_ENV, withTimeout } from './wire.mjs';
 
 const require = createRequire(import.meta.url);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const CLI = join(ROOT, 'dist', 'cli.js');
+const argValue = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+const CLI = argValue('--cli') ?? join(ROOT, 'dist', 'cli.js');
 const CODEX = join(ROOT, 'node_modules', '.bin', 'codex');
 const STREAM_BYTES = 256 * 1024 * 1024;
 const READ_FILE_BYTES = 64 * 1024 * 1024;
 const READ_FILE = join(os.tmpdir(), `exec-bridge-bench-${process.pid}.bin`);
 /** ExecServerClient (src/client) bundled for the figures taken through our real client. */
-const CLIENT_BENCH = join(ROOT, 'bench', 'out', 'clientBench.js');
+const CLIENT_BENCH = argValue('--client-bundle') ?? join(ROOT, 'bench', 'out', 'clientBench.js');
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
@@ -604,7 +607,7 @@ async function main() {
   }
   const only = value('--only');
   const t0 = now();
-  await buildClientBench();
+  if (!value('--client-bundle')) await buildClientBench();
   if (PHASES.has('readfile')) writeFileSync(READ_FILE, Buffer.alloc(READ_FILE_BYTES, 'exec-bridge'));
   const results = {};
   // One side at a time, so that they don't compete for the two cores.

@@ -56,27 +56,48 @@ export function sendOutput(sink: ProcessSink, idJson: string, idBytes: Buffer, s
   }
 }
 
+/** The coalescers' pending buffers, by size: a buffer is in use only from a read until the next turn of the loop. */
+const PENDING = new Map<number, FramePool>();
+
 /**
  * Coalesces a stream's reads into output events: a lone small read goes out on the next turn of
  * the loop, reads in the same turn join it, and no event carries more than `maxChunk` bytes.
+ *
+ * Nothing is kept of the caller's buffer (the server reads every pipe into one reused buffer,
+ * src/server/fifoPool.ts): whole chunks go out from it at once, the rest is copied into a pooled
+ * buffer. Likewise `emit` gets bytes that are valid only during the call: it copies what it keeps.
  */
 export class OutputCoalescer {
-  private pending: { stream: OutputStream; parts: Buffer[]; bytes: number } | undefined;
+  private pending: { stream: OutputStream; buf: Buffer; bytes: number } | undefined;
   private flushScheduled = false;
+  private readonly pool: FramePool;
 
   constructor(
     private readonly maxChunk: number,
     private readonly emit: (stream: OutputStream, data: Buffer) => void,
-  ) {}
+  ) {
+    let pool = PENDING.get(maxChunk);
+    if (!pool) PENDING.set(maxChunk, (pool = new FramePool(maxChunk, 64, 4)));
+    this.pool = pool;
+  }
 
   push(stream: OutputStream, data: Buffer): void {
     if (this.pending && this.pending.stream !== stream) this.flush();
-    if (!this.pending) this.pending = { stream, parts: [], bytes: 0 };
-    this.pending.parts.push(data);
-    this.pending.bytes += data.length;
-    if (this.pending.bytes >= this.maxChunk) {
-      this.flush();
-    } else if (!this.flushScheduled) {
+    let off = 0;
+    if (!this.pending) {
+      // Nothing waits: whole chunks go out straight from the caller's buffer.
+      for (; data.length - off >= this.maxChunk; off += this.maxChunk) this.emit(stream, data.subarray(off, off + this.maxChunk));
+      if (off === data.length) return;
+    }
+    while (off < data.length) {
+      const p = (this.pending ??= { stream, buf: this.pool.take(this.maxChunk)!, bytes: 0 });
+      const n = Math.min(this.maxChunk - p.bytes, data.length - off);
+      data.copy(p.buf, p.bytes, off, off + n);
+      p.bytes += n;
+      off += n;
+      if (p.bytes === this.maxChunk) this.flush();
+    }
+    if (this.pending && !this.flushScheduled) {
       // A lone small write goes out on the next turn of the loop; reads that arrive in the same
       // turn (fast output) join it, up to maxChunk bytes per notification.
       this.flushScheduled = true;
@@ -91,9 +112,10 @@ export class OutputCoalescer {
     const p = this.pending;
     if (!p) return;
     this.pending = undefined;
-    const data = p.parts.length === 1 ? p.parts[0]! : Buffer.concat(p.parts, p.bytes);
-    for (let off = 0; off < data.length; off += this.maxChunk) {
-      this.emit(p.stream, data.subarray(off, Math.min(data.length, off + this.maxChunk)));
+    try {
+      this.emit(p.stream, p.buf.subarray(0, p.bytes));
+    } finally {
+      this.pool.give(p.buf);
     }
   }
 }

@@ -105,3 +105,23 @@ test('an evicted chunk is let go at once (the window must not keep a long stream
   assert.equal(evicted.deref(), undefined, 'the evicted chunk was collected');
   assert.equal(w.after(24).length, 16);
 });
+
+test('push copies: the caller may reuse its buffer; slabs recycled over a long stream keep every retained byte', () => {
+  const w = new OutputWindow(1024 * 1024);
+  const reused = Buffer.alloc(64 * 1024);
+  const sizes = [65536, 4096, 100, 30000, 65536, 5000];
+  const sent = new Map<number, Buffer>();
+  for (let seq = 1; seq <= 2000; seq++) {
+    const n = sizes[seq % sizes.length]!;
+    reused.fill(seq % 251, 0, n);
+    reused.writeUInt32LE(seq, 0);
+    w.push({ seq, stream: 'stdout', data: reused.subarray(0, n) });
+    sent.set(seq, Buffer.from(reused.subarray(0, n)));
+    reused.fill(0xee); // the next read overwrites it
+  }
+  const kept = w.after(0);
+  assert.ok(kept.length > 20);
+  assert.ok(w.retainedBytes <= 1024 * 1024);
+  for (const c of kept) assert.ok(c.data.equals(sent.get(c.seq)!), `seq ${c.seq} intact`);
+  assert.equal(kept.at(-1)!.seq, 2000);
+});
