@@ -26,6 +26,7 @@ const RETRYABLE: ReadonlySet<RequestMethod> = new Set<RequestMethod>([
   'process/resize',
   'process/pause',
   'process/resume',
+  'process/ack',
   'fs/readFile',
   'fs/getMetadata',
   'fs/readDirectory',
@@ -123,6 +124,9 @@ export class ExecServerClient implements Disposable {
       holdOutput: async (h, paused) => {
         await this.invoke(paused ? 'process/pause' : 'process/resume', { processId: h.processId }, undefined);
       },
+      ackOutput: async (h, seq) => {
+        await this.invoke('process/ack', { processId: h.processId, seq }, undefined);
+      },
       sandboxDeniedAfterExit: (h, seq) => this.sandboxDeniedAfterExit(h, seq),
       forget: (h) => this.untrack(h),
     };
@@ -174,6 +178,8 @@ export class ExecServerClient implements Disposable {
     const tty = options.tty ?? false;
     const pipeStdin = !tty && (options.pipeStdin ?? false);
     const handle = new ProcessHandleImpl(this.host, processId, tty, tty || pipeStdin);
+    const credit = options.creditWindow && this.link.capabilities.execBridgeProcessCredit === true ? options.creditWindow : undefined;
+    if (credit) handle.enableCredit(credit);
     this.processes.add(handle);
     this.tracking?.({ processId, tracked: true, tty, stdinWritable: handle.stdinWritable });
     const envPolicy = options.envPolicy !== undefined ? options.envPolicy : options.env === undefined ? inheritAllEnv() : null;
@@ -189,6 +195,7 @@ export class ExecServerClient implements Disposable {
       ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
       ...(options.managedNetwork ? { enforceManagedNetwork: true, managedNetwork: options.managedNetwork } : {}),
       ...(tty && options.ptySize ? { ptySize: options.ptySize } : {}),
+      ...(credit ? { execBridgeCreditWindow: credit } : {}),
     };
     try {
       const result = await this.invoke('process/start', params, options, {
@@ -215,11 +222,13 @@ export class ExecServerClient implements Disposable {
   /**
    * Follows a process of this session that this client did not start (a resumed session's, after a
    * window reload): its retained output first (what the executor still holds, from the start), then
-   * live, in seq order. `tty`/`stdinWritable` as it was started.
+   * live, in seq order. `tty`/`stdinWritable` as it was started. On a server with credit windows
+   * the process gets `creditWindow` (the consumer then reports `outputConsumed`) or none: a credit
+   * its earlier client set never holds it for a consumer that does not acknowledge.
    */
   async attachProcess(
     processId: string,
-    o: { tty: boolean; stdinWritable: boolean },
+    o: { tty: boolean; stdinWritable: boolean; creditWindow?: number },
   ): Promise<{ handle: ProcessHandle } & AttachedProcess> {
     const known = this.processes.get(processId);
     if (known) return { handle: known, evictedBefore: 0 };
@@ -227,6 +236,10 @@ export class ExecServerClient implements Disposable {
     handle.phase = 'started';
     this.processes.add(handle);
     try {
+      if (this.link.capabilities.execBridgeProcessCredit === true) {
+        await this.invoke('process/ack', { processId, seq: 0, window: o.creditWindow ?? null });
+        if (o.creditWindow) handle.enableCredit(o.creditWindow);
+      }
       return { handle, ...adoptRead(handle, await this.invoke('process/read', { processId, afterSeq: 0 })) };
     } catch (e) {
       this.untrack(handle);

@@ -56,6 +56,16 @@ export interface ProcessHandle {
    */
   pauseOutput(): void;
   resumeOutput(): void;
+
+  /**
+   * The credit window in bytes when the server holds this process to it (capability
+   * `execBridgeProcessCredit`, asked with `StartProcessOptions.creditWindow`); undefined otherwise.
+   * With a window the server reads the process only while fewer than that many of its bytes are
+   * not yet passed to `outputConsumed`: the consumer must report what it took, or the process blocks.
+   */
+  readonly creditWindow: number | undefined;
+  /** The consumer has taken `bytes` more bytes of output (in event order). Without a credit window: nothing. */
+  outputConsumed(bytes: number): void;
 }
 
 export type { OutputStream };
@@ -70,6 +80,8 @@ export interface HandleHost {
   canPause(): boolean;
   /** Sends `process/pause` (true) or `process/resume` (false). */
   holdOutput(handle: ProcessHandleImpl, paused: boolean): Promise<void>;
+  /** Sends `process/ack {seq}` (credit window). */
+  ackOutput(handle: ProcessHandleImpl, seq: number): Promise<void>;
   /** The one compatibility `process/read` for an exit event without `sandboxDenied`. */
   sandboxDeniedAfterExit(handle: ProcessHandleImpl, exitSeq: number): Promise<boolean>;
   /** The handle is finished (closed or failed): the client may drop it. */
@@ -105,6 +117,18 @@ export class ProcessHandleImpl implements ProcessHandle {
   /** The caller wants the output paused; `process/pause`/`resume` go out one after another on `flowChain`. */
   private wantPaused = false;
   private flowChain: Promise<void> = Promise.resolve();
+  /** Credit window (bytes) the server holds this process to; undefined: none. */
+  private credit: number | undefined;
+  /** Output events delivered and not yet wholly consumed: their seqs and the byte total after each. */
+  private creditSeqs: number[] = [];
+  private creditTotals: number[] = [];
+  private creditHead = 0;
+  private deliveredBytes = 0;
+  private consumedBytes = 0;
+  /** Byte total and seq up to which every event was consumed, and up to which that was acknowledged. */
+  private consumedUpTo = { seq: 0, bytes: 0 };
+  private ackedBytes = 0;
+  private ackInFlight = false;
 
   readonly completion: Promise<ProcessCompletion>;
 
@@ -267,8 +291,65 @@ export class ProcessHandleImpl implements ProcessHandle {
       .catch(() => undefined);
   }
 
+  get creditWindow(): number | undefined {
+    return this.credit;
+  }
+
+  /** The server holds this process to a credit window of `bytes` (set before any output is delivered). */
+  enableCredit(bytes: number): void {
+    this.credit = bytes;
+  }
+
+  outputConsumed(bytes: number): void {
+    if (this.credit === undefined || bytes <= 0) return;
+    this.consumedBytes = Math.min(this.deliveredBytes, this.consumedBytes + bytes);
+    while (this.creditHead < this.creditSeqs.length && this.creditTotals[this.creditHead]! <= this.consumedBytes) {
+      this.consumedUpTo = { seq: this.creditSeqs[this.creditHead]!, bytes: this.creditTotals[this.creditHead]! };
+      this.creditHead++;
+    }
+    if (this.creditHead === this.creditSeqs.length) {
+      this.creditSeqs = [];
+      this.creditTotals = [];
+      this.creditHead = 0;
+    } else if (this.creditHead > 1024 && this.creditHead * 2 > this.creditSeqs.length) {
+      this.creditSeqs = this.creditSeqs.slice(this.creditHead);
+      this.creditTotals = this.creditTotals.slice(this.creditHead);
+      this.creditHead = 0;
+    }
+    this.maybeAck();
+  }
+
+  /**
+   * One ack in flight at a time, once a quarter of the window was consumed since the last. It
+   * cannot deadlock: with everything delivered consumed, less than a quarter is unacknowledged,
+   * and the server holds the process only at a whole window. Acks are retried after a reconnect.
+   */
+  private maybeAck(): void {
+    if (this.credit === undefined || this.ackInFlight || this.isFinished) return;
+    if (this.consumedUpTo.bytes - this.ackedBytes < Math.max(1, this.credit / 4)) return;
+    const upTo = this.consumedUpTo;
+    this.ackInFlight = true;
+    void this.host
+      .ackOutput(this, upTo.seq)
+      .then(
+        () => {
+          this.ackedBytes = Math.max(this.ackedBytes, upTo.bytes);
+        },
+        () => undefined, // the client failed (the handle fails too) or the process is gone
+      )
+      .finally(() => {
+        this.ackInFlight = false;
+        this.maybeAck();
+      });
+  }
+
   private emitOne(e: SeqEvent): void {
     if (this.isFinished) return;
+    if (e.type === 'output' && this.credit !== undefined) {
+      this.deliveredBytes += e.data.length;
+      this.creditSeqs.push(e.seq);
+      this.creditTotals.push(this.deliveredBytes);
+    }
     if (e.type === 'exited') {
       this.exitValue = {
         exitCode: e.exitCode,

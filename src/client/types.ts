@@ -133,6 +133,12 @@ export interface StartProcessOptions extends CallOptions {
   arg0?: string | null;
   /** Session-unique id; generated when omitted. */
   processId?: string;
+  /**
+   * Ours (capability `execBridgeProcessCredit`): the server reads the process only while fewer than
+   * this many of its output bytes were not reported to `ProcessHandle.outputConsumed`. Ignored
+   * (nothing sent) on a server without it; see `ProcessHandle.creditWindow`.
+   */
+  creditWindow?: number;
 }
 
 /** Ordered per-process events (by the server's per-process `seq`); `closed` or `failed` is last. */

@@ -31,9 +31,30 @@ export const DEFAULT_FLOW_LIMITS: FlowLimits = {
   requestTimeoutMs: 2000,
 };
 
+/**
+ * The credit window a terminal asks for its process (bytes the executor may send ahead of what the
+ * terminal was given). Below the executor's retained 1 MiB less a chunk, so nothing unacknowledged
+ * is ever evicted across a reconnect.
+ */
+export const TERMINAL_CREDIT_WINDOW = 512 * 1024;
+
 function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
 }
+
+/**
+ * Raw process output waits in the queue as bytes (a Buffer outside the JS heap, not a string that
+ * lives long enough to be promoted to V8's old generation) and becomes text only when written.
+ * `decoder` is what the sink decodes it with (one per stream and process, so pieces decode in order).
+ */
+export interface RawOutput<D = unknown> {
+  data: Buffer;
+  decoder: D;
+  /** The stream ended after `data`: the decoder gives out what it still holds. */
+  end?: boolean;
+}
+
+type Item = { text: string; tag: boolean; raw?: undefined } | { raw: RawOutput; tag: false; text?: undefined };
 
 /** An outstanding status request: ours (written at character `at`) or the process's own (its answer is the process's). */
 type Request = { ours: true; at: number; expired: boolean; sentAt: number } | { ours: false };
@@ -45,7 +66,18 @@ export interface FlowSink {
   hold(paused: boolean): void;
   /** The line that stands for `chars` characters that were not shown. */
   skipped(chars: number): string;
+  /** Text for a piece of raw output (`bytes` undefined: the end of its stream), at the moment it is written. */
+  decode?(raw: RawOutput, bytes: Buffer | undefined): string;
+  /** `bytes` of raw output were given to the terminal (the process's credit may be acknowledged). */
+  consumed?(bytes: number): void;
 }
+
+/**
+ * How the process behind the terminal is held back: `credit` (the server reads only what the
+ * consumer acknowledged: the queue is bounded by the credit window, nothing to do here), `pause`
+ * (pause and resume it around the queue's limits), `drop` (it cannot be held: a codex executor).
+ */
+export type FlowMode = 'credit' | 'pause' | 'drop';
 
 /**
  * Flow control between a process and a terminal emulator, in plain TS (no `vscode`):
@@ -54,11 +86,13 @@ export interface FlowSink {
  * - text beyond that waits in a queue; above `pauseAbove` queued characters the process is paused
  *   (its server stops reading it, so it blocks; nothing is lost), below `resumeBelow` it resumes;
  * - a process that cannot be paused (a codex executor) has text beyond `dropAbove` queued
- *   characters dropped until the queue drains, and one line says how much.
+ *   characters dropped until the queue drains, and one line says how much;
+ * - a process under a credit window is neither paused nor cut: its server sends only what was
+ *   acknowledged, and raw output is acknowledged (`consumed`) as it is given to the terminal.
  * Requests the process itself writes are tracked in order, so their answers still reach it.
  */
 export class TerminalFlow {
-  private queue: Array<{ text: string; tag: boolean }> = [];
+  private queue: Item[] = [];
   private queued = 0;
   private written = 0;
   private acked = 0;
@@ -74,12 +108,16 @@ export class TerminalFlow {
 
   constructor(
     private readonly sink: FlowSink,
-    private canPause: boolean,
+    canPause: boolean | FlowMode,
     private readonly limits: FlowLimits = DEFAULT_FLOW_LIMITS,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.mode = typeof canPause === 'string' ? canPause : canPause ? 'pause' : 'drop';
+  }
 
-  /** Characters queued here, not yet given to the terminal. */
+  private mode: FlowMode;
+
+  /** Characters (and bytes of raw output) queued here, not yet given to the terminal. */
   get backlog(): number {
     return this.queued;
   }
@@ -98,22 +136,32 @@ export class TerminalFlow {
   }
 
   /** A new process feeds the terminal: the old one's pause ended with it. */
-  newProcess(canPause: boolean): void {
-    this.canPause = canPause;
+  newProcess(canPause: boolean | FlowMode): void {
+    this.mode = typeof canPause === 'string' ? canPause : canPause ? 'pause' : 'drop';
     this.paused = false;
     this.pump();
   }
 
   push(text: string, tag = false): void {
     if (!text) return;
-    if (!this.canPause && this.dropped === undefined && this.queued + text.length > this.limits.dropAbove) this.dropped = 0;
-    if (this.dropped !== undefined) {
-      this.dropped += text.length;
+    this.enqueue({ text, tag }, text.length);
+  }
+
+  /** Raw process output, decoded (`sink.decode`) when it is written. An `end` with no bytes is queued too. */
+  pushRaw(raw: RawOutput): void {
+    if (raw.data.length === 0 && !raw.end) return;
+    this.enqueue({ raw, tag: false }, raw.data.length);
+  }
+
+  private enqueue(item: Item, size: number): void {
+    if (this.mode === 'drop' && this.dropped === undefined && this.queued + size > this.limits.dropAbove) this.dropped = 0;
+    if (this.dropped !== undefined && !item.raw?.end) {
+      this.dropped += size;
       this.pump();
       return;
     }
-    this.queue.push({ text, tag });
-    this.queued += text.length;
+    this.queue.push(item);
+    this.queued += size;
     this.pump();
   }
 
@@ -152,9 +200,25 @@ export class TerminalFlow {
       // Consecutive pieces with the same tag go out as one write that ends where the next request is due.
       const tag = this.queue[0]!.tag;
       const parts: string[] = [];
+      let rawBytes = 0;
       let budget = Math.min(this.limits.requestEvery - this.sinceRequest, this.limits.window - this.unanswered);
       while (budget > 0 && this.queue.length > 0 && this.queue[0]!.tag === tag) {
         const item = this.queue[0]!;
+        if (item.raw) {
+          // Bytes for characters: the decoded text may be shorter (UTF-8) or longer (`\n` → `\r\n`); the window counts the text.
+          const raw = item.raw;
+          const take = Math.min(raw.data.length, budget);
+          const whole = take === raw.data.length;
+          const piece = whole ? raw.data : raw.data.subarray(0, take);
+          if (whole) this.queue.shift();
+          else raw.data = raw.data.subarray(take);
+          if (take > 0) parts.push(this.sink.decode?.(raw, piece) ?? piece.toString('utf8'));
+          if (whole && raw.end) parts.push(this.sink.decode?.(raw, undefined) ?? '');
+          budget -= Math.max(take, 1);
+          this.queued -= take;
+          rawBytes += take;
+          continue;
+        }
         let take = Math.min(item.text.length, budget);
         // Never between the two halves of a surrogate pair.
         if (take < item.text.length && isLowSurrogate(item.text.charCodeAt(take)) && take > 1) take--;
@@ -168,7 +232,9 @@ export class TerminalFlow {
         budget -= take;
         this.queued -= take;
       }
-      this.write(parts.length === 1 ? parts[0]! : parts.join(''), tag);
+      const text = parts.length === 1 ? parts[0]! : parts.join('');
+      if (text) this.write(text, tag);
+      if (rawBytes > 0) this.sink.consumed?.(rawBytes);
     }
     if (this.dropped !== undefined && this.queued < this.limits.resumeBelow) {
       const notice = this.sink.skipped(this.dropped);
@@ -178,7 +244,7 @@ export class TerminalFlow {
       this.pump();
       return;
     }
-    if (this.canPause && !this.paused && this.queued > this.limits.pauseAbove) {
+    if (this.mode === 'pause' && !this.paused && this.queued > this.limits.pauseAbove) {
       this.paused = true;
       this.sink.hold(true);
     } else if (this.paused && this.queued < this.limits.resumeBelow) {

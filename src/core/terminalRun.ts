@@ -15,6 +15,7 @@ import {
 } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
 import { hostOfTarget } from './sandboxSettings';
+import { TERMINAL_CREDIT_WINDOW } from './terminalFlow';
 import { terminalName } from './terminalNames';
 import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
 
@@ -191,7 +192,12 @@ export class TerminalRun {
   /** Feeds the terminal from `handle` until it completes; undefined (reported) if it failed. */
   private async follow(handle: ProcessHandle): Promise<ProcessCompletion | undefined> {
     this.handle = handle;
-    this.model.attach({ tty: handle.tty, stdinWritable: handle.stdinWritable, canPause: handle.canPause });
+    this.model.attach({
+      tty: handle.tty,
+      stdinWritable: handle.stdinWritable,
+      canPause: handle.canPause,
+      credit: handle.creditWindow !== undefined,
+    });
     const events = handle.onEvent((ev) => this.model.processEvent(ev));
     try {
       return await handle.completion;
@@ -258,7 +264,8 @@ export class TerminalRun {
       const sandboxed = options.sandbox !== undefined;
       let handle: ProcessHandle;
       try {
-        handle = await this.deps.start(options);
+        // The executor sends at most a credit window ahead of what the terminal was given (if it can).
+        handle = await this.deps.start({ ...options, creditWindow: TERMINAL_CREDIT_WINDOW });
       } catch (e) {
         const message = errorMessage(e);
         // The executor cannot sandbox at all: the same question as a denial (the command never ran).
@@ -373,6 +380,9 @@ export class TerminalRun {
         break;
       case 'resume':
         handle.resumeOutput();
+        break;
+      case 'consumed':
+        handle.outputConsumed(action.bytes);
         break;
       case 'resize':
         if (this.deps.canResize()) handle.resize(action.cols, action.rows).catch(warn('resize'));

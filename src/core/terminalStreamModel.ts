@@ -2,7 +2,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { ConnectionState, ProcessEvent } from '../client/types';
 import { Emitter, type Event } from '../util/emitter';
 import { describeExitCode } from '../util/exitCode';
-import { TerminalFlow, type FlowLimits } from './terminalFlow';
+import { STATUS_REQUEST, TerminalFlow, type FlowLimits, type RawOutput } from './terminalFlow';
 
 /**
  * What the model asks of the process behind the terminal. The adapter (src/vscode) maps these to
@@ -15,7 +15,9 @@ export type TerminalAction =
   | { kind: 'resize'; cols: number; rows: number }
   /** Flow control: the terminal fell behind (pause the process's output) or caught up (resume it). */
   | { kind: 'pause' }
-  | { kind: 'resume' };
+  | { kind: 'resume' }
+  /** Credit window: this many more bytes of the process's output were given to the terminal. */
+  | { kind: 'consumed'; bytes: number };
 
 /** How the current process is attached: a PTY passes bytes through; pipes need help. */
 export interface AttachOptions {
@@ -27,6 +29,17 @@ export interface AttachOptions {
    * terminal cannot take is cut short, with a notice. Unknown (undefined): nothing is dropped.
    */
   canPause?: boolean;
+  /**
+   * The executor holds this process to a credit window (`ProcessHandle.creditWindow`): what the
+   * terminal was given is reported (`consumed`), and nothing is paused or cut.
+   */
+  credit?: boolean;
+}
+
+/** Decodes one stream of one process: UTF-8 across chunk boundaries, and for pipes lone `\n` → `\r\n`. */
+interface StreamDecoder {
+  utf8: StringDecoder;
+  tty: boolean;
 }
 
 export type Phase =
@@ -48,8 +61,9 @@ const RESET = '\x1b[0m';
  * and connection changes into terminal text, and typed keys into actions.
  *
  * - Writes before `open()` are buffered and flushed in order on open (VS Code drops them otherwise).
- * - A flood is paced to what the terminal has parsed, and the process paused while the queue is
- *   long (./terminalFlow.ts): the extension host holds a bounded amount per terminal.
+ * - A flood is paced to what the terminal has parsed (./terminalFlow.ts), and the process held back
+ *   by its credit window (or paused while the queue is long): the extension host holds a bounded
+ *   amount per terminal. Output waits as raw bytes and is decoded when written.
  * - Pipe output gets lone `\n` → `\r\n` (even across chunk boundaries); PTY output passes through.
  * - Pipe stdin gets a small line editor with local echo (the process sees whole lines); Ctrl-C
  *   interrupts. PTY input passes through raw (the executor's line discipline handles Ctrl-C).
@@ -73,9 +87,9 @@ export class TerminalStreamModel {
   private firingFinished = false;
   private phaseValue: Phase = 'idle';
   private attached: AttachOptions | undefined;
-  private decoders = new Map<string, StringDecoder>();
-  /** The last written character was `\r` (a following `\n` must not get another one). */
-  private lastWasCR = false;
+  private decoders = new Map<string, StreamDecoder>();
+  /** The last character given to the terminal was `\r` (a following `\n` must not get another one). */
+  private writtenCR = false;
   /** The cursor is at column 0, as far as we know (so status lines need no leading newline). */
   private atLineStart = true;
   private line = '';
@@ -91,6 +105,7 @@ export class TerminalStreamModel {
     this.flow = new TerminalFlow(
       {
         write: (text, finished) => {
+          if (text !== STATUS_REQUEST) this.writtenCR = text.endsWith('\r');
           this.firingFinished = finished;
           try {
             this.writeEmitter.fire(text);
@@ -99,6 +114,10 @@ export class TerminalStreamModel {
           }
         },
         hold: (paused) => this.actionEmitter.fire({ kind: paused ? 'pause' : 'resume' }),
+        decode: (raw, bytes) => this.decode(raw as RawOutput<StreamDecoder>, bytes),
+        consumed: (bytes) => {
+          if (this.attached?.credit) this.actionEmitter.fire({ kind: 'consumed', bytes });
+        },
         skipped: (chars) =>
           `${this.atLineStart ? '' : '\r\n'}${YELLOW}[${chars} characters of output not shown: the terminal fell behind, and this executor cannot pause a command]${RESET}\r\n`,
       },
@@ -150,7 +169,7 @@ export class TerminalStreamModel {
     if (this.phaseValue === 'closed') return;
     this.attached = { ...options };
     this.phaseValue = 'running';
-    this.flow.newProcess(options.canPause !== false);
+    this.flow.newProcess(options.credit ? 'credit' : options.canPause !== false ? 'pause' : 'drop');
     this.decoders.clear();
     this.line = '';
     this.exitCodeValue = undefined;
@@ -306,35 +325,38 @@ export class TerminalStreamModel {
 
   private echo(text: string): void {
     this.emit(text);
-    this.lastWasCR = text.endsWith('\r');
     this.atLineStart = text.endsWith('\n');
   }
 
   private writeOutput(stream: string, data: Buffer): void {
+    if (this.phaseValue === 'closed' || data.length === 0) return;
     let decoder = this.decoders.get(stream);
     if (!decoder) {
-      decoder = new StringDecoder('utf8');
+      decoder = { utf8: new StringDecoder('utf8'), tty: this.attached?.tty === true };
       this.decoders.set(stream, decoder);
     }
-    this.writeText(decoder.write(data));
+    // A newline byte is never inside a UTF-8 sequence: where the cursor ends is known without decoding.
+    this.atLineStart = data[data.length - 1] === 0x0a;
+    this.flow.pushRaw({ data, decoder });
   }
 
   private flushDecoders(): void {
-    for (const d of this.decoders.values()) this.writeText(d.end());
+    for (const decoder of this.decoders.values()) this.flow.pushRaw({ data: Buffer.alloc(0), decoder, end: true });
     this.decoders.clear();
   }
 
-  private writeText(text: string): void {
-    if (!text) return;
-    let out = text;
-    if (!this.attached?.tty) {
-      out = text.replace(/(?<!\r)\n/g, '\r\n');
-      // A `\r` that ended the previous chunk already pairs with this leading `\n`.
-      if (this.lastWasCR && text.startsWith('\n')) out = out.slice(1);
-    }
-    this.lastWasCR = text.endsWith('\r');
-    this.atLineStart = text.endsWith('\n');
-    this.emit(out);
+  /** Raw output becomes text as it is written (in order with everything else the terminal is given). */
+  private decode(raw: RawOutput<StreamDecoder>, bytes: Buffer | undefined): string {
+    const d = raw.decoder;
+    const text = bytes ? d.utf8.write(bytes) : d.utf8.end();
+    if (!text) return text;
+    const afterCR = this.writtenCR;
+    // Pieces decoded for one write follow each other: the next one sees where this one ended.
+    this.writtenCR = text.endsWith('\r');
+    if (d.tty) return text;
+    const out = text.replace(/(?<!\r)\n/g, '\r\n');
+    // A `\r` that ended what was written before already pairs with this leading `\n`.
+    return afterCR && text.startsWith('\n') ? out.slice(1) : out;
   }
 
   /** A whole line of our own, starting at column 0 whatever the process left on screen. */
@@ -343,7 +365,6 @@ export class TerminalStreamModel {
     const lead = this.atLineStart ? '' : '\r\n';
     this.emit(`${lead}${text}${newline ? '\r\n' : ''}`);
     this.atLineStart = newline;
-    this.lastWasCR = false;
   }
 
   private emit(text: string): void {
