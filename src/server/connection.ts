@@ -47,6 +47,12 @@ export interface ConnectionOptions {
 
 const HIGH_WATER = 8 * 1024 * 1024;
 const LOW_WATER = 1024 * 1024;
+/**
+ * Child output stops being read (and large answers wait) above this much unsent: each unsent output
+ * frame holds a pooled buffer, and at 8 MiB a stream kept the server ~20 MiB larger (bench/RESULTS.md,
+ * Session 5). Requests are still read up to HIGH_WATER, so a client's pause or acknowledgement gets in.
+ */
+const OUTPUT_HIGH_WATER = 2 * 1024 * 1024;
 
 function family(method: string): string {
   if (method.startsWith('fs/')) return 'filesystem';
@@ -156,7 +162,7 @@ export class ServerConnection implements SessionConnection {
   }
 
   congested(): boolean {
-    return this.transport.bufferedBytes > this.highWater;
+    return this.transport.bufferedBytes > Math.min(this.highWater, OUTPUT_HIGH_WATER);
   }
 
   whenUncongested(cb: () => void): void {
