@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { connect as netConnect, type NetConnectOpts, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { StdioTransport } from '../rpc/stdioTransport';
 import { WebSocketTransport } from '../rpc/wsTransport';
@@ -8,6 +9,44 @@ import type { Connection, Connector, Endpoint } from './types';
 
 /** The largest message the client accepts. */
 const MAX_ANSWER_BYTES = 384 * 1024 * 1024;
+
+/** Socket reads land one after another in slabs of this size, each read offered the rest of one (at least READ_MIN). */
+const READ_SLAB = 512 * 1024;
+const READ_MIN = 128 * 1024;
+
+/**
+ * A plain TCP connection for ws:// whose reads go into large slabs (net.Socket's `onread`) instead
+ * of a fresh 64 KiB Buffer each. A 64 KiB output frame never fits one 64 KiB read, so `ws` copied
+ * every message out of the two reads it spanned (half the client's CPU per stream went to that copy
+ * and to collecting both). With reads of 128-512 KiB most messages lie within one read and reach
+ * us as views. A slab is never written twice: the views a consumer keeps stay valid (they keep
+ * their slab alive).
+ */
+function slabReadingConnect(options: NetConnectOpts & { socketPath?: string }): Socket {
+  let slab = Buffer.allocUnsafeSlow(READ_SLAB);
+  let used = 0;
+  const next = (): Buffer => {
+    if (slab.length - used < READ_MIN) {
+      slab = Buffer.allocUnsafeSlow(READ_SLAB);
+      used = 0;
+    }
+    return slab.subarray(used);
+  };
+  const socket: Socket = netConnect({
+    ...options,
+    ...(options.socketPath !== undefined ? { path: options.socketPath } : {}),
+    onread: {
+      buffer: next,
+      callback: (n: number, buf: Uint8Array) => {
+        used += n;
+        // `ws` (and the HTTP upgrade before it) read the socket's 'data' events.
+        socket.emit('data', Buffer.from(buf.buffer, buf.byteOffset, n));
+        return true;
+      },
+    },
+  } as NetConnectOpts);
+  return socket;
+}
 
 /** A WebSocket connection with keepalive probes (ws ping/pong control frames). */
 class WebSocketConnection extends WebSocketTransport implements Connection {
@@ -39,6 +78,7 @@ export function websocketConnector(url: string, token?: string): Connector {
         perMessageDeflate: false,
         // Whole-file answers: fs/readFile reads up to 256 MiB (binary frame), 342 MiB as base64 JSON.
         maxPayload: MAX_ANSWER_BYTES,
+        ...(url.startsWith('ws:') ? { createConnection: slabReadingConnect as never } : {}),
       });
       const done = (err?: Error) => {
         signal.removeEventListener('abort', onAbort);
