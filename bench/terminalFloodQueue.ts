@@ -4,7 +4,10 @@
  * "terminal" answers each status request once it has "parsed" what came before it at RATE
  * characters/s. Prints one JSON line: the flow's peak queue, the most that arrived after one
  * `process/pause` before the next resume, and this process's peak RSS growth (bench/RESULTS.md,
- * "Floods into a terminal"). Run (KIND=codex for codex's server, which has no pause):
+ * "Floods into a terminal"). MODE=credit (the default): the process under a credit window of
+ * CREDIT_KIB (512) KiB, output queued raw and acknowledged as the "terminal" is given it (what
+ * terminals do); MODE=pause: pause/resume around the queue's limits (the earlier way). Run (KIND=codex
+ * for codex's server, which has neither):
  *   npx esbuild bench/terminalFloodQueue.ts --bundle --platform=node --external:node-pty --external:ws \
  *     --outfile=bench/out/q/terminalFloodQueue.js && FLOOD_MIB=200 RATE=20e6 node bench/out/q/terminalFloodQueue.js
  */
@@ -15,6 +18,8 @@ import { startExecServer } from '../test/helpers/servers';
 const MiB = 1024 * 1024;
 const TOTAL = Number(process.env.FLOOD_MIB ?? 200) * MiB;
 const RATE = Number(process.env.RATE ?? 20e6);
+const MODE = process.env.MODE ?? 'credit';
+const CREDIT = Number(process.env.CREDIT_KIB ?? 512) * 1024;
 
 async function main(): Promise<void> {
   const server = await startExecServer((process.env.KIND as 'ours' | 'codex') ?? 'ours');
@@ -24,6 +29,7 @@ async function main(): Promise<void> {
     cwd: '/tmp',
     env: { PATH: '/usr/bin:/bin' },
     tty: false,
+    ...(MODE === 'credit' ? { creditWindow: CREDIT } : {}),
   });
   let busyUntil = Date.now();
   let maxQueue = 0,
@@ -49,8 +55,10 @@ async function main(): Promise<void> {
         }
       },
       skipped: (n) => `[${n} skipped]`,
+      decode: (_raw, bytes) => (bytes ? bytes.toString('latin1') : ''),
+      consumed: (n) => h.outputConsumed(n),
     },
-    h.canPause,
+    h.creditWindow !== undefined ? 'credit' : h.canPause,
   );
   flow.start();
   const t0 = Date.now();
@@ -60,7 +68,8 @@ async function main(): Promise<void> {
         sincePause += e.data.length;
         maxAfterPause = Math.max(maxAfterPause, sincePause);
       }
-      flow.push(e.data.toString('latin1'));
+      if (h.creditWindow !== undefined) flow.pushRaw({ data: e.data, decoder: undefined });
+      else flow.push(e.data.toString('latin1'));
       if (flow.backlog > maxQueue) maxQueue = flow.backlog;
     }
   });
@@ -70,11 +79,12 @@ async function main(): Promise<void> {
   console.log(
     JSON.stringify({
       kind: process.env.KIND ?? 'ours',
+      mode: h.creditWindow !== undefined ? `credit ${CREDIT / 1024} KiB` : h.canPause ? 'pause' : 'none',
       MiB: TOTAL / MiB,
       rateMcps: RATE / 1e6,
       s: (Date.now() - t0) / 1000,
       pauses,
-      maxQueueMi: +(maxQueue / MiB).toFixed(2),
+      maxQueueMi: +(maxQueue / MiB).toFixed(3),
       maxAfterPauseMiB: +(maxAfterPause / MiB).toFixed(2),
       rssGrowthMiB: Math.round((maxRss - rss0) / MiB),
     }),

@@ -1,4 +1,6 @@
 import * as assert from 'node:assert/strict';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import * as v8 from 'node:v8';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import type { ExecTerminal } from '../../../src/vscode/api';
@@ -61,9 +63,22 @@ suite('terminal flood', () => {
     // External memory is where forwarded-but-unsent terminal data piles up (the socket to the window).
     const externalBefore = process.memoryUsage().external;
     let externalPeak = externalBefore;
+    const heapBefore = process.memoryUsage().heapUsed;
+    let heapPeak = heapBefore;
+    let heapTotalPeak = process.memoryUsage().heapTotal;
+    let spacesAtPeak: Record<string, number> = {};
+    // Whether the extension host itself stalls (GC pauses, our own work) or the delay is elsewhere (the window).
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     const sampler = setInterval(() => {
-      rssPeak = Math.max(rssPeak, rss());
-      externalPeak = Math.max(externalPeak, process.memoryUsage().external);
+      const m = process.memoryUsage();
+      rssPeak = Math.max(rssPeak, m.rss);
+      externalPeak = Math.max(externalPeak, m.external);
+      heapPeak = Math.max(heapPeak, m.heapUsed);
+      if (m.heapTotal > heapTotalPeak) {
+        heapTotalPeak = m.heapTotal;
+        spacesAtPeak = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / MiB)]));
+      }
     }, 100);
     const progress = setInterval(() => {
       const m = process.memoryUsage();
@@ -106,6 +121,7 @@ suite('terminal flood', () => {
     await waitFor('every line counted', () => counter!.lines() >= LINES || undefined, 60_000).catch(() => undefined);
     clearInterval(sampler);
     clearInterval(progress);
+    loopDelay.disable();
     const rssAfter = rss();
     shellSub.dispose();
     counter.dispose();
@@ -118,6 +134,13 @@ suite('terminal flood', () => {
       rssPeakMiB: Math.round(rssPeak / MiB),
       rssAfterMiB: Math.round(rssAfter / MiB),
       externalGrowthMiB: Math.round((externalPeak - externalBefore) / MiB),
+      heapBeforeMiB: Math.round(heapBefore / MiB),
+      heapPeakMiB: Math.round(heapPeak / MiB),
+      heapTotalPeakMiB: Math.round(heapTotalPeak / MiB),
+      heapSpacesAtPeakMiB: spacesAtPeak,
+      extHostLoopDelayP50ms: Math.round(loopDelay.percentile(50) / 1e6),
+      extHostLoopDelayP99ms: Math.round(loopDelay.percentile(99) / 1e6),
+      extHostLoopDelayMaxms: Math.round(loopDelay.max / 1e6),
       echoSamples: latencies.length,
       echoP50ms: percentile(sorted, 50),
       echoP95ms: percentile(sorted, 95),
