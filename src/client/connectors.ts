@@ -2,13 +2,11 @@ import { spawn } from 'node:child_process';
 import { connect as netConnect, type NetConnectOpts, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { StdioTransport } from '../rpc/stdioTransport';
+import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import { WebSocketTransport } from '../rpc/wsTransport';
 import type { Disposable } from '../util/disposable';
 import { RelayConnection } from './sshConnector';
 import type { Connection, Connector, Endpoint } from './types';
-
-/** The largest message the client accepts. */
-const MAX_ANSWER_BYTES = 384 * 1024 * 1024;
 
 /** Socket reads land one after another in slabs of this size, each read offered the rest of one (at least READ_MIN). */
 const READ_SLAB = 512 * 1024;
@@ -70,14 +68,13 @@ class WebSocketConnection extends WebSocketTransport implements Connection {
 }
 
 /** Opens `ws://`/`wss://` connections, presenting `token` as a bearer token on the upgrade. */
-export function websocketConnector(url: string, token?: string): Connector {
+export function websocketConnector(url: string, token?: string, maxAnswerBytes = MAX_ANSWER_BYTES): Connector {
   return (signal) =>
     new Promise<Connection>((resolve, reject) => {
       const ws = new WebSocket(url, {
         headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
         perMessageDeflate: false,
-        // Whole-file answers: fs/readFile reads up to 256 MiB (binary frame), 342 MiB as base64 JSON.
-        maxPayload: MAX_ANSWER_BYTES,
+        maxPayload: maxAnswerBytes,
         ...(url.startsWith('ws:') ? { createConnection: slabReadingConnect as never } : {}),
       });
       const done = (err?: Error) => {
@@ -111,7 +108,11 @@ export function websocketConnector(url: string, token?: string): Connector {
  * stderr goes to ours. Closing the connection kills the child. Every (re)connect spawns a new
  * child, so resume only works if that child reaches the same server (e.g. a stdio relay).
  */
-export function stdioConnector(command: string, args: string[] = [], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Connector {
+export function stdioConnector(
+  command: string,
+  args: string[] = [],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; maxAnswerBytes?: number } = {},
+): Connector {
   return (signal) =>
     new Promise<Connection>((resolve, reject) => {
       const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'inherit'] });
@@ -128,8 +129,8 @@ export function stdioConnector(command: string, args: string[] = [], options: { 
         signal.removeEventListener('abort', onAbort);
         // Our relay also answers a keepalive of its own, so a dead path is noticed (see RelayConnection).
         const transport = isRelayCommand(command, args)
-          ? new RelayConnection(child.stdout, child.stdin)
-          : new StdioTransport(child.stdout, child.stdin);
+          ? new RelayConnection(child.stdout, child.stdin, options.maxAnswerBytes ?? MAX_ANSWER_BYTES)
+          : new StdioTransport(child.stdout, child.stdin, options.maxAnswerBytes ?? MAX_ANSWER_BYTES);
         transport.onClose(() => {
           if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
         });
@@ -145,10 +146,10 @@ export function isRelayCommand(command: string, args: string[]): boolean {
   return /(^|[\s/])(exec-bridge|cli\.js)\s+connect$/.test(argv.trim());
 }
 
-export function connectorFor(endpoint: Endpoint): Connector {
+export function connectorFor(endpoint: Endpoint, maxAnswerBytes = MAX_ANSWER_BYTES): Connector {
   return endpoint.kind === 'websocket'
-    ? websocketConnector(endpoint.url, endpoint.token)
-    : stdioConnector(endpoint.command, endpoint.args, { cwd: endpoint.cwd, env: endpoint.env });
+    ? websocketConnector(endpoint.url, endpoint.token, maxAnswerBytes)
+    : stdioConnector(endpoint.command, endpoint.args, { cwd: endpoint.cwd, env: endpoint.env, maxAnswerBytes });
 }
 
 /** URLs may carry credentials in userinfo or the query; keep only what identifies the server. */

@@ -19,6 +19,8 @@ export type ClientErrorKind =
   | 'unsupported'
   /** The caller's AbortSignal fired before the call completed. */
   | 'aborted'
+  /** The answer was larger than this client accepts in one message (a whole-file read of a huge file). */
+  | 'answerTooLarge'
   /** The server answered with a JSON-RPC error; see `code`. */
   | 'rpc';
 
@@ -66,6 +68,29 @@ export class OutcomeUnknownError extends ExecClientError {
     );
     this.name = 'OutcomeUnknownError';
   }
+}
+
+/**
+ * An answer was larger than the client accepts in one message, so the connection was reset (the
+ * session resumes on a new one). Calls whose answers can be that large fail with this instead of
+ * being sent again, which would only repeat it.
+ */
+export class AnswerTooLargeError extends ExecClientError {
+  readonly kind = 'answerTooLarge' as const;
+  constructor(
+    readonly method: string,
+    readonly limitBytes: number,
+  ) {
+    super(
+      `the answer to \`${method}\` was larger than this client accepts in one message (${formatMiB(limitBytes)}); read the file in blocks (fs/open and fs/readBlock) instead`,
+    );
+    this.name = 'AnswerTooLargeError';
+  }
+}
+
+function formatMiB(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
 }
 
 export class OutputLostError extends ExecClientError {

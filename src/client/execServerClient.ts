@@ -4,6 +4,7 @@ import type { EnvironmentInfo, EnvironmentStatusResult } from '../protocol/envir
 import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
 import type { ParamsOf, RequestMethod, ResultOf } from '../protocol/methods';
 import { ConnectionClosedError, RpcError } from '../rpc/errors';
+import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import { systemClock, type Clock } from '../util/clock';
 import type { Disposable } from '../util/disposable';
 import { errorMessage } from '../util/errorMessage';
@@ -12,12 +13,23 @@ import { Admission, type Permit } from './admission';
 import { abortable, fromUri, parseResult, toUri } from './callHelpers';
 import { connectorFor } from './connectors';
 import { inheritAllEnv } from './envPolicy';
-import { AbortedError, ConnectFailedError, OutcomeUnknownError, RemoteError, UnsupportedError, WriteRejectedError } from './errors';
+import {
+  AbortedError,
+  AnswerTooLargeError,
+  ConnectFailedError,
+  OutcomeUnknownError,
+  RemoteError,
+  UnsupportedError,
+  WriteRejectedError,
+} from './errors';
 import { adoptRead, SessionExpiredError, type AttachedProcess } from './processAttach';
 import { ProcessHandleImpl, type HandleHost, type ProcessHandle } from './processHandle';
 import { ProcessTable } from './processTable';
 import { SessionLink } from './sessionLink';
 import type { CallOptions, ClientOptions, ConnectionState, StartProcessOptions } from './types';
+
+/** Calls whose answer has no size bound but the file's: the only ones an oversized answer can be. */
+const UNBOUNDED_ANSWER: ReadonlySet<RequestMethod> = new Set<RequestMethod>(['fs/readFile']);
 
 /** Calls that may simply be sent again after a reconnect: reads, and writes (made idempotent by `writeId`). */
 const RETRYABLE: ReadonlySet<RequestMethod> = new Set<RequestMethod>([
@@ -80,13 +92,15 @@ export class ExecServerClient implements Disposable {
   private idCounter = 0;
   private readonly host: HandleHost;
   private readonly tracking: ClientOptions['onProcessTracking'];
+  private readonly maxAnswerBytes: number;
 
   private constructor(options: ClientOptions) {
     this.clock = options.clock ?? systemClock;
     const random = options.random ?? Math.random;
     this.log = options.log ?? (() => undefined);
     this.cleanupStallMs = options.cleanupStallMs ?? 10_000;
-    const connector = options.connector ?? (options.endpoint ? connectorFor(options.endpoint) : undefined);
+    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+    const connector = options.connector ?? (options.endpoint ? connectorFor(options.endpoint, this.maxAnswerBytes) : undefined);
     if (!connector) throw new TypeError('ExecServerClient needs an endpoint or a connector');
     this.admission = new Admission(options.maxInFlight ?? 64);
     const jitter = random() * 0.3;
@@ -350,6 +364,8 @@ export class ExecServerClient implements Disposable {
           if (e instanceof RpcError) throw new RemoteError(method, e.code, e.message, e.data);
           if (e instanceof ConnectionClosedError) {
             if (this.link.isWedged(live.gen)) throw new OutcomeUnknownError(method);
+            // Sent again, the same answer would only reset the next connection too.
+            if (e.messageTooLarge && UNBOUNDED_ANSWER.has(method)) throw new AnswerTooLargeError(method, this.maxAnswerBytes);
             if (hooks.onLost) return await hooks.onLost();
             if (RETRYABLE.has(method)) continue;
             throw new OutcomeUnknownError(method);

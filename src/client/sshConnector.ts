@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { StdioTransport } from '../rpc/stdioTransport';
+import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import type { Disposable } from '../util/disposable';
 import { startAskpass, type AskpassHandler, type AskpassSession } from './sshAskpass';
 import { bundleFor, localUname, remoteCommand } from './sshBootstrap';
@@ -321,7 +322,7 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
             signal.removeEventListener('abort', onAbort);
             child.stdout!.pause();
             if (buf.length) child.stdout!.unshift(buf);
-            const transport = new RelayConnection(child.stdout!, child.stdin!);
+            const transport = new RelayConnection(child.stdout!, child.stdin!, MAX_ANSWER_BYTES);
             transport.onClose(() => {
               if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
             });

@@ -76,6 +76,12 @@ export interface ClientOptions {
    * treated as dead (a half-open socket must not stall recovery). Default 5 000 / 5 000 ms; `false` disables.
    */
   keepalive?: { intervalMs: number; timeoutMs: number } | false;
+  /**
+   * The largest message accepted from the server (default 384 MiB, `MAX_ANSWER_BYTES`); an answer
+   * over it resets the connection and fails its call with `AnswerTooLargeError`. Used for the
+   * connector built from `endpoint` and in that error's words.
+   */
+  maxAnswerBytes?: number;
   /** Regular calls in flight at once (one more permit is reserved for cleanup calls). Default 64. */
   maxInFlight?: number;
   /**

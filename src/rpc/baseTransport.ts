@@ -10,6 +10,7 @@ export abstract class BaseTransport implements Transport {
   private readonly drains = new Emitter<void>();
   private readonly binaries = new Emitter<Buffer>();
   private closed = false;
+  private tooLarge = false;
   protected pending = 0;
   /** `onDrain` fires when `bufferedBytes` falls to this level (0 = fully flushed). */
   lowWaterMark = 0;
@@ -30,6 +31,16 @@ export abstract class BaseTransport implements Transport {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  get messageTooLarge(): boolean {
+    return this.tooLarge;
+  }
+
+  /** Closes the transport because an incoming message was over its limit (`messageTooLarge`). */
+  protected closeForSize(reason: string): void {
+    this.tooLarge = true;
+    this.close(reason);
   }
 
   get bufferedBytes(): number {

@@ -33,7 +33,11 @@ export class RpcError extends Error {
 
 /** The transport closed while a call was pending, or a call was made after it closed. */
 export class ConnectionClosedError extends Error {
-  constructor(readonly reason?: string) {
+  constructor(
+    readonly reason?: string,
+    /** The transport closed because an incoming message was over its size limit (`Transport.messageTooLarge`). */
+    readonly messageTooLarge = false,
+  ) {
     super(reason ? `connection closed: ${reason}` : 'connection closed');
     this.name = 'ConnectionClosedError';
   }

@@ -205,7 +205,7 @@ export class RpcPeer implements Disposable {
     if (this.closedFlag) return;
     this.closedFlag = true;
     this.closeReason = reason;
-    const error = new ConnectionClosedError(reason);
+    const error = new ConnectionClosedError(reason, this.transport.messageTooLarge === true);
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const p of pending) {

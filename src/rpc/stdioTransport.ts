@@ -5,23 +5,26 @@ import { MAX_FRAME_BYTES } from './transport';
 
 /** Newline-delimited JSON over a pair of streams (`--listen stdio`, or a spawned `ssh … serve --listen stdio`). */
 export class StdioTransport extends BaseTransport {
-  /** One JSON text per line; a line past the frame limit closes the transport. */
-  private readonly lines = new LineSplitter({
-    maxLineBytes: MAX_FRAME_BYTES,
-    overflow: 'stop',
-    onLine: (line) => {
-      const text = line.toString('utf8').trim();
-      if (text.length > 0) this.emitMessage(text);
-      if (this.isClosed) this.lines.stop();
-    },
-    onOverflow: () => this.close(`frame larger than ${MAX_FRAME_BYTES} bytes`),
-  });
+  /** One JSON text per line; a line past the limit closes the transport (`messageTooLarge`). */
+  private readonly lines: LineSplitter;
 
   constructor(
     private readonly input: Readable,
     private readonly output: Writable,
+    /** The longest line accepted; default the frame limit (a server); our client takes whole-file answers. */
+    maxMessageBytes: number = MAX_FRAME_BYTES,
   ) {
     super();
+    this.lines = new LineSplitter({
+      maxLineBytes: maxMessageBytes,
+      overflow: 'stop',
+      onLine: (line) => {
+        const text = line.toString('utf8').trim();
+        if (text.length > 0) this.emitMessage(text);
+        if (this.isClosed) this.lines.stop();
+      },
+      onOverflow: () => this.closeForSize(`frame larger than ${maxMessageBytes} bytes`),
+    });
     input.on('data', (data: Buffer) => this.lines.push(data));
     input.on('end', () => this.emitClose('input ended'));
     input.on('error', (e) => this.emitClose(`input error: ${e.message}`));

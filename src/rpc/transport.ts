@@ -23,6 +23,8 @@ export interface Transport {
   onClose(listener: (reason: string | undefined) => void): Disposable;
   close(reason?: string): void;
   readonly isClosed: boolean;
+  /** True once the transport closed because an incoming message was over its size limit. */
+  readonly messageTooLarge?: boolean;
   /** Bytes handed to `send` but not yet written to the OS; drives server-side backpressure. */
   readonly bufferedBytes: number;
   /** Fires when `bufferedBytes` falls to `lowWaterMark` after having been above it. */
@@ -31,6 +33,13 @@ export interface Transport {
   /** Above this many buffered bytes, stop reading input until back at `lowWaterMark` (optional). */
   highWaterMark?: number;
 }
+
+/**
+ * The largest message our client accepts, on every transport (what a server accepts stays
+ * MAX_FRAME_BYTES). Whole-file answers: fs/readFile reads up to 256 MiB on our server (a binary
+ * frame, or 342 MiB as base64 JSON); codex's 512 MiB limit is 683 MiB as base64, past this.
+ */
+export const MAX_ANSWER_BYTES = 384 * 1024 * 1024;
 
 /** Frames above this are refused: the connection is closed (docs/protocol.md §12). */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;

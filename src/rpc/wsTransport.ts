@@ -21,7 +21,9 @@ export class WebSocketTransport extends BaseTransport {
     });
     ws.on('close', (code, reason) => this.emitClose(`websocket closed (${code}${reason.length ? `: ${reason.toString()}` : ''})`));
     ws.on('error', (err) => {
-      this.emitClose(`websocket error: ${err.message}`);
+      // ws refuses a message over its maxPayload before reading it (close code 1009).
+      if ((err as NodeJS.ErrnoException).code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.closeForSize(`websocket error: ${err.message}`);
+      else this.emitClose(`websocket error: ${err.message}`);
       ws.terminate();
     });
   }

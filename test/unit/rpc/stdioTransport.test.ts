@@ -39,6 +39,7 @@ test('lines split across chunks arrive whole; a line past the frame limit closes
   await tick();
   assert.equal(t.isClosed, true);
   assert.equal(reason, `frame larger than ${MAX_FRAME_BYTES} bytes`);
+  assert.equal(t.messageTooLarge, true, 'the close says it was for size (the client then fails the read instead of repeating it)');
   input.write('\n{"c":3}\n');
   await tick();
   assert.deepEqual(got, ['{"a":1}', '{"b":2}']);
