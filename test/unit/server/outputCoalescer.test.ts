@@ -21,8 +21,5 @@ test('OutputCoalescer: reads from one reused buffer come out exact, in order, at
   c.flush();
   assert.ok(out.every((o) => o.data.length > 0 && o.data.length <= 1000));
   for (const s of ['stdout', 'stderr'])
-    assert.deepEqual(
-      Buffer.concat(out.filter((o) => o.stream === s).map((o) => o.data)),
-      Buffer.concat(expected[s]!),
-    );
+    assert.deepEqual(Buffer.concat(out.filter((o) => o.stream === s).map((o) => o.data)), Buffer.concat(expected[s]!));
 });
