@@ -38,3 +38,25 @@ export function executorWorkspaceFile(
   const hash = createHash('sha256').update(text).digest('hex').slice(0, 8);
   return { fileName: `${label}-${hash}.code-workspace`, text };
 }
+
+/**
+ * The folders a workspace file names that the window does not show (by path for `path` entries,
+ * by URI for `uri` entries), in file order. Empty when the text is not a workspace file.
+ */
+export function missingWorkspaceFolders(fileText: string, shown: readonly WorkspaceFolderRef[]): WorkspaceFileEntry[] {
+  let folders: unknown;
+  try {
+    folders = (JSON.parse(fileText) as { folders?: unknown }).folders;
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(folders)) return [];
+  const trim = (p: string) => (p.length > 1 ? p.replace(/\/+$/, '') : p);
+  return folders.filter((f): f is WorkspaceFileEntry => {
+    if (typeof f !== 'object' || f === null) return false;
+    const e = f as { path?: unknown; uri?: unknown };
+    if (typeof e.path === 'string') return !shown.some((s) => s.scheme === 'file' && trim(s.path) === trim(e.path as string));
+    if (typeof e.uri === 'string') return !shown.some((s) => s.uri === e.uri);
+    return false;
+  });
+}

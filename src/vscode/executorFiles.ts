@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { ExecutorFilePoller, ExecutorFiles, type FileChange, type FileStat } from '../core/executorFiles';
 import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
-import { executorWorkspaceFile } from '../core/executorWorkspace';
+import { executorWorkspaceFile, missingWorkspaceFolders } from '../core/executorWorkspace';
 import { EXECUTOR_FS_SCHEME, executorFileUri, findPathLinks } from '../core/pathMapping';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
@@ -42,6 +42,8 @@ class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
   private readonly changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.changed.event;
   private readonly perExecutor = new Map<string, { files: ExecutorFiles; poller: ExecutorFilePoller }>();
+  /** Executors a call failed on since they were last connected (the Explorer may hold that failure). */
+  readonly failedOn = new Set<string>();
 
   constructor(private readonly ext: FeatureContext) {}
 
@@ -80,6 +82,7 @@ class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
     try {
       return await fn(this.executor(uri));
     } catch (e) {
+      this.failedOn.add(decodeURIComponent(uri.authority));
       throw toFileSystemError(e, uri);
     }
   }
@@ -272,4 +275,67 @@ export function registerExecutorFiles(ext: FeatureContext, terminals: () => Exec
   ext.disposables.add(provider);
   ext.disposables.add(vscode.workspace.registerFileSystemProvider(EXECUTOR_FS_SCHEME, provider, { isCaseSensitive: true }));
   ext.disposables.add(vscode.window.registerTerminalLinkProvider(new ExecutorPathLinkProvider(terminals) as vscode.TerminalLinkProvider));
+  // An executor root the Explorer resolved while its executor was unreachable (e.g. a reload whose
+  // old window still holds the session) stays empty with an error mark: list it again once that
+  // executor is connected.
+  ext.disposables.add(
+    ext.executors.onDidChangeState(({ executor, state }) => {
+      if (state.kind !== 'connected' || !provider.failedOn.delete(executor)) return;
+      const roots = (vscode.workspace.workspaceFolders ?? []).filter(
+        (f) => f.uri.scheme === EXECUTOR_FS_SCHEME && decodeURIComponent(f.uri.authority) === executor,
+      );
+      if (roots.length === 0) return;
+      ext.log.info(`${executor}: connected again; refreshing the Explorer's executor folders`);
+      void vscode.commands.executeCommand('workbench.files.action.refreshFilesExplorer');
+    }),
+  );
+  void completeExecutorWorkspace(ext).catch((e: unknown) =>
+    ext.log.warn(`executor workspace: ${e instanceof Error ? e.message : String(e)}`),
+  );
+}
+
+/** Resolves when the window's folders change or after `ms`. */
+function foldersChanged(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const sub = vscode.workspace.onDidChangeWorkspaceFolders(() => done());
+    const timer = setTimeout(() => done(), ms);
+    function done() {
+      sub.dispose();
+      clearTimeout(timer);
+      resolve();
+    }
+  });
+}
+
+/**
+ * A window reopened on a workspace file that Open Executor Folder… wrote. The web workbench
+ * (code-server 1.139) takes a remote workspace file's folders from its configuration cache first
+ * (empty for a new file) and reads the file afterwards; sometimes that late read never reaches the
+ * window, which then shows "No Folder Opened" for good. Here, once the provider is registered: while folders the
+ * file names are missing, the file is rewritten (same text; the workbench watches it and reloads
+ * its folders), at most 3 times.
+ */
+async function completeExecutorWorkspace(ext: FeatureContext): Promise<void> {
+  const file = vscode.workspace.workspaceFile;
+  const dir = vscode.Uri.joinPath(ext.context.globalStorageUri, 'workspaces');
+  if (!file || file.scheme !== dir.scheme || !file.path.startsWith(`${dir.path}/`)) return;
+  const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(file));
+  const shown = () =>
+    (vscode.workspace.workspaceFolders ?? []).map((f) => ({ uri: f.uri.toString(), scheme: f.uri.scheme, path: f.uri.path }));
+  for (let attempt = 1; missingWorkspaceFolders(text, shown()).length > 0; attempt++) {
+    // The workbench may still be reading the file: give it a moment before writing.
+    await foldersChanged(attempt === 1 ? 3000 : 5000);
+    const missing = missingWorkspaceFolders(text, shown());
+    if (missing.length === 0) break;
+    if (attempt > 3) {
+      ext.log.warn(
+        `${file.fsPath}: VS Code does not show ${JSON.stringify(missing)} of this workspace; reopen it (File > Open Workspace from File…)`,
+      );
+      return;
+    }
+    ext.log.info(
+      `${file.fsPath}: VS Code shows ${shown().length} of its folders; rewriting it so VS Code reads it again (${attempt} of 3)`,
+    );
+    await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(text));
+  }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { executorWorkspaceFile } from '../../../src/core/executorWorkspace';
+import { executorWorkspaceFile, missingWorkspaceFolders } from '../../../src/core/executorWorkspace';
 
 const local = { uri: 'file:///home/me/proj', scheme: 'file', path: '/home/me/proj' };
 const add = { uri: 'execbridge://bundled/srv/proj', name: 'bundled: /srv/proj', label: 'bundled-proj' };
@@ -25,4 +25,18 @@ test('non-file folders stay URIs with their names; a folder already there is not
   const remote = { uri: 'execbridge://dev/home', scheme: 'execbridge', path: '/home', name: 'dev: /home' };
   const { text } = executorWorkspaceFile([local, remote], { uri: remote.uri, name: 'dev: /home', label: 'dev-home' });
   assert.deepEqual(JSON.parse(text).folders, [{ path: '/home/me/proj' }, { uri: 'execbridge://dev/home', name: 'dev: /home' }]);
+});
+
+test('missingWorkspaceFolders names what the file lists and the window does not show', () => {
+  const { text } = executorWorkspaceFile([local], add);
+  const exec = { uri: add.uri, scheme: 'execbridge', path: '/srv/proj' };
+  assert.deepEqual(missingWorkspaceFolders(text, [local, exec]), []);
+  assert.deepEqual(missingWorkspaceFolders(text, [{ ...local, path: '/home/me/proj/' }, exec]), []);
+  assert.deepEqual(missingWorkspaceFolders(text, [exec]), [{ path: '/home/me/proj' }]);
+  // The window that came up with no folders at all ("No Folder Opened").
+  assert.deepEqual(missingWorkspaceFolders(text, []), [{ path: '/home/me/proj' }, { uri: add.uri, name: add.name }]);
+  // A local folder of the same path on another scheme is not the file's path entry.
+  assert.deepEqual(missingWorkspaceFolders(text, [{ ...local, scheme: 'vscode-remote' }, exec]), [{ path: '/home/me/proj' }]);
+  assert.deepEqual(missingWorkspaceFolders('not json', []), []);
+  assert.deepEqual(missingWorkspaceFolders('{"folders": 3}', []), []);
 });
