@@ -34,7 +34,9 @@ export type DisconnectReason =
   | 'sessionLost'
   | 'disposed'
   /** A cleanup call could not get even the reserved permit; the connection was judged wedged. */
-  | 'wedged';
+  | 'wedged'
+  /** Another client resumed this session with `takeOverSession` (e.g. the same workspace's window after a reload). */
+  | 'takenOver';
 
 /**
  * The one stable error of a failed client: every pending call, waiting call, process handle and

@@ -72,7 +72,7 @@ export class ExecServerClient implements Disposable {
   static async connect(options: ClientOptions): Promise<ExecServerClient> {
     const client = new ExecServerClient(options);
     try {
-      await client.link.connectFirst(options.resumeSessionId);
+      await client.link.connectFirst(options.resumeSessionId, options.takeOverSession === true);
     } catch (e) {
       client.dispose();
       if (e instanceof ConnectFailedError || e instanceof SessionExpiredError) throw e;

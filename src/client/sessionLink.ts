@@ -2,7 +2,7 @@ import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { requests } from '../protocol/methods';
-import { InitializeResult } from '../protocol/session';
+import { InitializeResult, SESSION_TAKEN_OVER } from '../protocol/session';
 import { RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
 import { backoffDelay } from '../util/backoff';
@@ -145,11 +145,11 @@ export class SessionLink {
    * The first connection: a new session, or `resumeSessionId`'s (then `SessionExpiredError` if the
    * executor no longer has it; while the previous connection still holds it, -32010, retried ≤ 5 s).
    */
-  async connectFirst(resumeSessionId?: string): Promise<void> {
+  async connectFirst(resumeSessionId?: string, takeOver = false): Promise<void> {
     let opened: { live: Live; init: InitializeResult };
     for (let attempt = 1; ; attempt++) {
       try {
-        opened = await this.openAttempt(resumeSessionId);
+        opened = await this.openAttempt(resumeSessionId, takeOver);
         break;
       } catch (e) {
         if (!resumeSessionId || !(e instanceof RpcError)) throw e;
@@ -193,6 +193,16 @@ export class SessionLink {
     this.setState({ kind: 'failed', error });
   }
 
+  /** Another client took this session over (`execBridge/sessionTakenOver`): failed for good, no resume (it would take it back). */
+  private takenOver(): void {
+    this.fail(
+      new DisconnectedError(
+        'takenOver',
+        'another window resumed this executor session (this workspace after a reload, or a second window on it); this one no longer follows its processes — Reconnect starts a new session',
+      ),
+    );
+  }
+
   /** `reason`: what the user is told in-flight calls and processes ended with. */
   dispose(reason = 'the connection to the exec-server was closed'): void {
     this.fail(new DisconnectedError('disposed', reason));
@@ -214,7 +224,8 @@ export class SessionLink {
   }
 
   /** One connect + `initialize` (+ `initialized`), bounded by `attemptTimeoutMs`. */
-  private async openAttempt(resumeSessionId: string | undefined): Promise<{ live: Live; init: InitializeResult }> {
+  /** `takeOver` only on the first connection: in recovery the holder is our own dead connection, which the probe frees. */
+  private async openAttempt(resumeSessionId: string | undefined, takeOver = false): Promise<{ live: Live; init: InitializeResult }> {
     const abort = new AbortController();
     const attempt: { abort: AbortController; live?: Live } = { abort };
     this.attempt = attempt;
@@ -234,6 +245,7 @@ export class SessionLink {
           {
             clientName: this.settings.clientName,
             ...(resumeSessionId ? { resumeSessionId } : {}),
+            ...(resumeSessionId && takeOver ? { execBridgeTakeOver: true } : {}),
             // Only a connection that delivers binary messages may ask for them (a wrapper without `onBinary` would drop them).
             ...(this.settings.binaryOutput !== false && conn.onBinary ? { [BINARY_OUTPUT_FIELD]: true } : {}),
           },
@@ -265,7 +277,9 @@ export class SessionLink {
       replyToMalformed: false,
       acceptBinaryResults: true,
       onNotification: (method, params) => {
-        if (gen === this.acceptGen) this.hooks.onNotification(method, params);
+        if (gen !== this.acceptGen) return;
+        if (method === SESSION_TAKEN_OVER) this.takenOver();
+        else this.hooks.onNotification(method, params);
       },
       onBinary: (frame) => {
         if (gen === this.acceptGen) this.hooks.onBinary?.(frame);

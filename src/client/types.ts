@@ -99,6 +99,13 @@ export interface ClientOptions {
    * after a window reload; if the executor no longer has it, `connect` rejects with `SessionExpiredError`.
    */
   resumeSessionId?: string;
+  /**
+   * With `resumeSessionId`: if another connection still holds the session (the extension host of a
+   * window that reloaded but lingers), take it over instead of waiting for it to let go
+   * (capability `execBridgeSessionTakeover`; the other client fails with reason `takenOver`). Only
+   * the first connection asks; a server without it answers -32010 as before.
+   */
+  takeOverSession?: boolean;
   /** A process id is tracked (its start is sent, or it is attached) or is over for good (closed, or lost); not told when the client fails. */
   onProcessTracking?(event: { processId: string; tracked: boolean; tty: boolean; stdinWritable: boolean }): void;
   clock?: Clock;

@@ -64,6 +64,8 @@ export class ExecutorConnection {
   private ssh: SshConnector | undefined;
   /** Why the current client is being failed on purpose (clearer than the client's own words). */
   private failureReason: string | undefined;
+  /** Another window took this executor's session over (reason `takenOver`): no resume, no memory, until `reconnect`. */
+  private takenOver = false;
   readonly onDidChangeState: Event<ExecutorState> = this.stateEmitter.event;
   /** The current client's raw state changes (for terminals' recovery lines). */
   readonly onClientState: Event<ConnectionState> = this.clientStateEmitter.event;
@@ -101,6 +103,7 @@ export class ExecutorConnection {
   /** Drops the current client (processes keep running on the executor until the TTL) and connects to a new session. */
   async reconnect(): Promise<ExecServerClient> {
     await this.connecting?.catch(() => undefined);
+    this.takenOver = false;
     this.deps.memory?.forget(this.name);
     this.dropClient(
       `${this.name} was reconnected; what ran through the old connection may still be running on the executor, but this terminal no longer follows it`,
@@ -154,7 +157,9 @@ export class ExecutorConnection {
             : undefined;
       const endpoint = target ? undefined : await this.endpoint();
       log?.(`${this.name}: connecting (${endpoint ? describeEndpoint(endpoint) : describeExecutor(this.config)})`);
-      const memory = this.resumable ? this.deps.memory : undefined;
+      // Taken over by another window: neither resume (that would take the session back) nor write the
+      // workspace's memory (it is that window's now) until the user reconnects here.
+      const memory = this.resumable && !this.takenOver ? this.deps.memory : undefined;
       const options: ClientOptions = {
         clientName: 'exec-bridge-vscode',
         ...this.deps.clientOptions,
@@ -169,7 +174,12 @@ export class ExecutorConnection {
       let client: ExecServerClient;
       let expired: string | undefined;
       try {
-        client = await ExecServerClient.connect({ ...options, ...(remembered ? { resumeSessionId: remembered.sessionId } : {}) });
+        // A remembered session is this workspace's: a lingering extension host of its previous window
+        // (code-server keeps one for a while after a reload) must not keep it from us.
+        client = await ExecServerClient.connect({
+          ...options,
+          ...(remembered ? { resumeSessionId: remembered.sessionId, takeOverSession: true } : {}),
+        });
       } catch (e) {
         if (!(e instanceof SessionExpiredError)) throw e;
         expired = e.message;
@@ -228,6 +238,7 @@ export class ExecutorConnection {
           this.setState({ kind: 'recovering', since: s.since, attempt: s.attempt, cause: s.cause });
           break;
         case 'failed':
+          if (s.error.reason === 'takenOver') this.takenOver = true;
           this.setState({ kind: 'failed', message: this.failureReason ?? s.error.message });
           // Per-connection things end with the client.
           this.scope.dispose();

@@ -7,6 +7,12 @@ export const InitializeParams = z.object({
   resumeSessionId: z.string().nullable().optional(),
   /** Ours: `true` asks for binary output frames (./binaryOutput.ts). Any other value is ignored, as codex ignores the field. */
   execBridgeBinaryOutput: z.unknown().optional(),
+  /**
+   * Ours: `true` with `resumeSessionId` takes the session over from a connection that still holds
+   * it (that connection is told `execBridge/sessionTakenOver` and closed) instead of failing with
+   * -32010. Any other value is ignored, as codex ignores the field.
+   */
+  execBridgeTakeOver: z.unknown().optional(),
 });
 export type InitializeParams = z.infer<typeof InitializeParams>;
 
@@ -18,3 +24,7 @@ export const InitializeResult = z.object({
   execBridgeBinaryOutput: z.boolean().optional(),
 });
 export type InitializeResult = z.infer<typeof InitializeResult>;
+
+/** Ours: sent to a connection whose session another connection took over (`execBridgeTakeOver`); the connection is closed next. */
+export const SESSION_TAKEN_OVER = 'execBridge/sessionTakenOver';
+export const SessionTakenOverParams = z.object({ sessionId: z.string() });

@@ -1,9 +1,10 @@
 import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import { describeZodError } from '../protocol/describeError';
-import { InitializeParams, type InitializeResult } from '../protocol/session';
+import { InitializeParams, SESSION_TAKEN_OVER, type InitializeResult } from '../protocol/session';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { RpcError } from '../rpc/errors';
+import { encodeNotification } from '../rpc/message';
 import { RpcPeer } from '../rpc/peer';
 import type { Router } from '../rpc/router';
 import type { Transport } from '../rpc/transport';
@@ -69,6 +70,8 @@ function family(method: string): string {
 export class ServerConnection implements SessionConnection {
   private readonly peer: RpcPeer;
   private session: Session | undefined;
+  /** Set once another connection took the session over (`takenOver`): why calls here fail. */
+  private lostTo: string | undefined;
   private initializeDone = false;
   private initializing = false;
   private initializedReceived = false;
@@ -144,6 +147,26 @@ export class ServerConnection implements SessionConnection {
     return this.peer.isClosed;
   }
 
+  /**
+   * Another connection took this one's session over: calls on this connection fail from now on
+   * (their session is gone from it), the client is told, and the connection closes once that
+   * notification is written (or after a second).
+   */
+  takenOver(sessionId: string): void {
+    this.session = undefined;
+    this.lostTo = `session ${sessionId} was taken over by another connection`;
+    this.abort.abort();
+    this.options.log?.(`session ${sessionId} taken over by another connection`);
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      this.drop(this.lostTo ?? 'session taken over');
+    };
+    this.peer.notifyFrame(Buffer.from(encodeNotification(SESSION_TAKEN_OVER, { sessionId })), close);
+    setTimeout(close, 1000).unref();
+  }
+
   // SessionConnection
   notify(method: string, params: unknown): void {
     this.peer.notify(method, params);
@@ -206,6 +229,7 @@ export class ServerConnection implements SessionConnection {
     try {
       if (method === 'initialize') return this.initialize(params);
       if (!this.options.router.has(method)) return this.options.router.dispatch(method, params, undefined as never);
+      if (this.lostTo) throw RpcError.invalidRequest(this.lostTo);
       if (!this.initializeDone || !this.session)
         throw RpcError.invalidRequest(`client must call initialize before using ${family(method)} methods`);
       if (!this.initializedReceived) throw RpcError.invalidRequest(`client must send initialized before using ${family(method)} methods`);
@@ -236,7 +260,8 @@ export class ServerConnection implements SessionConnection {
     const { resumeSessionId } = parsed.data;
     const binary = parsed.data.execBridgeBinaryOutput === true && this.transport.sendBinary !== undefined;
     // A failed initialize (unknown session, -32010) may be retried on the same connection.
-    const session = resumeSessionId ? this.options.registry.resume(resumeSessionId, this) : this.options.registry.create(this);
+    const takeOver = parsed.data.execBridgeTakeOver === true;
+    const session = resumeSessionId ? this.options.registry.resume(resumeSessionId, this, takeOver) : this.options.registry.create(this);
     if (this.peer.isClosed) {
       this.options.registry.detach(session, this);
       throw RpcError.internal('connection closed during initialize');

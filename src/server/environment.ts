@@ -66,6 +66,8 @@ export function environmentInfo(opts: { sandbox: boolean }): EnvironmentInfo {
       execBridgeProcessPause: true,
       // process/start.execBridgeCreditWindow and process/ack (credit window, docs/protocol-extensions.md).
       execBridgeProcessCredit: true,
+      // initialize {resumeSessionId, execBridgeTakeOver: true} takes a session from a connection that still holds it.
+      execBridgeSessionTakeover: true,
     },
   };
 }

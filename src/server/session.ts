@@ -12,6 +12,8 @@ import type { SpawnPlanner } from './spawnPlan';
 export interface SessionConnection extends ProcessSink {
   /** Another connection claims the session: check this one is still there (and give up if not). */
   probe?(): void;
+  /** Another connection took the session over: this one no longer has it (say so, then close). */
+  takenOver?(sessionId: string): void;
 }
 
 export interface SessionOptions {
@@ -81,6 +83,14 @@ export class Session {
   /** A resume found the session attached: the holder must prove it is alive, or let go. */
   probeConnection(): void {
     this.connection?.probe?.();
+  }
+
+  /** Hands the session to `conn`; the connection that held it is told and lets go. */
+  takeOver(conn: SessionConnection): void {
+    const old = this.connection;
+    this.connection = undefined;
+    old?.takenOver?.(this.id);
+    this.attach(conn);
   }
 
   detach(conn: SessionConnection): boolean {

@@ -33,9 +33,14 @@ export class SessionRegistry {
     return s;
   }
 
-  resume(id: string, conn: SessionConnection): Session {
+  /** `takeOver`: a connection still holding the session is told and let go, instead of -32010. */
+  resume(id: string, conn: SessionConnection, takeOver = false): Session {
     const s = this.sessions.get(id);
     if (!s) throw RpcError.invalidRequest(`unknown session id ${id}`);
+    if (s.isAttached && takeOver) {
+      s.takeOver(conn);
+      return s;
+    }
     if (s.isAttached) {
       // A frozen holder lets go within the probe time; the client's retry of -32010 then succeeds.
       s.probeConnection();

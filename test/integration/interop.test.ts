@@ -925,6 +925,7 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
           'execBridgeBinaryOutput',
           'execBridgeProcessPause',
           'execBridgeProcessCredit',
+          'execBridgeSessionTakeover',
         ]) {
           assert.equal(typeof caps[k], 'string', `ours announces ${k}`);
           delete caps[k];

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { ExecServerClient, SessionExpiredError, type ClientOptions } from '../../src/client';
+import { DisconnectedError, ExecServerClient, SessionExpiredError, type ClientOptions } from '../../src/client';
 import { BundledServer } from '../../src/core/bundledServer';
 import { ExecutorConnection, type RestoredSession } from '../../src/core/executorConnection';
 import { SessionMemory, type MementoLike } from '../../src/core/sessionMemory';
@@ -133,6 +133,40 @@ describe('window reload: a new client resumes the session by its id', () => {
     }
   });
 
+  test('takeOverSession: a client still holding the session is told and fails for good; the new one has its processes', async () => {
+    const { dir, env } = world();
+    const daemon = await ensureDaemon({ cliPath: CLI_JS, env, idleExitMs: 2_000 });
+    const endpoint = { kind: 'websocket' as const, url: daemon.url, token: daemon.token };
+    const holder = await ExecServerClient.connect({ ...quiet, endpoint });
+    let second: ExecServerClient | undefined;
+    try {
+      const fifo = join(dir, 'gate');
+      const p = await holder.startProcess({ argv: gated(fifo), cwd: dir, tty: false });
+      await gather(p).until((t) => t.includes('line 1000\n'), 15_000, 'the first 1000 lines');
+      const holderFailed = new Promise<DisconnectedError>((resolve) => {
+        holder.onDidChangeState((s) => {
+          if (s.kind === 'failed') resolve(s.error);
+        });
+      });
+      second = await ExecServerClient.connect({ ...quiet, endpoint, resumeSessionId: holder.sessionId, takeOverSession: true });
+      assert.equal(second.sessionId, holder.sessionId, 'the same session');
+      const why = await holderFailed;
+      assert.equal(why.reason, 'takenOver');
+      assert.match(why.message, /another window resumed this executor session/);
+      await assert.rejects(p.completion, (e: unknown) => e instanceof DisconnectedError && e.reason === 'takenOver');
+      await assert.rejects(holder.readFile(fifo), (e: unknown) => e instanceof DisconnectedError, 'the old client is done');
+      const again = await second.attachProcess(p.processId, { tty: false, stdinWritable: false });
+      const text = gather(again.handle);
+      writeFileSync(fifo, 'go\n');
+      assert.equal((await again.handle.completion).exitCode, 0);
+      assert.match(text.text(), new RegExp(`^pid \\d+\\n${numberedLines(2000)}pid \\d+\\n$`), 'every byte, from the first');
+      assert.equal(second.state.kind, 'connected', 'nobody took it back');
+    } finally {
+      second?.dispose();
+      holder.dispose();
+    }
+  });
+
   test('an unknown session id is SessionExpiredError', async () => {
     const { env } = world();
     const daemon = await ensureDaemon({ cliPath: CLI_JS, env, idleExitMs: 2_000 });
@@ -206,6 +240,44 @@ describe('window reload: ExecutorConnection with a SessionMemory', () => {
       assert.match(text.text(), new RegExp(`^pid \\d+\\n${numberedLines(2000)}pid \\d+\\n$`));
     } finally {
       w2.close();
+    }
+  });
+
+  test('a previous window that lingers (its extension host still connected) does not keep the session from the new one', async () => {
+    const { dir, env } = world();
+    const memento = new MapMemento();
+    const w1 = window(memento, env);
+    const c1 = await w1.conn.connect();
+    const term = await c1.startProcess({ argv: ['sh', '-c', 'echo ready; exec sleep 300'], cwd: dir, tty: false });
+    w1.conn.rememberTerminal(term.processId, terminalInfo);
+    await gather(term).until((t) => t.includes('ready'), 10_000, 'the terminal command');
+    const sessionId = c1.sessionId;
+    // w1 is not closed: code-server keeps a reloaded window's extension host for a while.
+    const w1Failed = new Promise<string>((resolve) => {
+      w1.conn.onDidChangeState((s) => {
+        if (s.kind === 'failed') resolve(s.message);
+      });
+    });
+    const w2 = window(memento, env);
+    try {
+      const c2 = await w2.conn.connect();
+      assert.equal(c2.sessionId, sessionId, 'the remembered session, at once (not -32010 until the old one goes)');
+      assert.deepEqual(
+        w2.restored[0]?.terminals.map((p) => p.processId),
+        [term.processId],
+      );
+      assert.match(await w1Failed, /another window resumed this executor session/);
+      // The old window, asked again, does not take the session back: it gets a new one.
+      const c1b = await w1.conn.connect();
+      assert.notEqual(c1b.sessionId, sessionId);
+      assert.equal(c2.state.kind, 'connected');
+      assert.equal(
+        new SessionMemory(memento).recall('bundled', JSON.stringify({ kind: 'bundled', name: 'bundled', cwd: '/' }))?.sessionId,
+        sessionId,
+      );
+    } finally {
+      w2.close();
+      w1.close();
     }
   });
 

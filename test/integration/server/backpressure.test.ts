@@ -25,9 +25,9 @@ describe('our exec-server: backpressure', () => {
     const socket = (c.ws as unknown as { _socket: Socket })._socket;
     socket.pause();
     // The server stops reading the child once the client's buffer is full: the child stalls (it
-    // must get past the 8 MiB mark first). Without backpressure it would run to the end instead.
+    // must get past the 2 MiB mark of unsent output first). Without backpressure it would run to the end instead.
     const head = await processInTree(server.child.pid!, ['head', '-c', String(total), '/dev/zero']);
-    const written = await stalled(head, 8 * 1024 * 1024);
+    const written = await stalled(head, 2 * 1024 * 1024);
     console.log(`child stalled after ${written} bytes`);
     const rss = rssKb(server.child.pid!);
     console.log(`server RSS while paused: ${rss} kB`);
