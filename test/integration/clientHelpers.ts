@@ -1,6 +1,9 @@
 /** Shared bits of the client integration tests (not a test file itself). */
 import assert from 'node:assert/strict';
-import type { ProcessHandle } from '../../src/client';
+import { ExecServerClient, type ProcessHandle } from '../../src/client';
+import type { Connector } from '../../src/client/types';
+import { FaultProxy } from '../helpers/faultProxy';
+import { startExecServer, type ExecServerProcess, type ServerKind } from '../helpers/servers';
 
 export interface Gathered {
   /** All output so far, decoded as UTF-8. */
@@ -62,4 +65,46 @@ export function streamingScript(n: number, every: number): string[] {
     '-c',
     `echo "pid $$"; for ((i=1;i<=${n};i++)); do echo "line $i"; if ((i % ${every} == 0)); then sleep 0.05; fi; done; echo "pid $$"`,
   ];
+}
+
+/** A connector that records every text the client sends. */
+export function recording(inner: Connector, sent: string[]): Connector {
+  return async (signal) => {
+    const conn = await inner(signal);
+    const send = conn.send.bind(conn);
+    conn.send = (text: string) => {
+      sent.push(text);
+      send(text);
+    };
+    return conn;
+  };
+}
+
+export interface ProxiedClient {
+  server: ExecServerProcess;
+  proxy: FaultProxy;
+  client: ExecServerClient;
+  stop(): Promise<void>;
+}
+
+/** A server with a token, a fault proxy in front of it, and a client through the proxy that notices a cut fast. */
+export async function proxiedClient(kind: ServerKind): Promise<ProxiedClient> {
+  const server = await startExecServer(kind, { token: true });
+  const proxy = await FaultProxy.forUrl(server.url);
+  const client = await ExecServerClient.connect({
+    endpoint: { kind: 'websocket', url: proxy.url, token: server.token },
+    keepalive: { intervalMs: 250, timeoutMs: 500 },
+    attemptTimeoutMs: 1_000,
+    deadlineMs: 15_000,
+  });
+  return {
+    server,
+    proxy,
+    client,
+    stop: async () => {
+      client.dispose();
+      await proxy.close();
+      await server.stop();
+    },
+  };
 }

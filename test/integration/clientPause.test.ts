@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ExecServerClient, websocketConnector, type ProcessHandle } from '../../src/client';
-import type { Connector } from '../../src/client/types';
-import { FaultProxy } from '../helpers/faultProxy';
+import { proxiedClient, recording, type ProxiedClient } from './clientHelpers';
+import type { FaultProxy } from '../helpers/faultProxy';
 import { until } from '../helpers/procs';
 import { startExecServer, type ExecServerProcess } from '../helpers/servers';
 import { processInTree, stalled } from './stalls';
@@ -28,38 +28,16 @@ function counter(h: ProcessHandle) {
   return { bytes: () => bytes };
 }
 
-/** A connector that records every text the client sends. */
-function recording(inner: Connector, sent: string[]): Connector {
-  return async (signal) => {
-    const conn = await inner(signal);
-    const send = conn.send.bind(conn);
-    conn.send = (text: string) => {
-      sent.push(text);
-      send(text);
-    };
-    return conn;
-  };
-}
-
 describe('client flow control against ours', () => {
   let server: ExecServerProcess;
   let proxy: FaultProxy;
   let client: ExecServerClient;
+  let world: ProxiedClient | undefined;
   before(async () => {
-    server = await startExecServer('ours', { token: true });
-    proxy = await FaultProxy.forUrl(server.url);
-    client = await ExecServerClient.connect({
-      endpoint: { kind: 'websocket', url: proxy.url, token: server.token },
-      keepalive: { intervalMs: 250, timeoutMs: 500 },
-      attemptTimeoutMs: 1_000,
-      deadlineMs: 15_000,
-    });
+    world = await proxiedClient('ours');
+    ({ server, proxy, client } = world);
   });
-  after(async () => {
-    client?.dispose();
-    await proxy?.close();
-    await server?.stop();
-  });
+  after(() => world?.stop());
 
   test('pauseOutput blocks the child, resumeOutput lets it finish with every byte', async () => {
     const total = 128 * MiB;
