@@ -143,9 +143,13 @@ async function runMochaPage(browser, base, host, workspace, rt) {
   });
   say('mocha suites: loading the workbench with the test payload');
   let error;
+  let stopHook;
   try {
     await page.goto(payloadUrl(base, host, workspace, true), { waitUntil: 'domcontentloaded', timeout: 120_000 });
     await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+    // A measurement hook (e.g. bench/rendererProfileHook.mjs: a CPU profile of the window during the suites).
+    if (process.env.EXEC_BRIDGE_MOCHA_PAGE_HOOK)
+      stopHook = await (await import(pathToFileURL(resolve(process.env.EXEC_BRIDGE_MOCHA_PAGE_HOOK)).href)).attach({ page, context, say });
     // EXEC_BRIDGE_MOCHA_PAGE_MS: more time for a measurement run (the 200 MiB terminal flood of bench/RESULTS.md).
     const pageMs = Number(process.env.EXEC_BRIDGE_MOCHA_PAGE_MS ?? 180_000);
     const deadline = Date.now() + pageMs;
@@ -154,6 +158,7 @@ async function runMochaPage(browser, base, host, workspace, rt) {
   } catch (e) {
     error = e;
   }
+  await stopHook?.().catch((e) => console.error(ts(), 'mocha page hook:', e?.message ?? e));
   const ok = !error && exitCode === 0 && summary !== null && summary.failed === 0;
   writeFileSync(join(rt, 'mocha-console.log'), lines.join('\n') + '\n');
   if (!ok) {

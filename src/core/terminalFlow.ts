@@ -20,15 +20,33 @@ export interface FlowLimits {
   dropAbove: number;
   /** An unanswered request counts as answered after this (a terminal that never answers must not stop the run). */
   requestTimeoutMs: number;
+  /**
+   * After this long of writing without a pause of `gapMs`, writing stops until the terminal has
+   * answered for everything written, and `gapMs` more (both unset: never). VS Code sends everything a
+   * terminal shows while a command runs (shell integration's OSC 633 C) back to the extension host as
+   * one `$shellExecutionData` message once no data came for 50 ms (a debounce, not a throttle): a
+   * flood without such a pause became one message of hundreds of MiB (seconds of the window's main
+   * thread, +297 MiB in the extension host). A pause only where we write is not one where the window
+   * receives (its main thread delivers late messages back to back), hence the wait for the answers.
+   */
+  burstMs?: number;
+  gapMs?: number;
 }
 
+/**
+ * A keystroke typed into another terminal during a flood waits in the window (renderer) about as long
+ * as it takes to parse the unanswered characters (measured in real VS Code: sendText → handleInput
+ * p50 184 ms with 512 Ki, 68 ms with 256 Ki, same throughput; bench/RESULTS.md, "Floods into a terminal").
+ */
 export const DEFAULT_FLOW_LIMITS: FlowLimits = {
-  window: 512 * 1024,
-  requestEvery: 64 * 1024,
+  window: 256 * 1024,
+  requestEvery: 32 * 1024,
   pauseAbove: 1024 * 1024,
   resumeBelow: 256 * 1024,
   dropAbove: 16 * 1024 * 1024,
   requestTimeoutMs: 2000,
+  burstMs: 1500,
+  gapMs: 60,
 };
 
 /**
@@ -105,6 +123,12 @@ export class TerminalFlow {
   private dropped: number | undefined;
   private open = false;
   private timer: TimerHandle | undefined;
+  /** Since when the terminal was written without a gap, and when last; the timer that ends a gap. */
+  private burstStart: number | undefined;
+  private lastWriteAt = 0;
+  private gapTimer: TimerHandle | undefined;
+  /** A burst ended: waiting for the terminal to answer for all of it before the gap starts. */
+  private draining = false;
 
   constructor(
     private readonly sink: FlowSink,
@@ -192,11 +216,39 @@ export class TerminalFlow {
     this.queued = 0;
     if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.gapTimer) this.clock.clearTimeout(this.gapTimer);
+    this.gapTimer = undefined;
+  }
+
+  /** Whether writing must wait for a gap to end (starting one when the burst is long enough). */
+  private inGap(): boolean {
+    const { burstMs, gapMs } = this.limits;
+    if (burstMs === undefined || gapMs === undefined) return false;
+    if (this.gapTimer) return true;
+    const now = this.clock.now();
+    if (!this.draining) {
+      // Only a pause after which the terminal had answered for everything is one the window saw.
+      if (this.burstStart === undefined || (this.unanswered === 0 && now - this.lastWriteAt >= gapMs)) this.burstStart = now;
+      if (now - this.burstStart < burstMs) return false;
+      this.draining = true;
+      // The last characters need an answer too (requests otherwise come every `requestEvery`).
+      if (this.sinceRequest > 0) this.request(this.queue[0]?.tag ?? false);
+    }
+    // Answers (or their timeout) call pump again.
+    if (this.unanswered > 0) return true;
+    this.gapTimer = this.clock.setTimeout(() => {
+      this.gapTimer = undefined;
+      this.draining = false;
+      this.burstStart = undefined;
+      this.pump();
+    }, gapMs);
+    this.gapTimer.unref?.();
+    return true;
   }
 
   private pump(): void {
     if (!this.open) return;
-    while (this.queue.length > 0 && this.unanswered < this.limits.window) {
+    while (this.queue.length > 0 && this.unanswered < this.limits.window && !this.inGap()) {
       // Consecutive pieces with the same tag go out as one write that ends where the next request is due.
       const tag = this.queue[0]!.tag;
       const parts: string[] = [];
@@ -259,15 +311,18 @@ export class TerminalFlow {
     for (let i = scan.indexOf(STATUS_REQUEST); i >= 0; i = scan.indexOf(STATUS_REQUEST, i + 1)) this.requests.push({ ours: false });
     this.carry = scan.slice(-(STATUS_REQUEST.length - 1));
     this.sink.write(text, tag);
+    this.lastWriteAt = this.clock.now();
     this.written += text.length;
     this.sinceRequest += text.length;
-    if (this.sinceRequest >= this.limits.requestEvery) {
-      this.sinceRequest = 0;
-      this.carry = '';
-      this.requests.push({ ours: true, at: this.written, expired: false, sentAt: this.clock.now() });
-      this.sink.write(STATUS_REQUEST, tag);
-      this.armTimer();
-    }
+    if (this.sinceRequest >= this.limits.requestEvery) this.request(tag);
+  }
+
+  private request(tag: boolean): void {
+    this.sinceRequest = 0;
+    this.carry = '';
+    this.requests.push({ ours: true, at: this.written, expired: false, sentAt: this.clock.now() });
+    this.sink.write(STATUS_REQUEST, tag);
+    this.armTimer();
   }
 
   /** One timer, for the oldest live request of ours: unanswered in time, it counts as answered. */

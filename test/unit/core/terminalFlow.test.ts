@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { STATUS_REPLY, STATUS_REQUEST, TerminalFlow, type FlowLimits } from '../../../src/core/terminalFlow';
+import { DEFAULT_FLOW_LIMITS, STATUS_REPLY, STATUS_REQUEST, TerminalFlow, type FlowLimits } from '../../../src/core/terminalFlow';
 import { TerminalStreamModel, type TerminalAction } from '../../../src/core/terminalStreamModel';
 import { FakeClock } from '../../helpers/fakeClock';
 
@@ -72,6 +72,60 @@ test('at most a window of characters is unparsed in the terminal; every characte
   assert.equal(h.shown(), expected);
   assert.equal(h.flow.backlog, 0);
   assert.deepEqual(h.toProcess, [], 'our answers do not reach the process');
+});
+
+test('by default at most 256 Ki characters wait unparsed, with a status request every 32 Ki (what a keystroke in another terminal waits behind)', () => {
+  const h = harness(true, DEFAULT_FLOW_LIMITS);
+  const piece = 'y\r\n'.repeat(10_000);
+  for (let i = 0; i < 100; i++) h.flow.push(piece);
+  assert.equal(h.inTerminal(), 256 * 1024, 'the window is full, no more');
+  assert.equal(h.written.filter((w) => w === STATUS_REQUEST).length, 8, 'a request per 32 Ki characters');
+  for (let i = 0; i < 100 && h.flow.backlog > 0; i++) h.parse();
+  h.parse();
+  assert.equal(h.shown(), piece.repeat(100));
+});
+
+test("a flood is written in bursts of at most burstMs, each answered for in full, then gapMs without writes (VS Code sends a running command's output back after 50 ms without data)", () => {
+  const clock = new FakeClock();
+  const writes: { at: number; text: string }[] = [];
+  const flow = new TerminalFlow(
+    { write: (text) => writes.push({ at: clock.now(), text }), hold: () => {}, skipped: () => '' },
+    'credit',
+    { ...LIMITS, window: 1_000_000, burstMs: 100, gapMs: 20 },
+    clock,
+  );
+  flow.start();
+  let expected = '';
+  let answered = 0;
+  // 500 ms of output arriving every 5 ms; the terminal answers each request 5 ms after it was written.
+  for (let i = 0; i < 100; i++) {
+    const piece = `line ${i}\n`;
+    expected += piece;
+    flow.push(piece);
+    const requests = writes.filter((w) => w.text === STATUS_REQUEST && w.at < clock.now()).length;
+    for (; answered < requests; answered++) flow.input(STATUS_REPLY);
+    clock.advance(5);
+  }
+  for (let i = 0; i < 100; i++) {
+    const requests = writes.filter((w) => w.text === STATUS_REQUEST).length;
+    for (; answered < requests; answered++) flow.input(STATUS_REPLY);
+    clock.advance(5);
+  }
+  const shown = writes.filter((w) => w.text !== STATUS_REQUEST);
+  assert.equal(shown.map((w) => w.text).join(''), expected);
+  let burstStart = shown[0]!.at;
+  let gaps = 0;
+  for (let i = 1; i < shown.length; i++) {
+    if (shown[i]!.at - shown[i - 1]!.at >= 20) {
+      gaps++;
+      burstStart = shown[i]!.at;
+      // The burst before the gap ended with a request, so the gap began once all of it was parsed.
+      const before = writes.filter((w) => w.at < shown[i]!.at);
+      assert.equal(before[before.length - 1]!.text, STATUS_REQUEST);
+    }
+    assert.ok(shown[i]!.at - burstStart <= 100, `a burst of ${shown[i]!.at - burstStart} ms at ${shown[i]!.at}`);
+  }
+  assert.ok(gaps >= 3, `${gaps} gaps in 500 ms`);
 });
 
 test('a long queue pauses the process; once the terminal catches up it is resumed', () => {

@@ -3,6 +3,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import * as v8 from 'node:v8';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
+import type { TerminalRun } from '../../../src/core/terminalRun';
 import type { ExecTerminal } from '../../../src/vscode/api';
 import { getApi, waitFor, waitForText, withSettings } from './helpers';
 
@@ -13,6 +14,7 @@ const TOTAL = Number(process.env.EXEC_BRIDGE_FLOOD_BYTES ?? 32 * 1024 * 1024);
 const LINES = TOTAL / 2;
 /** The flow's status request (src/core/terminalFlow.ts): a write of its own, not output. */
 const STATUS_REQUEST = '\x1b[5n';
+const STATUS_REPLY = '\x1b[0n';
 const MiB = 1024 * 1024;
 
 function percentile(sorted: number[], p: number): number {
@@ -56,6 +58,15 @@ suite('terminal flood', () => {
     await waitForText(shell, /ready=42/, 30_000);
     let shellTail = '';
     const shellSub = shell.onDidWrite((text) => (shellTail = (shellTail + text).slice(-4096)));
+    // Where an echo's time goes: when the typed keys reach our Pseudoterminal (`handleInput`, after
+    // the window relayed them), and when the shell's echo of them comes back (`onDidWrite`).
+    const shellModel = (shell as unknown as { run: TerminalRun }).run.model;
+    let inputAt: number | undefined;
+    const shellInput = shellModel.handleInput.bind(shellModel);
+    shellModel.handleInput = (keys: string) => {
+      inputAt ??= Date.now();
+      shellInput(keys);
+    };
 
     const rss = () => process.memoryUsage().rss;
     const rssBefore = rss();
@@ -90,8 +101,24 @@ suite('terminal flood', () => {
     // Counted from its first write: the terminal is caught as it opens.
     let counter: ReturnType<typeof lineCounter> | undefined;
     const t0 = Date.now();
+    // How far behind the window's parser is: a status request written to the flood terminal until its answer.
+    const requestsAt: number[] = [];
+    const requestRtts: number[] = [];
     const opened = api.onDidOpenTerminal((t) => {
-      if (t.commandLine === `yes | head -c ${TOTAL}`) counter ??= lineCounter(t);
+      if (t.commandLine !== `yes | head -c ${TOTAL}` || counter) return;
+      counter = lineCounter(t);
+      t.onDidWrite((text) => {
+        if (text === STATUS_REQUEST) requestsAt.push(Date.now());
+      });
+      const model = (t as unknown as { run: TerminalRun }).run.model;
+      const floodInput = model.handleInput.bind(model);
+      model.handleInput = (keys: string) => {
+        for (let i = keys.indexOf(STATUS_REPLY); i >= 0; i = keys.indexOf(STATUS_REPLY, i + 1)) {
+          const at = requestsAt.shift();
+          if (at !== undefined) requestRtts.push(Date.now() - at);
+        }
+        floodInput(keys);
+      };
     });
     await vscode.commands.executeCommand('execBridge.runCommand', `yes | head -c ${TOTAL}`);
     const flood = await waitFor('the flood terminal', () => api.terminals().find((t) => t.commandLine === `yes | head -c ${TOTAL}`));
@@ -100,15 +127,24 @@ suite('terminal flood', () => {
 
     // Keystroke to output in the shell, while the flood runs: one command at a time.
     const latencies: number[] = [];
+    /** sendText → handleInput (through the window), handleInput → the answer in onDidWrite (executor, shell, our flow). */
+    const toInput: number[] = [];
+    const inputToEcho: number[] = [];
     let timedOut = 0;
     // Until the terminal has shown the whole flood (which is when a user's window is free again).
     for (let i = 0; i < 10_000 && counter.lines() < LINES && Date.now() - t0 < 400_000; i++) {
       const marker = `E${100000 + i}`;
       const sent = Date.now();
+      inputAt = undefined;
       shell.terminal.sendText(`echo E$((100000+${i}))`);
       try {
         await waitFor(`${marker} in the shell`, () => shellTail.includes(marker), 10_000);
-        latencies.push(Date.now() - sent);
+        const echoed = Date.now();
+        latencies.push(echoed - sent);
+        if (inputAt !== undefined) {
+          toInput.push(inputAt - sent);
+          inputToEcho.push(echoed - inputAt);
+        }
       } catch {
         timedOut++;
         latencies.push(10_000);
@@ -126,7 +162,12 @@ suite('terminal flood', () => {
     shellSub.dispose();
     counter.dispose();
 
+    shellModel.handleInput = shellInput;
     const sorted = [...latencies].sort((a, b) => a - b);
+    const p50p95max = (xs: number[]) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return [percentile(s, 50), percentile(s, 95), s[s.length - 1]];
+    };
     const report = {
       seconds: Number(seconds.toFixed(1)),
       lines: counter.lines(),
@@ -146,6 +187,10 @@ suite('terminal flood', () => {
       echoP95ms: percentile(sorted, 95),
       echoMaxms: sorted[sorted.length - 1],
       echoTimedOut: timedOut,
+      sendTextToInputP50P95Maxms: p50p95max(toInput),
+      inputToEchoP50P95Maxms: p50p95max(inputToEcho),
+      statusRequests: requestRtts.length,
+      statusRequestRttP50P95Maxms: p50p95max(requestRtts),
     };
     console.log(`terminal flood: ${JSON.stringify(report)}`);
     assert.equal(counter.lines(), LINES, 'every line of the flood reached the terminal, once');
