@@ -130,12 +130,7 @@ async function shellDecorations(page: Page, log: UiContext['log'], shot: UiConte
   await err.first().waitFor({ state: 'attached', timeout: 15_000 });
   log('shell decorations:', await ok.count(), 'success,', await err.count(), 'error');
   await shot('shell-integration');
-  // KNOWN GAP (issue 12): on 1.100.3 (the `min` target, the one without the smoke-test driver) the
-  // point over the printed path hit-tests to the empty `.terminal-widget-container` overlay, not to
-  // xterm, so xterm never asks for links there (our provider is not called at all) and no hover or
-  // Ctrl+click happens; driven on 1.139 only until that is understood.
-  if (await page.evaluate(() => 'driver' in globalThis)) await terminalLink(page, log, shot, workspace);
-  else log('terminal link: not driven on this VS Code (1.100.3: the mouse does not reach xterm there; open issue)');
+  await terminalLink(page, log, shot, workspace);
 }
 
 /**
@@ -159,6 +154,21 @@ async function terminalLink(page: Page, log: UiContext['log'], shot: UiContext['
   const box = await row.boundingBox();
   if (!box) throw new Error('the printed path is not on screen');
   const at = { x: box.x + 30, y: box.y + box.height / 2 };
+  // Arrive from another row, as a user's pointer does. xterm asks the link providers for a row
+  // only when the pointer enters it from another row (it keeps the answers for the row it is on,
+  // across a mouseleave too): the click that focused the terminal left the pointer on the row the
+  // path was later printed on (1.100.3's layout puts it exactly there), and moving along that row
+  // reuses the answer for the then-empty row: no link, our provider never asked. Come from an
+  // empty row below: its (empty) answers are in at once, so none arrives late into the path row's
+  // (a late answer for a row with text can put VS Code's own file link in place of ours).
+  const rows = page.locator('.terminal-wrapper.active .xterm-rows > div');
+  const texts = await rows.allTextContents();
+  const pathRow = texts.findIndex((t) => t.replace(/\u00a0/g, ' ').trimEnd() === `${file}:2:3`);
+  const empty = texts.findIndex((t, i) => i > pathRow && t.trim() === '');
+  if (pathRow < 0 || empty < 0) throw new Error(`no empty row below the printed path: ${JSON.stringify(texts)}`);
+  const emptyBox = await rows.nth(empty).boundingBox();
+  if (!emptyBox) throw new Error('the empty row is not on screen');
+  await page.mouse.move(at.x, emptyBox.y + emptyBox.height / 2);
   await page.mouse.move(at.x, at.y);
   // Our provider's link (tooltip "Open on bundled"), not VS Code's own file link, is the one there.
   const ours = page.locator('.workbench-hover:has-text("Open on bundled"), .monaco-hover:has-text("Open on bundled")');
