@@ -89,18 +89,24 @@ export interface PathLink {
   /** Index in the line and length of the whole link text (`path:line:col`). */
   start: number;
   length: number;
+  /** Absolute, on the executor. */
   path: string;
+  /** Printed relative to the terminal's cwd (it may not name a file: check before offering it). */
+  relative?: boolean;
   line?: number;
   column?: number;
 }
 
 /**
- * Absolute paths in a line of terminal output, with an optional `:line[:col]` or `(line,col)`
- * (tsc) suffix. A path ends at whitespace, a quote, a bracket or a colon; a trailing `.` or `,`
- * (end of a sentence) is not part of it.
+ * Paths in a line of terminal output, with an optional `:line[:col]` or `(line,col)` (tsc)
+ * suffix: absolute ones, and, when `cwd` is known, relative ones that have a file extension and a
+ * line suffix (what compilers print: `src/a.ts(3,7)`, `./m.c:3:14`), resolved against `cwd` and
+ * marked `relative` (a caller should check they exist). A path ends at whitespace, a quote, a
+ * bracket or a colon; a trailing `.` or `,` (end of a sentence) is not part of it.
  */
-export function findPathLinks(line: string): PathLink[] {
+export function findPathLinks(line: string, cwd?: string): PathLink[] {
   const out: PathLink[] = [];
+  if (cwd !== undefined && cwd.startsWith('/')) out.push(...relativePathLinks(line, cwd));
   const re = /(?<![\w.~/:-])(\/[^\s:'"`()<>[\]{}|;,]+)(?::(\d+)(?::(\d+))?|\((\d+),(\d+)\))?/g;
   for (let m = re.exec(line); m !== null && out.length < 100; m = re.exec(line)) {
     let path = m[1]!;
@@ -117,6 +123,24 @@ export function findPathLinks(line: string): PathLink[] {
       start: m.index,
       length: text.length,
       path,
+      ...(lineNo !== undefined ? { line: Number(lineNo) } : {}),
+      ...(col !== undefined ? { column: Number(col) } : {}),
+    });
+  }
+  return out.sort((a, b) => a.start - b.start);
+}
+
+function relativePathLinks(line: string, cwd: string): PathLink[] {
+  const out: PathLink[] = [];
+  const re = /(?<![\w.~/:@$%-])((?:\.\.?\/)*[\w+-][\w.+-]*(?:\/[\w.+-]+)*\.[A-Za-z0-9]+)(?::(\d+)(?::(\d+))?|\((\d+),(\d+)\))/g;
+  for (let m = re.exec(line); m !== null && out.length < 100; m = re.exec(line)) {
+    const lineNo = m[2] ?? m[4];
+    const col = m[3] ?? m[5];
+    out.push({
+      start: m.index,
+      length: m[0].length,
+      path: posix.normalize(posix.join(cwd, m[1]!)),
+      relative: true,
       ...(lineNo !== undefined ? { line: Number(lineNo) } : {}),
       ...(col !== undefined ? { column: Number(col) } : {}),
     });

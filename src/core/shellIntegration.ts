@@ -30,6 +30,24 @@ export function escapeOscValue(value: string): string {
   return out;
 }
 
+/** The inverse of `escapeOscValue` (`\\` and `\xNN`). */
+export function unescapeOscValue(value: string): string {
+  return value.replace(/\\(\\|x([0-9a-fA-F]{2}))/g, (_m, all: string, hex: string | undefined) =>
+    hex !== undefined ? String.fromCharCode(parseInt(hex, 16)) : all,
+  );
+}
+
+/** The working directory named by the last `P;Cwd=` mark in terminal text (escape codes included), if any. */
+export function lastMarkedCwd(text: string): string | undefined {
+  const at = text.lastIndexOf('\x1b]633;P;Cwd=');
+  if (at < 0) return undefined;
+  const start = at + '\x1b]633;P;Cwd='.length;
+  const end = text.indexOf('\x07', start);
+  if (end < 0) return undefined;
+  const path = unescapeOscValue(text.slice(start, end));
+  return path.startsWith('/') ? path : undefined;
+}
+
 export function encodeOsc633(s: Osc633): string {
   const body =
     s.kind === 'D'

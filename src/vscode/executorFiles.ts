@@ -4,6 +4,7 @@ import { ExecutorFilePoller, ExecutorFiles, type FileChange, type FileStat } fro
 import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
 import { executorWorkspaceFile, missingWorkspaceFolders } from '../core/executorWorkspace';
 import { EXECUTOR_FS_SCHEME, executorFileUri, findPathLinks } from '../core/pathMapping';
+import { lastMarkedCwd } from '../core/shellIntegration';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
 
@@ -242,17 +243,34 @@ type PathTerminalLink = vscode.TerminalLink & { target: vscode.Uri; line?: numbe
 class ExecutorPathLinkProvider implements vscode.TerminalLinkProvider<PathTerminalLink> {
   constructor(private readonly terminals: () => ExecTerminal[]) {}
 
-  provideTerminalLinks(context: vscode.TerminalLinkContext): PathTerminalLink[] {
+  async provideTerminalLinks(context: vscode.TerminalLinkContext): Promise<PathTerminalLink[]> {
     const t = this.terminals().find((x) => x.terminal === context.terminal);
     if (!t) return [];
-    return findPathLinks(context.line).map((l) => ({
-      startIndex: l.start,
-      length: l.length,
-      tooltip: `Open on ${t.executor}`,
-      target: executorFolderUri(t.executor, l.path),
-      ...(l.line !== undefined ? { line: l.line } : {}),
-      ...(l.column !== undefined ? { column: l.column } : {}),
-    }));
+    // Relative paths (`src/a.ts(3,7)`) resolve against the cwd our shell integration last marked,
+    // and are offered only if they name a file on the executor.
+    const found = findPathLinks(context.line, lastMarkedCwd(t.text()));
+    const links = await Promise.all(
+      found.map(async (l) => {
+        const target = executorFolderUri(t.executor, l.path);
+        if (l.relative) {
+          const stat = await vscode.workspace.fs.stat(target).then(
+            (st) => st,
+            () => undefined,
+          );
+          if (!stat || !(stat.type & vscode.FileType.File)) return undefined;
+        }
+        const link: PathTerminalLink = {
+          startIndex: l.start,
+          length: l.length,
+          tooltip: `Open on ${t.executor}`,
+          target,
+          ...(l.line !== undefined ? { line: l.line } : {}),
+          ...(l.column !== undefined ? { column: l.column } : {}),
+        };
+        return link;
+      }),
+    );
+    return links.filter((l): l is PathTerminalLink => l !== undefined);
   }
 
   async handleTerminalLink(link: PathTerminalLink): Promise<void> {

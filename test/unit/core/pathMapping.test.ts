@@ -53,3 +53,27 @@ test('path links: tsc, gcc and plain paths, with line and column', () => {
     ],
   );
 });
+
+test('relative paths with a line suffix resolve against the cwd; without a cwd, or without a suffix or an extension, they are no links', () => {
+  const cwd = '/srv/p';
+  assert.deepEqual(findPathLinks("src/app.ts(3,7): error TS2322: Type 'string'", cwd), [
+    { start: 0, length: 15, path: '/srv/p/src/app.ts', relative: true, line: 3, column: 7 },
+  ]);
+  assert.deepEqual(
+    findPathLinks('./m.c:3:14: warning; ../lib/x.py:9', cwd).map((l) => [l.start, l.path, l.line, l.column]),
+    [
+      [0, '/srv/p/m.c', 3, 14],
+      [21, '/srv/lib/x.py', 9, undefined],
+    ],
+  );
+  // Absolute and relative in one line, in line order; the absolute one is not also taken as relative.
+  assert.deepEqual(
+    findPathLinks('a.ts:1 and /srv/p/b.ts:2', cwd).map((l) => [l.start, l.path, l.relative ?? false]),
+    [
+      [0, '/srv/p/a.ts', true],
+      [11, '/srv/p/b.ts', false],
+    ],
+  );
+  assert.deepEqual(findPathLinks('src/app.ts(3,7)'), [], 'no cwd: no relative links');
+  assert.deepEqual(findPathLinks('see src/app.ts and Makefile:3 and http://x.io:80 and user@h.com:22', cwd), []);
+});

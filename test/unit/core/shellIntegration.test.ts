@@ -4,6 +4,8 @@ import {
   CommandMarks,
   encodeOsc633,
   escapeOscValue,
+  lastMarkedCwd,
+  unescapeOscValue,
   integrationDir,
   shellKind,
   withShellIntegration,
@@ -39,4 +41,14 @@ test('bash gets --rcfile, zsh gets ZDOTDIR (through a start wrapper), in a versi
   // A zsh without startup files keeps the user's ZDOTDIR for our files, points ZDOTDIR at ours, becomes the shell.
   const start = 'export EXEC_BRIDGE_USER_ZDOTDIR="${ZDOTDIR-}" ZDOTDIR="$1"; exec "$0" -i';
   assert.deepEqual([z.argv, z.env], [['/bin/zsh', '-f', '-c', start, '/bin/zsh', '/d'], { TERM: 'xterm' }]);
+});
+
+test('the last P;Cwd mark in terminal text gives the cwd, unescaped; none or a relative one gives nothing', () => {
+  const dir = '/srv/a;b\\c d';
+  assert.equal(unescapeOscValue(escapeOscValue(dir)), dir);
+  const text = `${encodeOsc633({ kind: 'cwd', path: '/old' })}$ cd x\r\n${encodeOsc633({ kind: 'cwd', path: dir })}${encodeOsc633({ kind: 'A' })}$ `;
+  assert.equal(lastMarkedCwd(text), dir);
+  assert.equal(lastMarkedCwd('plain output'), undefined);
+  assert.equal(lastMarkedCwd('\x1b]633;P;Cwd=relative\x07'), undefined);
+  assert.equal(lastMarkedCwd('\x1b]633;P;Cwd=/cut-off'), undefined, 'an unterminated mark is not taken');
 });
