@@ -250,11 +250,13 @@ export class ExecServerClient implements Disposable {
     handle.phase = 'started';
     this.processes.add(handle);
     try {
-      if (this.link.capabilities.execBridgeProcessCredit === true) {
-        await this.invoke('process/ack', { processId, seq: 0, window: o.creditWindow ?? null });
-        if (o.creditWindow) handle.enableCredit(o.creditWindow);
-      }
-      return { handle, ...adoptRead(handle, await this.invoke('process/read', { processId, afterSeq: 0 })) };
+      const credit = this.link.capabilities.execBridgeProcessCredit === true;
+      if (credit && o.creditWindow) handle.enableCredit(o.creditWindow);
+      // The retained output first, while an earlier client's credit still holds the process: turned
+      // off (or changed) before the read, the server would read on and could evict what it retains.
+      const attached = adoptRead(handle, await this.invoke('process/read', { processId, afterSeq: 0 }));
+      if (credit) await this.invoke('process/ack', { processId, seq: 0, window: o.creditWindow ?? null });
+      return { handle, ...attached };
     } catch (e) {
       this.untrack(handle);
       throw e;

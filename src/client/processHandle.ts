@@ -329,18 +329,18 @@ export class ProcessHandleImpl implements ProcessHandle {
     if (this.consumedUpTo.bytes - this.ackedBytes < Math.max(1, this.credit / 4)) return;
     const upTo = this.consumedUpTo;
     this.ackInFlight = true;
-    void this.host
-      .ackOutput(this, upTo.seq)
-      .then(
-        () => {
-          this.ackedBytes = Math.max(this.ackedBytes, upTo.bytes);
-        },
-        () => undefined, // the client failed (the handle fails too) or the process is gone
-      )
-      .finally(() => {
+    void this.host.ackOutput(this, upTo.seq).then(
+      () => {
+        this.ackedBytes = Math.max(this.ackedBytes, upTo.bytes);
         this.ackInFlight = false;
         this.maybeAck();
-      });
+      },
+      // The client failed (the handle fails too) or the server refused it (the process is gone):
+      // not sent again at once, which would only spin; the next consumed output tries again.
+      () => {
+        this.ackInFlight = false;
+      },
+    );
   }
 
   private emitOne(e: SeqEvent): void {
