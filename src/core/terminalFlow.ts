@@ -112,6 +112,7 @@ export type FlowMode = 'credit' | 'pause' | 'drop';
 export class TerminalFlow {
   private queue: Item[] = [];
   private queued = 0;
+  private drainWaiters: (() => void)[] = [];
   private written = 0;
   private acked = 0;
   private sinceRequest = 0;
@@ -209,11 +210,25 @@ export class TerminalFlow {
     return rest + data.slice(from);
   }
 
+  /** Resolves once nothing waits in the queue (everything pushed was given to the terminal), or it closed. */
+  whenDrained(): Promise<void> {
+    if (this.queue.length === 0 || !this.open) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private settleDrained(): void {
+    if (this.drainWaiters.length === 0 || (this.queue.length > 0 && this.open)) return;
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiters) w();
+  }
+
   /** Nothing more is shown (the terminal closed). */
   dispose(): void {
     this.open = false;
     this.queue = [];
     this.queued = 0;
+    this.settleDrained();
     if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     if (this.gapTimer) this.clock.clearTimeout(this.gapTimer);
@@ -288,6 +303,7 @@ export class TerminalFlow {
       if (text) this.write(text, tag);
       if (rawBytes > 0) this.sink.consumed?.(rawBytes);
     }
+    this.settleDrained();
     if (this.dropped !== undefined && this.queued < this.limits.resumeBelow) {
       const notice = this.sink.skipped(this.dropped);
       this.dropped = undefined;

@@ -122,13 +122,15 @@ export class TerminalRun {
   start(): void {
     if (this.started) return;
     this.started = true;
+    // Done once the terminal was given everything, its exit line included: the flow may still hold
+    // a tail when the process ends (a task must not close before its last lines).
     this.run().then(
-      () => this.resolveDone(),
+      () => this.model.drained().then(() => this.resolveDone()),
       (e: unknown) => {
         this.deps.log?.(`run failed unexpectedly: ${errorMessage(e)}`);
         this.model.error(`internal error: ${errorMessage(e)}`);
         this.model.finish(undefined);
-        this.resolveDone();
+        void this.model.drained().then(() => this.resolveDone());
       },
     );
   }

@@ -136,6 +136,10 @@ export class TerminalStreamModel {
   get writingFinished(): boolean {
     return this.firingFinished;
   }
+  /** Resolves once everything pushed so far was given to the terminal (the flow may hold a tail), or it closed. */
+  drained(): Promise<void> {
+    return this.flow.whenDrained();
+  }
   get isOpen(): boolean {
     return this.opened;
   }

@@ -127,8 +127,9 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
     });
     this.run = run;
     run.model.onWrite((text) => {
-      // Our terminals end with "press any key to close"; a task terminal closes by itself.
-      if (run.model.phase === 'finished') return;
+      // Our terminals end with "press any key to close"; a task terminal closes by itself. Only that
+      // line is left out: output still queued when the process ended comes after `finish` too.
+      if (run.model.writingFinished) return;
       this.write(rewriter ? rewriter.push(text) : text);
     });
     run.model.open(this.dims);

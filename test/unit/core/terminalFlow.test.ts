@@ -225,3 +225,52 @@ test('model: answers to status requests never reach the process nor close a fini
   model.handleInput('x');
   assert.equal(closed, true, 'a real key closes it');
 });
+
+test('whenDrained resolves only once everything pushed was given to the terminal (or it closed)', async () => {
+  const h = harness(true);
+  h.flow.push('x'.repeat(3 * LIMITS.window));
+  let drained = false;
+  const waiting = h.flow.whenDrained().then(() => (drained = true));
+  await Promise.resolve();
+  assert.equal(drained, false, 'a tail still waits in the queue');
+  for (let i = 0; i < 100 && h.flow.backlog > 0; i++) h.parse();
+  await waiting;
+  assert.equal(h.shown().length, 3 * LIMITS.window);
+  // Empty: at once. Closed with a tail: at once too (nothing more will be shown).
+  await h.flow.whenDrained();
+  h.flow.push('y'.repeat(3 * LIMITS.window));
+  const closed = h.flow.whenDrained();
+  h.flow.dispose();
+  await closed;
+});
+
+test("a task's last lines queued when the process ends are written as output, not as the exit line", () => {
+  const model = new TerminalStreamModel({ ...DEFAULT_FLOW_LIMITS, window: 100, requestEvery: 50 });
+  const out: { text: string; finished: boolean }[] = [];
+  let unanswered = 0;
+  model.onWrite((text) => {
+    if (text === STATUS_REQUEST) unanswered++;
+    else out.push({ text, finished: model.writingFinished });
+  });
+  model.open({ cols: 80, rows: 24 });
+  model.attach({ tty: false, stdinWritable: false, canPause: true });
+  model.processEvent({ type: 'output', seq: 1, stream: 'stdout', data: Buffer.from('a'.repeat(400) + '\nlast line\n') });
+  model.finish(0);
+  assert.ok(!out.some((w) => w.text.includes('last line')), 'the tail waits in the flow when the run finishes');
+  // The terminal answers its status requests, one by one: the queue drains.
+  for (let i = 0; i < 100 && unanswered > 0; i++) {
+    unanswered--;
+    model.handleInput(STATUS_REPLY);
+  }
+  const asOutput = out
+    .filter((w) => !w.finished)
+    .map((w) => w.text)
+    .join('');
+  assert.match(asOutput, /last line/, 'the tail is output (a task shows it and its matchers see it)');
+  const asExitLine = out
+    .filter((w) => w.finished)
+    .map((w) => w.text)
+    .join('');
+  assert.doesNotMatch(asExitLine, /last line/, 'only the exit line is marked finished');
+  assert.match(asExitLine, /press any key/);
+});
