@@ -277,10 +277,18 @@ async function explorerRoots(page: Page): Promise<string[]> {
 async function waitForFolders(page: Page, log: UiContext['log'], wanted: RegExp[], what: string): Promise<string[]> {
   await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
   await runPaletteCommand(page, 'View: Show Explorer');
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 90_000;
   let roots: string[] = [];
   while (Date.now() < deadline) {
-    roots = await explorerRoots(page);
+    // Our repair of a window that came up without the file's folders rewrites the workspace file,
+    // and VS Code then loads the window again (seen once in CI on 1.139.1): wait for the new one.
+    roots = await explorerRoots(page).catch(async (e: unknown) => {
+      if (!/Execution context was destroyed|navigat/i.test(String(e))) throw e;
+      log(`${what}: the window loaded again (the workspace file was rewritten); waiting for it`);
+      await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+      await runPaletteCommand(page, 'View: Show Explorer');
+      return [];
+    });
     if (wanted.every((w) => roots.some((r) => w.test(r)))) break;
     await page.waitForTimeout(250);
   }
