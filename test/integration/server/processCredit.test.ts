@@ -32,7 +32,13 @@ async function ackUntilClosed(c: RawClient, id: string, window: number, from = {
     assert.ok(beyond <= window + CHUNK, `${beyond} bytes beyond the last ack (window ${window})`);
     if (c.received.some((m) => m.method === 'process/closed' && m.params.processId === id)) return worst;
     if (outs.length === 0) {
-      await c.waitFor((m) => m.params?.processId === id && m.params.seq > acked.seq, 30_000, `output of ${id} after seq ${acked.seq}`);
+      // Wait for an event newer than any received: \`exited\` can be in before \`closed\`, and waiting for
+      // "beyond the ack" would then resolve at once, round after round, without the socket ever being read.
+      const seen = c.received.reduce(
+        (n, m) => (m.params?.processId === id && typeof m.params.seq === 'number' ? Math.max(n, m.params.seq) : n),
+        0,
+      );
+      await c.waitFor((m) => m.params?.processId === id && m.params.seq > seen, 30_000, `an event of ${id} after seq ${seen}`);
       continue;
     }
     const last = outs[outs.length - 1]!.params.seq as number;
