@@ -5,6 +5,7 @@ import type { RememberedProcess } from '../core/sessionMemory';
 import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
 import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
 import { terminalName } from '../core/terminalNames';
+import { TERMINAL_CREDIT_WINDOW } from '../core/terminalFlow';
 import { TerminalRun, type RunSpec, type TerminalRunDeps } from '../core/terminalRun';
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
@@ -293,7 +294,14 @@ export class TerminalFeature {
       sandboxLabel: info.sandboxLabel,
       wasSandboxed: info.sandboxed,
     };
-    const run = this.newRun(conn, spec, () => restored.client.attachProcess(p.processId, { tty: p.tty, stdinWritable: p.stdinWritable }));
+    const run = this.newRun(conn, spec, () =>
+      restored.client.attachProcess(p.processId, {
+        tty: p.tty,
+        stdinWritable: p.stdinWritable,
+        // The same window as a terminal's own start: a flood stays bounded after the reload too.
+        creditWindow: TERMINAL_CREDIT_WINDOW,
+      }),
+    );
     const pty = new RunPseudoterminal(run, () => this.shuttingDown);
     const terminal = vscode.window.createTerminal({ name: info.title, pty, iconPath: TERMINAL_ICON, isTransient: true });
     return this.track(terminal, pty);

@@ -144,6 +144,43 @@ describe('client credit window against ours', () => {
       second.dispose();
     }
   });
+  test('a client that adopts the process with a window (a reopened terminal) keeps it on: the child stalls until it consumes, then all arrives', async () => {
+    const endpoint = { kind: 'websocket' as const, url: server.url, token: server.token };
+    const first = await ExecServerClient.connect({ endpoint });
+    const W = 128 * KiB;
+    const n = 1_500_000;
+    const argv = ['seq', '1', String(n)];
+    const h = await first.startProcess({ argv, cwd: '/tmp', env: { PATH: '/usr/bin:/bin' }, creditWindow: W });
+    const head = await processInTree(server.child.pid!, argv);
+    await stalled(head, 0);
+    const sessionId = first.sessionId;
+    first.dispose();
+    const second = await ExecServerClient.connect({ endpoint, resumeSessionId: sessionId });
+    try {
+      const { handle, evictedBefore } = await second.attachProcess(h.processId, { tty: false, stdinWritable: false, creditWindow: W });
+      assert.equal(evictedBefore, 0);
+      assert.equal(handle.creditWindow, W);
+      const received: Buffer[] = [];
+      let consuming = false;
+      let held = 0;
+      handle.onEvent((e) => {
+        if (e.type !== 'output') return;
+        received.push(e.data);
+        if (consuming) handle.outputConsumed(e.data.length);
+        else held += e.data.length;
+      });
+      // Nothing consumed yet: the process is still held by the window (without one it would run to its end).
+      const at = await stalled(head, 0);
+      assert.equal(handle.status, 'running', `stalled at ${at} bytes`);
+      assert.ok(at < n, `stalled at ${at}`);
+      consuming = true;
+      handle.outputConsumed(held);
+      assert.equal((await handle.completion).exitCode, 0);
+      assert.equal(Buffer.concat(received).toString(), counting(n));
+    } finally {
+      second.dispose();
+    }
+  });
 });
 
 describe('client credit window against codex (no capability)', () => {
