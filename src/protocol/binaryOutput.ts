@@ -79,9 +79,20 @@ export function decodeBinaryOutput(frame: Buffer): BinaryOutput | undefined {
 export const BINARY_RESULT_KIND = 0x01;
 const RESULT_HEADER_BYTES = 4;
 
+/** Bytes a reader may leave free in front of a result's data, for the frame's header and id. */
+export const BINARY_RESULT_HEADROOM = 64;
+
 /** What a request handler returns for a result that may travel as a binary frame. */
 export class BinaryResult {
-  constructor(readonly data: Buffer) {}
+  /**
+   * `headroom`: that many bytes in front of `data`, in the same memory, belong to this result and
+   * may be overwritten: the frame's header is written there instead of copying `data` into a new
+   * frame (a 64 MiB file is one copy less).
+   */
+  constructor(
+    readonly data: Buffer,
+    readonly headroom = 0,
+  ) {}
   /** The result as the JSON protocol has it (encoded on demand). */
   get dataBase64(): string {
     return this.data.toString('base64');
@@ -92,14 +103,20 @@ export class BinaryResult {
   }
 }
 
-export function encodeBinaryResult(id: number | string, data: Buffer): Buffer {
+export function encodeBinaryResult(id: number | string, result: BinaryResult | Buffer): Buffer {
+  const { data, headroom } = result instanceof BinaryResult ? result : { data: result, headroom: 0 };
   const idBytes = Buffer.from(String(id), 'utf8');
-  const frame = Buffer.allocUnsafe(RESULT_HEADER_BYTES + idBytes.length + data.length);
+  const header = RESULT_HEADER_BYTES + idBytes.length;
+  // In place, in front of the data, when the result left room for it.
+  const frame =
+    headroom >= header
+      ? Buffer.from(data.buffer, data.byteOffset - header, header + data.length)
+      : Buffer.allocUnsafe(header + data.length);
   frame[0] = BINARY_RESULT_KIND;
   frame[1] = typeof id === 'number' ? 0 : 1;
   frame.writeUInt16BE(idBytes.length, 2);
   idBytes.copy(frame, RESULT_HEADER_BYTES);
-  data.copy(frame, RESULT_HEADER_BYTES + idBytes.length);
+  if (headroom < header) data.copy(frame, header);
   return frame;
 }
 

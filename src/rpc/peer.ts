@@ -190,7 +190,7 @@ export class RpcPeer implements Disposable {
       if (!handler) throw new RpcError(ErrorCode.MethodNotFound, `method \`${method}\` is not handled here`);
       const result = await handler(method, params, id);
       if (result instanceof BinaryResult && this.binaryResults && this.transport.sendBinary) {
-        if (!this.closedFlag) this.transport.sendBinary(encodeBinaryResult(id, result.data));
+        if (!this.closedFlag) this.transport.sendBinary(encodeBinaryResult(id, result));
         return;
       }
       frame = encodeResult(id, result);

@@ -1,5 +1,5 @@
 import * as fsp from 'node:fs/promises';
-import { BinaryResult } from '../protocol/binaryOutput';
+import { BINARY_RESULT_HEADROOM } from '../protocol/binaryOutput';
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { FileHandleTable } from './fileHandles';
@@ -48,13 +48,13 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
       }
       const { file, size } = await openForReading(target, path, sb);
       try {
-        return await readWhole(file, size);
+        return await readWhole(file, size, BINARY_RESULT_HEADROOM);
       } finally {
         await file.close();
       }
     });
     // JSON-encoded as {dataBase64}; sent as raw bytes to a client with binary frames (src/protocol/binaryOutput.ts).
-    return new BinaryResult(data);
+    return data;
   });
 
   router.on('fs/writeFile', async (params) => {

@@ -1,6 +1,7 @@
 import { constants as fsConstants, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
+import { BinaryResult } from '../protocol/binaryOutput';
 import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
 import { RpcError } from '../rpc/errors';
 import { errnoError, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
@@ -133,21 +134,29 @@ export async function metadataOfAll(paths: string[]): Promise<Array<Outcome<FsMe
  * Reads a whole regular file from an open handle, counting the bytes actually read: procfs and
  * sysfs files report size 0 but can be endless (/proc/self/pagemap), so `stat` alone bounds nothing.
  */
-export async function readWhole(file: fsp.FileHandle, size: number): Promise<Buffer> {
+export async function readWhole(file: fsp.FileHandle, size: number, headroom = 0): Promise<BinaryResult> {
   if (size > MAX_READ_FILE_BYTES) throw RpcError.invalidRequest(`file is too large to read: limit is ${MAX_READ_FILE_BYTES} bytes`);
   if (size > MAX_READ_FILE_BYTES_HERE) throw tooLargeHere(`${size} bytes`);
   const chunks: Buffer[] = [];
   let total = 0;
   if (size > READ_CHUNK) {
-    // A large file of known size goes straight into one buffer: concatenating 1 MiB chunks was a
-    // second full copy (~1/3 of a 64 MiB read's server time). Whatever follows the stat size is read below.
-    const buf = Buffer.allocUnsafe(size);
+    // A large file of known size goes straight into one buffer (concatenating 1 MiB chunks was a
+    // second full copy, ~1/3 of a 64 MiB read's server time), after `headroom` free bytes where a
+    // binary frame's header goes (copying it into a frame was another). Whatever follows the stat
+    // size is read below.
+    const whole = Buffer.allocUnsafeSlow(headroom + size);
+    const buf = whole.subarray(headroom);
     while (total < size) {
       const { bytesRead } = await file.read(buf, total, size - total, null);
-      if (bytesRead === 0) return buf.subarray(0, total);
+      if (bytesRead === 0) return new BinaryResult(buf.subarray(0, total), headroom);
       total += bytesRead;
     }
-    chunks.push(buf);
+    // One byte past the stat size: did it grow after the stat?
+    const probe = Buffer.allocUnsafe(1);
+    if ((await file.read(probe, 0, 1, null)).bytesRead === 0) return new BinaryResult(buf, headroom);
+    // It did: the probed byte and the rest follow.
+    chunks.push(buf, probe);
+    total += 1;
   }
   let chunk = size > 0 && total === 0 ? Math.min(Math.max(size + 1, FIRST_READ_CHUNK), READ_CHUNK) : FIRST_READ_CHUNK;
   const maxReads = Math.ceil(MAX_READ_FILE_BYTES_HERE / FIRST_READ_CHUNK) + 2;
@@ -155,7 +164,7 @@ export async function readWhole(file: fsp.FileHandle, size: number): Promise<Buf
     const buf = Buffer.allocUnsafe(chunk);
     // Sequential reads (position null): some pseudo-files do not support positioned ones.
     const { bytesRead } = await file.read(buf, 0, chunk, null);
-    if (bytesRead === 0) return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+    if (bytesRead === 0) return new BinaryResult(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
     total += bytesRead;
     if (total > MAX_READ_FILE_BYTES_HERE) throw tooLargeHere(`more than ${MAX_READ_FILE_BYTES_HERE} bytes`);
     chunks.push(bytesRead === chunk ? buf : Buffer.from(buf.subarray(0, bytesRead)));

@@ -18,7 +18,7 @@ async function readAs(bytes: Buffer, statSize: number): Promise<Buffer> {
   writeFileSync(path, bytes);
   const handle = await open(path, 'r');
   try {
-    return await readWhole(handle, statSize);
+    return (await readWhole(handle, statSize)).data;
   } finally {
     await handle.close();
   }
@@ -32,4 +32,27 @@ test('a large file is read whole, exactly: as stat said, grown after the stat, s
   const small = randomBytes(1000);
   assert.ok((await readAs(small, small.length)).equals(small), 'a small file, one read');
   assert.ok((await readAs(small, 0)).equals(small), 'size 0 (procfs-like): read until the end');
+});
+
+test('a large file of known size leaves the asked headroom in front of its bytes; a small or grown one has none', async () => {
+  const read = async (bytes: Buffer, statSize: number) => {
+    const path = join(dir, `h-${bytes.length}-${statSize}`);
+    writeFileSync(path, bytes);
+    const handle = await open(path, 'r');
+    try {
+      return await readWhole(handle, statSize, 64);
+    } finally {
+      await handle.close();
+    }
+  };
+  const data = randomBytes(2 * MiB + 7);
+  const large = await read(data, data.length);
+  assert.ok(large.data.equals(data));
+  assert.equal(large.headroom, 64);
+  assert.ok(large.data.byteOffset >= 64, 'the room is in the same memory');
+  const grown = await read(data, 2 * MiB);
+  assert.ok(grown.data.equals(data), 'grown after the stat: every byte');
+  assert.equal(grown.headroom, 0);
+  const small = await read(randomBytes(100), 100);
+  assert.equal(small.headroom, 0);
 });
