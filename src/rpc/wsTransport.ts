@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import { isBinaryFrameKind } from '../protocol/binaryOutput';
 import type { Disposable } from '../util/disposable';
@@ -8,7 +9,18 @@ import { BaseTransport } from './baseTransport';
  * a binary message whose first byte is 0x00 or 0x01 is a binary frame (`onBinary`, src/protocol/binaryOutput.ts).
  */
 export class WebSocketTransport extends BaseTransport {
-  constructor(private readonly ws: WebSocket) {
+  private batching = false;
+
+  /**
+   * `socket`: the connection under `ws`, when the caller has it (a server's upgraded request). Then
+   * what is sent in one turn of the event loop leaves in one write: ws writes each message on its
+   * own (a syscall each), and a burst of process starts sends four or five small messages per
+   * process (answer, output, exited, closed).
+   */
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly underlying?: Pick<Duplex, 'cork' | 'uncork'>,
+  ) {
     super();
     ws.on('message', (data, isBinary) => {
       if (isBinary) {
@@ -38,6 +50,7 @@ export class WebSocketTransport extends BaseTransport {
     // the backpressure high-water mark.
     const n = text.length;
     this.queued(n);
+    this.batch();
     this.ws.send(text, (err) => {
       this.written(n);
       if (err) this.close(`send failed: ${err.message}`);
@@ -48,6 +61,7 @@ export class WebSocketTransport extends BaseTransport {
     if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return sent?.();
     const n = frame.length;
     this.queued(n);
+    this.batch();
     // A text frame from bytes: no string → UTF-8 re-encoding on the way to the socket.
     this.ws.send(frame, { binary: false }, (err) => {
       this.written(n);
@@ -64,10 +78,23 @@ export class WebSocketTransport extends BaseTransport {
     if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return sent?.();
     const n = frame.length;
     this.queued(n);
+    this.batch();
     this.ws.send(frame, { binary: true }, (err) => {
       this.written(n);
       sent?.();
       if (err) this.close(`send failed: ${err.message}`);
+    });
+  }
+
+  /** Holds the socket's writes until this turn of the event loop has done its I/O callbacks, then writes them at once. */
+  private batch(): void {
+    const socket = this.underlying;
+    if (this.batching || !socket) return;
+    this.batching = true;
+    socket.cork();
+    setImmediate(() => {
+      this.batching = false;
+      socket.uncork();
     });
   }
 

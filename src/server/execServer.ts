@@ -197,7 +197,7 @@ export class ExecServer {
       socket.setNoDelay(true);
       clearTimeout(upgrading.get(socket));
       wss.handleUpgrade(req, socket, head, (ws) => {
-        const transport = new WebSocketTransport(ws);
+        const transport = new WebSocketTransport(ws, socket);
         const conn = this.serve(transport, {
           handshakeTimeoutMs: handshakeMs,
           probeTimeoutMs: this.options.probeTimeoutMs,
