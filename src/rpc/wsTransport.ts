@@ -9,7 +9,8 @@ import { BaseTransport } from './baseTransport';
  * a binary message whose first byte is 0x00 or 0x01 is a binary frame (`onBinary`, src/protocol/binaryOutput.ts).
  */
 export class WebSocketTransport extends BaseTransport {
-  private batching = false;
+  /** Set while the socket is corked for this turn: the immediate that uncorks it. */
+  private batched: NodeJS.Immediate | undefined;
 
   /**
    * `socket`: the connection under `ws`, when the caller has it (a server's upgraded request). Then
@@ -88,14 +89,16 @@ export class WebSocketTransport extends BaseTransport {
 
   /** Holds the socket's writes until this turn of the event loop has done its I/O callbacks, then writes them at once. */
   private batch(): void {
-    const socket = this.underlying;
-    if (this.batching || !socket) return;
-    this.batching = true;
-    socket.cork();
-    setImmediate(() => {
-      this.batching = false;
-      socket.uncork();
-    });
+    if (this.batched || !this.underlying) return;
+    this.underlying.cork();
+    this.batched = setImmediate(() => this.flushBatch());
+  }
+
+  private flushBatch(): void {
+    if (!this.batched) return;
+    clearImmediate(this.batched);
+    this.batched = undefined;
+    this.underlying?.uncork();
   }
 
   protected override holdInput(): void {
@@ -107,6 +110,9 @@ export class WebSocketTransport extends BaseTransport {
   }
 
   protected doClose(): void {
+    // What this turn sent goes to the socket first: written before the socket is destroyed, it still
+    // reaches the peer (an error answer or a notification right before the close).
+    this.flushBatch();
     // terminate (not close): the peer may be gone; waiting for a close handshake only delays teardown.
     this.ws.terminate();
   }

@@ -69,12 +69,14 @@ test('messages sent in one turn are written together once the turn is over: the 
   client.close();
 });
 
-test('a transport closed while its socket is held ends cleanly', async () => {
-  const { client, server } = await connect();
+test('what was sent in the turn the transport closes still reaches the peer before the close', async () => {
+  const { client, server, received } = await connect();
   const closed = new Promise<void>((r) => client.once('close', () => r()));
-  server.transport.send('{"n":1}');
+  server.transport.send('{"answer":1}');
+  server.transport.send('{"bye":true}');
+  assert.equal(server.socket.writableCorked, 1);
   server.transport.close('done');
-  await new Promise((r) => setImmediate(r));
   await closed;
   assert.equal(server.transport.isClosed, true);
+  assert.deepEqual(received, ['{"answer":1}', '{"bye":true}']);
 });
