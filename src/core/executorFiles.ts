@@ -9,6 +9,8 @@ import { classifyFsError, ExecutorFsError } from './fsErrors';
 
 /** Files up to this size are read with one `fs/readFile`; larger ones in blocks of this size (the servers' `fs/readBlock` bound). */
 export const BLOCK_SIZE = 1024 * 1024;
+/** Blocks of one file asked for at once (each up to 1.4 MB of base64 in flight). */
+const READ_AHEAD = 4;
 
 /** The fs calls the provider makes: the resilient client, or anything with its shape. */
 export type FsClient = Pick<
@@ -84,20 +86,42 @@ export class ExecutorFiles {
     return this.readBlocks(c, p, m.size);
   }
 
-  /** Handle ids are at most 32 bytes (both servers). Reads until `eof`; `sizeHint` only presizes the buffer (the file may change meanwhile). */
+  /**
+   * Handle ids are at most 32 bytes (both servers). Reads until `eof`; `sizeHint` only presizes the
+   * work (the file may change meanwhile). Up to READ_AHEAD blocks are asked for at once within the
+   * size the file had, so a remote executor costs about one round trip per READ_AHEAD blocks
+   * instead of one per block (a server that answers one request at a time still has the next one
+   * queued); beyond that size, one at a time.
+   */
   private async readBlocks(c: FsClient, p: string, sizeHint: number): Promise<Uint8Array> {
     const handleId = `ebr-${randomUUID().slice(0, 24)}`;
     await c.call('fs/open', { handleId, path: uri(p), mode: 'read' });
     const parts: Buffer[] = [];
     let total = 0;
+    let asked: Array<{ offset: number; answer: Promise<{ chunk: string; eof: boolean }> }> = [];
+    let next = 0;
+    const ask = () => {
+      const answer = c.call('fs/readBlock', { handleId, offset: next, len: BLOCK_SIZE });
+      // One that is given up (after a short block or a failure) must not become unhandled.
+      answer.catch(() => undefined);
+      asked.push({ offset: next, answer });
+      next += BLOCK_SIZE;
+    };
     try {
       // Bounded by the file: each turn either reads a block or ends; a file that grows forever stops at 16× its size.
       for (let turn = 0; turn <= Math.ceil(sizeHint / BLOCK_SIZE) * 16 + 1; turn++) {
-        const r = await c.call('fs/readBlock', { handleId, offset: total, len: BLOCK_SIZE });
+        while (asked.length === 0 || (asked.length < READ_AHEAD && next < sizeHint)) ask();
+        const block = asked.shift()!;
+        const r = await block.answer;
         const chunk = Buffer.from(r.chunk, 'base64');
         parts.push(chunk);
         total += chunk.length;
         if (r.eof || chunk.length === 0) break;
+        if (chunk.length < BLOCK_SIZE) {
+          // A short block before the end: the blocks asked beyond it start too late; go on from here.
+          asked = [];
+          next = total;
+        }
       }
     } finally {
       await c.call('fs/close', { handleId }).catch(() => undefined);

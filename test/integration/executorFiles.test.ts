@@ -19,8 +19,14 @@ import { startExecServer, type ExecServerProcess } from '../helpers/servers';
 class MeasuredConnection implements Connection {
   maxSent = 0;
   maxReceived = 0;
+  /** `fs/readBlock` requests sent and not yet answered: now, and the most at once. */
+  private readBlocks = new Set<unknown>();
+  maxReadBlocksInFlight = 0;
   constructor(private readonly inner: Connection) {
-    inner.onMessage((text) => (this.maxReceived = Math.max(this.maxReceived, Buffer.byteLength(text))));
+    inner.onMessage((text) => {
+      this.maxReceived = Math.max(this.maxReceived, Buffer.byteLength(text));
+      this.readBlocks.delete((JSON.parse(text) as { id?: unknown }).id);
+    });
   }
   get isClosed(): boolean {
     return this.inner.isClosed;
@@ -36,6 +42,11 @@ class MeasuredConnection implements Connection {
   }
   send(text: string): void {
     this.maxSent = Math.max(this.maxSent, Buffer.byteLength(text));
+    const m = JSON.parse(text) as { id?: unknown; method?: string };
+    if (m.method === 'fs/readBlock') {
+      this.readBlocks.add(m.id);
+      this.maxReadBlocksInFlight = Math.max(this.maxReadBlocksInFlight, this.readBlocks.size);
+    }
     this.inner.send(text);
   }
   sendFrame(frame: Buffer): void {
@@ -91,10 +102,19 @@ for (const kind of ['ours', 'codex'] as const) {
       const src = join(dir, 'big.bin');
       fs.writeFileSync(src, big);
       measured!.maxReceived = 0;
+      measured!.maxReadBlocksInFlight = 0;
       const read = await files.readFile(src);
       assert.equal(Buffer.compare(Buffer.from(read), big), 0);
       // A 1 MiB block is about 1.4 MB of base64; the whole file would be 4.2 MB.
       assert.ok(measured!.maxReceived < 1.5 * BLOCK_SIZE, `largest frame received: ${measured!.maxReceived}`);
+      // The blocks are asked for ahead (one round trip per few blocks, not per block), a bounded few at once.
+      assert.equal(measured!.maxReadBlocksInFlight, 4, 'readBlock requests in flight at once');
+      // A file that ends on a block boundary, and one of exactly one block more than readFile takes.
+      for (const size of [2 * BLOCK_SIZE, BLOCK_SIZE + 1, 5 * BLOCK_SIZE - 1]) {
+        const exact = randomBytes(size);
+        fs.writeFileSync(src, exact);
+        assert.equal(Buffer.compare(Buffer.from(await files.readFile(src)), exact), 0, `${size} bytes`);
+      }
 
       const dst = join(dir, 'big.copy');
       measured!.maxSent = 0;
