@@ -9,8 +9,8 @@ import { classifyFsError, ExecutorFsError } from './fsErrors';
 
 /** Files up to this size are read with one `fs/readFile`; larger ones in blocks of this size (the servers' `fs/readBlock` bound). */
 export const BLOCK_SIZE = 1024 * 1024;
-/** Blocks of one file asked for at once (each up to 1.4 MB of base64 in flight). */
-const READ_AHEAD = 4;
+/** Blocks of one file read or written at once (each up to 1.4 MB of base64 in flight). */
+const BLOCKS_AHEAD = 4;
 
 /** The fs calls the provider makes: the resilient client, or anything with its shape. */
 export type FsClient = Pick<
@@ -88,8 +88,8 @@ export class ExecutorFiles {
 
   /**
    * Handle ids are at most 32 bytes (both servers). Reads until `eof`; `sizeHint` only presizes the
-   * work (the file may change meanwhile). Up to READ_AHEAD blocks are asked for at once within the
-   * size the file had, so a remote executor costs about one round trip per READ_AHEAD blocks
+   * work (the file may change meanwhile). Up to BLOCKS_AHEAD blocks are asked for at once within the
+   * size the file had, so a remote executor costs about one round trip per BLOCKS_AHEAD blocks
    * instead of one per block (a server that answers one request at a time still has the next one
    * queued); beyond that size, one at a time.
    */
@@ -110,7 +110,7 @@ export class ExecutorFiles {
     try {
       // Bounded by the file: each turn either reads a block or ends; a file that grows forever stops at 16× its size.
       for (let turn = 0; turn <= Math.ceil(sizeHint / BLOCK_SIZE) * 16 + 1; turn++) {
-        while (asked.length === 0 || (asked.length < READ_AHEAD && next < sizeHint)) ask();
+        while (asked.length === 0 || (asked.length < BLOCKS_AHEAD && next < sizeHint)) ask();
         const block = asked.shift()!;
         const r = await block.answer;
         const chunk = Buffer.from(r.chunk, 'base64');
@@ -145,12 +145,21 @@ export class ExecutorFiles {
     }
     const handleId = `ebw-${randomUUID().slice(0, 24)}`;
     await c.call('fs/open', { handleId, path: uri(p), mode: 'replace' });
+    // Like reads, a few blocks at once (each names its offset, so the order they land in does not matter).
+    const writing: Promise<unknown>[] = [];
     try {
       for (let offset = 0; offset < data.length; offset += BLOCK_SIZE) {
+        if (writing.length >= BLOCKS_AHEAD) await writing.shift();
         const chunk = data.subarray(offset, offset + BLOCK_SIZE).toString('base64');
-        await c.call('fs/writeBlock', { handleId, offset, chunk });
+        const written = c.call('fs/writeBlock', { handleId, offset, chunk });
+        // Awaited in order below; one failing first must not leave the others unhandled.
+        written.catch(() => undefined);
+        writing.push(written);
       }
+      for (const w of writing) await w;
     } finally {
+      // Nothing of this file is still on its way when the handle closes (after a failure too).
+      await Promise.allSettled(writing);
       await c.call('fs/close', { handleId }).catch(() => undefined);
     }
   }

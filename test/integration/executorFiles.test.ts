@@ -19,13 +19,17 @@ import { startExecServer, type ExecServerProcess } from '../helpers/servers';
 class MeasuredConnection implements Connection {
   maxSent = 0;
   maxReceived = 0;
-  /** `fs/readBlock` requests sent and not yet answered: now, and the most at once. */
+  /** `fs/readBlock` and `fs/writeBlock` requests sent and not yet answered: now, and the most at once. */
   private readBlocks = new Set<unknown>();
   maxReadBlocksInFlight = 0;
+  private writeBlocks = new Set<unknown>();
+  maxWriteBlocksInFlight = 0;
   constructor(private readonly inner: Connection) {
     inner.onMessage((text) => {
       this.maxReceived = Math.max(this.maxReceived, Buffer.byteLength(text));
-      this.readBlocks.delete((JSON.parse(text) as { id?: unknown }).id);
+      const { id } = JSON.parse(text) as { id?: unknown };
+      this.readBlocks.delete(id);
+      this.writeBlocks.delete(id);
     });
   }
   get isClosed(): boolean {
@@ -46,6 +50,10 @@ class MeasuredConnection implements Connection {
     if (m.method === 'fs/readBlock') {
       this.readBlocks.add(m.id);
       this.maxReadBlocksInFlight = Math.max(this.maxReadBlocksInFlight, this.readBlocks.size);
+    }
+    if (m.method === 'fs/writeBlock') {
+      this.writeBlocks.add(m.id);
+      this.maxWriteBlocksInFlight = Math.max(this.maxWriteBlocksInFlight, this.writeBlocks.size);
     }
     this.inner.send(text);
   }
@@ -118,9 +126,17 @@ for (const kind of ['ours', 'codex'] as const) {
 
       const dst = join(dir, 'big.copy');
       measured!.maxSent = 0;
+      measured!.maxWriteBlocksInFlight = 0;
       await files.writeFile(dst, big, { create: true, overwrite: false });
       assert.equal(Buffer.compare(fs.readFileSync(dst), big), 0);
       assert.ok(measured!.maxSent < 1.5 * BLOCK_SIZE, `largest frame sent: ${measured!.maxSent}`);
+      assert.equal(measured!.maxWriteBlocksInFlight, 4, 'writeBlock requests in flight at once');
+      // Overwriting with something longer, then with a size on a block boundary: exact each time.
+      for (const size of [6 * BLOCK_SIZE + 3, 2 * BLOCK_SIZE]) {
+        const other = randomBytes(size);
+        await files.writeFile(dst, other, { create: false, overwrite: true });
+        assert.equal(Buffer.compare(fs.readFileSync(dst), other), 0, `${size} bytes`);
+      }
       // Overwriting with something shorter truncates.
       await files.writeFile(dst, Buffer.from('short'), { create: false, overwrite: true });
       assert.equal(fs.readFileSync(dst, 'utf8'), 'short');
