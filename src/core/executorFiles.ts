@@ -98,21 +98,21 @@ export class ExecutorFiles {
     await c.call('fs/open', { handleId, path: uri(p), mode: 'read' });
     const parts: Buffer[] = [];
     let total = 0;
-    let asked: Array<{ offset: number; answer: Promise<{ chunk: string; eof: boolean }> }> = [];
+    /** Answers of the blocks asked for, in offset order (the first is at `total`). */
+    let asked: Array<Promise<{ chunk: string; eof: boolean }>> = [];
     let next = 0;
     const ask = () => {
       const answer = c.call('fs/readBlock', { handleId, offset: next, len: BLOCK_SIZE });
       // One that is given up (after a short block or a failure) must not become unhandled.
       answer.catch(() => undefined);
-      asked.push({ offset: next, answer });
+      asked.push(answer);
       next += BLOCK_SIZE;
     };
     try {
       // Bounded by the file: each turn either reads a block or ends; a file that grows forever stops at 16× its size.
       for (let turn = 0; turn <= Math.ceil(sizeHint / BLOCK_SIZE) * 16 + 1; turn++) {
         while (asked.length === 0 || (asked.length < BLOCKS_AHEAD && next < sizeHint)) ask();
-        const block = asked.shift()!;
-        const r = await block.answer;
+        const r = await asked.shift()!;
         const chunk = Buffer.from(r.chunk, 'base64');
         parts.push(chunk);
         total += chunk.length;
