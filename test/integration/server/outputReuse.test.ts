@@ -134,11 +134,24 @@ describe('output buffers are reused only once their bytes are sent and retained'
     test(`${binary ? 'binary frames' : 'base64 JSON'}: a flood to a slow reader arrives exact, and so does the retained window`, async () => {
       const { got, ws, send } = await runSlowly(server.url, binary);
       try {
+        // Output in seq order; with `exited` (which output may follow: the child can exit while the
+        // server is not reading its pipes) and `closed`, every seq from 1 once.
         assert.deepEqual(
           got.seqs,
-          got.seqs.map((_, i) => i + 1),
-          'output seqs 1..n in order',
+          [...got.seqs].sort((a, b) => a - b),
+          'output in seq order',
         );
+        const events = got.json
+          .filter((m) => m.method === 'process/exited' || m.method === 'process/closed')
+          .map((m) => m.params.seq as number);
+        assert.equal(events.length, 2, 'one exited, one closed');
+        const all = [...got.seqs, ...events].sort((a, b) => a - b);
+        assert.deepEqual(
+          all,
+          all.map((_, i) => i + 1),
+          'seqs 1..n: none missing, none twice',
+        );
+        assert.equal(events[1], all.length, 'closed last');
         const stdout = Buffer.concat(got.byStream.get('stdout') ?? []);
         const stderr = Buffer.concat(got.byStream.get('stderr') ?? []);
         assert.equal(stdout.length, TOTAL);
