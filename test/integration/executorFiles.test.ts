@@ -117,7 +117,7 @@ for (const kind of ['ours', 'codex'] as const) {
       assert.ok(measured!.maxReceived < 1.5 * BLOCK_SIZE, `largest frame received: ${measured!.maxReceived}`);
       // The blocks are asked for ahead (one round trip per few blocks, not per block), a bounded few at once.
       assert.equal(measured!.maxReadBlocksInFlight, 4, 'readBlock requests in flight at once');
-      // A file that ends on a block boundary, and one of exactly one block more than readFile takes.
+      // Files that end on a block boundary, one byte past what a single readFile takes, one byte short of 5 blocks.
       for (const size of [2 * BLOCK_SIZE, BLOCK_SIZE + 1, 5 * BLOCK_SIZE - 1]) {
         const exact = randomBytes(size);
         fs.writeFileSync(src, exact);

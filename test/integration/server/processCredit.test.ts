@@ -32,7 +32,7 @@ async function ackUntilClosed(c: RawClient, id: string, window: number, from = {
     assert.ok(beyond <= window + CHUNK, `${beyond} bytes beyond the last ack (window ${window})`);
     if (c.received.some((m) => m.method === 'process/closed' && m.params.processId === id)) return worst;
     if (outs.length === 0) {
-      // Wait for an event newer than any received: \`exited\` can be in before \`closed\`, and waiting for
+      // Wait for an event newer than any received: `exited` can be in before `closed`, and waiting for
       // "beyond the ack" would then resolve at once, round after round, without the socket ever being read.
       const seen = c.received.reduce(
         (n, m) => (m.params?.processId === id && typeof m.params.seq === 'number' ? Math.max(n, m.params.seq) : n),
