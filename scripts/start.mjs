@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// `npm start`: the product demo. Builds and packages the extension (exec-bridge.vsix), installs it
-// into a real VS Code in the browser (the newest tested: code-server 4.139.1 = VS Code 1.139.1), checks once in a
-// headless chromium that the installed extension starts the bundled executor and runs a command
-// on it, then prints the local URL to open. Ctrl-C stops code-server and everything it started.
+// `npm start`: the product demo. Sets up the machine (scripts/setup.mjs: Debian packages, code-server),
+// builds and packages the extension (exec-bridge.vsix), installs it into a real VS Code in the
+// browser (the newest tested: code-server 4.139.1 = VS Code 1.139.1), checks once in a headless
+// chromium that the installed extension starts the bundled executor and runs a command on it,
+// then prints the local URL to open. Ctrl-C stops code-server and everything it started.
 //
-// Options: --port N (default: $PORT or a free port), --no-verify (skip the headless check).
+// Options: --port N (default: $PORT or a free port), --no-verify (skip the headless check),
+// --check (all of it, then stop code-server and exit: 0 when the headless check passed, 1 with
+// the reason otherwise; what .ci/run runs).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,11 +26,18 @@ import {
   waitHealthy,
   writeUserSettings,
 } from './codeServer.mjs';
+import { ensureMachine } from './setup.mjs';
 
 const argv = process.argv.slice(2);
 const portArg = argv.includes('--port') ? Number(argv[argv.indexOf('--port') + 1]) : Number(process.env.PORT || 0);
-const verify = !argv.includes('--no-verify');
+const check = argv.includes('--check');
+if (check && argv.includes('--no-verify')) fail('--check runs the headless check: it cannot go with --no-verify');
+const verify = check || !argv.includes('--no-verify');
 const log = (...a) => console.log('[start]', ...a);
+const t0 = Date.now();
+
+// Before anything is built: a machine that lacks a package stops here, with the command to install it.
+await ensureMachine('start');
 
 // Only this machine's VSIX (exec-bridge.vsix): the demo needs no other platform's.
 const target = `${process.platform}-${process.arch}`;
@@ -108,15 +118,23 @@ const workspaceFile = join(demo, 'demo.code-workspace');
 writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }] }, null, 2) + '\n');
 const url = `${base}/?workspace=${encodeURIComponent(workspaceFile)}`;
 
-if (verify && existsSync(chromiumPath)) {
+if (verify) {
   log('checking the installed extension in headless chromium');
   try {
     await smokeTest(url);
     log('ok: the bundled executor started and ran a command (screenshot: test-results/demo.png)');
   } catch (e) {
     console.error(`[start] the headless check failed: ${e.message}`);
+    if (check) {
+      console.error('[start] see test-results/demo-fail.png and the log:', logFile);
+      await stop(1);
+    }
     console.error('[start] code-server keeps running; see test-results/demo-fail.png and the log:', logFile);
   }
+}
+if (check) {
+  log(`--check: everything works (${((Date.now() - t0) / 1000).toFixed(0)} s); stopping code-server`);
+  await stop(0);
 }
 
 console.log(

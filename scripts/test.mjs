@@ -1,13 +1,20 @@
 #!/usr/bin/env node
-// `npm test`: build, typecheck + compile tests, lint, then every node:test suite
-// (unit, then integration). The real-VS-Code suites join here when they exist.
-// Usage: npm test [-- unit|integration|<substring of a test file path>]
+// `npm test`: set up the machine (scripts/setup.mjs: Debian packages, both code-servers), build,
+// typecheck + compile tests, lint, then every node:test suite (unit, then integration), then the
+// extension inside two real VS Codes (scripts/vscode-test.mjs).
+// Usage: npm test [-- unit|integration|vscode|<substring of a test file path>]
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureMachine } from './setup.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const filter = process.argv.slice(2);
+const withVscode = filter.length === 0 || filter.some((x) => x === 'vscode' || x.includes('test/vscode'));
+
+// First, before anything is built: every tool a test starts is here (or one message says what to
+// install), and the code-servers of the vscode stage are installed, so no test fails on a missing tool.
+await ensureMachine('test', { vscode: withVscode });
 
 function run(cmd, args, opts = {}) {
   const t0 = Date.now();
@@ -55,7 +62,7 @@ for (const suite of suites) {
 }
 
 // Last: the extension inside a real VS Code (code-server + chromium; scripts/vscode-test.mjs).
-if (filter.length === 0 || filter.some((x) => x === 'vscode' || x.includes('test/vscode'))) {
+if (withVscode) {
   console.log('\n— vscode: extension tests in code-server');
   run('node', ['scripts/vscode-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });
 }
