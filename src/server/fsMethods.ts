@@ -17,7 +17,7 @@ import {
 import { FsSandbox } from './fsSandbox';
 import { copyEntry, removeEntry } from './fsTree';
 import { walk } from './fsWalk';
-import { mkdirChecked, openForWriting, writeFully } from './fsWrite';
+import { mkdirChecked, openForWriting, openRegularForWriting, writeFully, writeWholeFile } from './fsWrite';
 import { decodeBase64 } from './rustCompat';
 import { uriFromPath } from './uri';
 
@@ -34,6 +34,18 @@ import { uriFromPath } from './uri';
  */
 export interface FsContext {
   fileHandles: FileHandleTable;
+}
+
+/** `fs/open` `replace` without a sandbox: a regular file (created if missing), truncated. */
+async function openReplaced(path: string): Promise<fsp.FileHandle> {
+  const file = await openRegularForWriting(path, path, false);
+  try {
+    await file.truncate(0);
+    return file;
+  } catch (e) {
+    await file.close();
+    throw e;
+  }
 }
 
 export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
@@ -64,7 +76,7 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     const path = localPath(url);
     const sb = FsSandbox.fromRequest(params.sandbox);
     await io(async () => {
-      if (!sb) return fsp.writeFile(path, decoded.bytes);
+      if (!sb) return writeWholeFile(path, decoded.bytes);
       const file = await openForWriting(sb, await resolveFor(sb, path, true), true);
       try {
         await writeFully(file, decoded.bytes, 0);
@@ -143,7 +155,7 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     const path = localPath(url);
     const mode = params.mode ?? 'read';
     const file = await io(async () => {
-      if (mode === 'replace') return sb ? openForWriting(sb, await resolveFor(sb, path, true), true) : fsp.open(path, 'w');
+      if (mode === 'replace') return sb ? openForWriting(sb, await resolveFor(sb, path, true), true) : openReplaced(path);
       let target = path;
       if (sb) {
         target = await resolveFor(sb, path, true);

@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { RpcError } from '../rpc/errors';
 import { isErrno, lstatOrUndefined, resolveEntryFor, resolveFor } from './fsPaths';
 import { errnoError, FD_PATHS, inParent, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
-import { checkCreate, mkdirChecked } from './fsWrite';
+import { checkCreate, mkdirChecked, notARegularFile, openRegularForWriting } from './fsWrite';
 import { isWithin } from './sandbox/policy';
 
 /* `fs/copy` and `fs/remove`: whole trees, and for a sandboxed call always through opened directories. */
@@ -40,7 +40,7 @@ async function copyDirectory(source: string, target: string): Promise<void> {
     const to = join(target, entry.name);
     const kind = await direntKind(entry, from);
     if (kind === 'directory') await copyDirectory(from, to);
-    else if (kind === 'file') await fsp.copyFile(from, to);
+    else if (kind === 'file') await copyRegularFile(from, to, to, undefined);
     else if (kind === 'symlink') await copySymlink(from, to);
   }
 }
@@ -62,16 +62,22 @@ async function direntKind(entry: Dirent, path: string): Promise<'directory' | 'f
   return 'other';
 }
 
-/** Copies one regular file between handles opened (and checked) by real paths. */
-async function copyFileChecked(sb: FsSandbox, source: string, target: string, targetReal: string): Promise<void> {
-  const from = await fsp.open(source, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+/**
+ * Copies the regular file `source` to `target` between descriptors opened without blocking: a FIFO,
+ * socket or device at either end (also one swapped in after the caller looked) is refused, so no
+ * thread-pool thread waits on a FIFO for a peer. With a sandbox both paths are checked real paths
+ * (no final link followed) and the opened files are checked where they really are (`targetReal`).
+ */
+async function copyRegularFile(source: string, target: string, targetReal: string, sb: FsSandbox | undefined): Promise<void> {
+  const from = await fsp.open(source, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (sb ? fsConstants.O_NOFOLLOW : 0));
   try {
     const st = await from.stat();
-    if (!st.isFile()) throw errnoError('EINVAL');
-    sb.checkRead(await realPathOfHandle(from, source));
-    const to = await fsp.open(target, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, st.mode & 0o7777);
+    if (!st.isFile()) throw notARegularFile(source);
+    if (sb) sb.checkRead(await realPathOfHandle(from, source));
+    // Created owner-writable (libuv reopens it through /proc and then gives it the source's mode).
+    const to = await openRegularForWriting(target, targetReal, sb !== undefined, 0o600);
     try {
-      sb.checkWrite(await realPathOfHandle(to, targetReal));
+      if (sb) sb.checkWrite(await realPathOfHandle(to, targetReal));
       // Through the two descriptors: libuv sees the same file (and then leaves it alone), truncates, copies, sets the mode.
       if (FD_PATHS) await fsp.copyFile(`/proc/self/fd/${from.fd}`, `/proc/self/fd/${to.fd}`);
       else await fsp.copyFile(source, targetReal);
@@ -102,7 +108,7 @@ async function copyTreeChecked(sb: FsSandbox, source: string, target: string, de
         const to = join(dst.path, entry.name);
         const kind = await direntKind(entry, from);
         if (kind === 'directory') await copyTreeChecked(sb, from, to, depth + 1);
-        else if (kind === 'file') await copyFileChecked(sb, from, to, join(dst.real, entry.name));
+        else if (kind === 'file') await copyRegularFile(from, to, join(dst.real, entry.name), sb);
         else if (kind === 'symlink') {
           sb.checkWrite(join(dst.real, entry.name));
           await copySymlink(from, to);
@@ -166,12 +172,12 @@ export async function copyEntry(source: string, destination: string, recursive: 
     });
   }
   if (!st.isFile()) throw RpcError.invalidRequest('fs/copy only supports regular files, directories, and symlinks');
-  if (!sb) return fsp.copyFile(source, destination);
+  if (!sb) return copyRegularFile(source, destination, destination, undefined);
   const from = await resolveFor(sb, source, true);
   sb.checkRead(from);
   const to = await resolveFor(sb, destination, true);
   await checkCreate(sb, to);
-  return inParent(to, (child) => copyFileChecked(sb, from, child, to));
+  return inParent(to, (child) => copyRegularFile(from, child, to, sb));
 }
 
 /** `fs/remove` of the local path `path` (OS errors are thrown as they are). */

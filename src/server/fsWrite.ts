@@ -1,10 +1,55 @@
 import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { RpcError } from '../rpc/errors';
 import { isErrno, lstatOrUndefined } from './fsPaths';
 import { errnoError, inParent, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
 
 /* The writing side of `fs/*`: files written in place, directories made (sandboxed: inside opened parents). */
+
+export function notARegularFile(shownPath: string): RpcError {
+  return RpcError.invalidRequest(
+    `path \`${shownPath}\` is not a regular file (a FIFO, socket or device): only regular files are written to or copied`,
+  );
+}
+
+/**
+ * Opens `path` for writing, created if missing (mode `mode`, before the umask), and makes sure it is
+ * a regular file. The open never blocks a thread-pool thread: O_NONBLOCK makes a FIFO without a
+ * reader fail at once (ENXIO) instead of waiting for one (every thread stuck so stopped every other
+ * client's fs calls), and the opened descriptor is checked, so a file swapped for a FIFO or a device
+ * after any earlier look is still refused. Not truncated: the caller does it once the file is checked.
+ * `noFollow`: a link as last name fails (ELOOP), for a path already resolved by a sandbox check.
+ */
+export async function openRegularForWriting(path: string, shownPath: string, noFollow: boolean, mode = 0o666): Promise<fsp.FileHandle> {
+  const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NONBLOCK | (noFollow ? fsConstants.O_NOFOLLOW : 0);
+  let file: fsp.FileHandle;
+  try {
+    file = await fsp.open(path, flags, mode);
+  } catch (e) {
+    // A FIFO with no reader, or a socket.
+    if (isErrno(e, 'ENXIO')) throw notARegularFile(shownPath);
+    throw e;
+  }
+  try {
+    if (!(await file.stat()).isFile()) throw notARegularFile(shownPath);
+    return file;
+  } catch (e) {
+    await file.close();
+    throw e;
+  }
+}
+
+/** `fs/writeFile` without a sandbox: the whole file replaced, only if it is a regular one. */
+export async function writeWholeFile(path: string, bytes: Buffer): Promise<void> {
+  const file = await openRegularForWriting(path, path, false);
+  try {
+    await file.truncate(0);
+    await writeFully(file, bytes, 0);
+  } finally {
+    await file.close();
+  }
+}
 
 export async function writeFully(file: fsp.FileHandle, bytes: Buffer, position: number): Promise<void> {
   let done = 0;
@@ -31,7 +76,7 @@ export async function openForWriting(sb: FsSandbox, real: string, truncate: bool
   await checkCreate(sb, real);
   return inParent(real, async (child, dir, name) => {
     sb.checkWrite(join(dir.real, name));
-    const file = await fsp.open(child, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o666);
+    const file = await openRegularForWriting(child, real, true);
     try {
       sb.checkWrite(await realPathOfHandle(file, real));
       if (truncate) await file.truncate(0);
