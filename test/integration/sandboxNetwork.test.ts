@@ -226,7 +226,7 @@ describe('managed network (Linux)', { skip: process.platform !== 'linux' && 'the
     // The bridge listens on exactly that port and relays to the socket bound into the sandbox.
     const perl = launch.indexOf('/usr/bin/perl');
     assert.ok(perl > 0, 'the launcher runs in front of the command');
-    assert.deepEqual(launch.slice(perl + 7, perl + 10), ['1', String(port), `${BRIDGE_SOCKET_DIR}/proxy.sock`]);
+    assert.deepEqual(launch.slice(perl + 9, perl + 12), ['1', String(port), `${BRIDGE_SOCKET_DIR}/proxy.sock`]);
     assert.ok(launch.includes(BRIDGE_SOCKET_DIR));
     assert.ok(!launch.includes('--seccomp'), 'the filter is applied by the launcher, after the bridge is up');
 

@@ -3,26 +3,31 @@ import { SYSCALLS } from './seccomp';
 /*
  * The managed network's in-sandbox launcher (Linux). bwrap runs it as the sandbox's first process,
  * inside a network namespace that has only its own loopback and no seccomp filter yet. It:
- *  1. makes itself non-dumpable (nothing without CAP_SYS_PTRACE can ptrace it or open its
- *     /proc/PID/mem, and the command has no capabilities);
- *  2. listens on 127.0.0.1:PORT (one or more ports) and hands the listeners to a bridge process
+ *  1. listens on 127.0.0.1:PORT (one or more ports) and hands the listeners to a bridge process
  *     (double fork: the bridge is bwrap's child, not the command's, so a `wait` in the command
  *     never meets it), which relays each connection to that port's unix socket, bind-mounted into
- *     the sandbox (our proxy's, or a relay to the host's 127.0.0.1:PORT for codex's prepared context);
+ *     the sandbox (our proxy's, or a relay to the host's 127.0.0.1:PORT for codex's prepared context).
+ *     The bridge is non-dumpable (it and its relays cannot be ptraced or have their /proc/PID/mem
+ *     opened without CAP_SYS_PTRACE, and the command has no capabilities);
+ *  2. moves itself into a user namespace of its own (a child of bwrap's, mapping its uid and gid
+ *     to themselves) and empties its capability bounding set again, so the command gets none. This
+ *     is what shields bwrap's pid 1, which runs unfiltered and stays dumpable (we cannot change
+ *     it): the kernel lets a process reach into another of the same uid (/proc/PID/mem, fds,
+ *     ptrace) only from the same user namespace, or with CAP_SYS_PTRACE over the target's, and the
+ *     command has neither towards pid 1 or the bridge (docs/security.md);
  *  3. installs the managed-network seccomp filter (no new unix sockets, see seccomp.ts) with
  *     no_new_privs, and execs the command.
  * The listener exists before the command starts, so the first connection never races the bridge.
  * It is Perl because perl-base is on every Debian-family system (it is Essential) and starts in
  * about 2 ms; Node's own start costs 60 ms or more, socat a package and no way to be non-dumpable.
  * Only builtins are used (no module loads). Errors go to stderr as `exec-bridge network bridge: …` and
- * exit 127 (setup failures, never a run without the filter).
+ * exit 127 (setup failures, never a run without the filter or in bwrap's user namespace).
  */
 const SCRIPT = String.raw`
 # No modules (Socket alone costs ~10 ms to load): Linux constants, sockaddrs packed by hand.
-my ($hex, $prctl, $seccomp, $closenr, $n) = splice(@ARGV, 0, 5);
-$_ += 0 for $prctl, $seccomp, $closenr, $n; # numbers, not strings: syscall passes strings as pointers
+my ($hex, $prctl, $seccomp, $closenr, $unshare, $capset, $n) = splice(@ARGV, 0, 7);
+$_ += 0 for $prctl, $seccomp, $closenr, $unshare, $capset, $n; # numbers, not strings: syscall passes strings as pointers
 sub fail { print STDERR "exec-bridge network bridge: $_[0]\n"; exit 127 }
-syscall($prctl, 4, 0, 0, 0, 0) == 0 or fail("prctl(PR_SET_DUMPABLE): $!");
 my (@l, %path);
 for (1 .. $n) {
   my ($port, $to) = splice(@ARGV, 0, 2);
@@ -34,7 +39,11 @@ for (1 .. $n) {
 }
 my $p = fork(); defined $p or fail("fork: $!");
 if ($p == 0) {
-  my $q = fork(); exit 0 if !defined $q || $q != 0;
+  syscall($prctl, 4, 0, 0, 0, 0) == 0 or fail("prctl(PR_SET_DUMPABLE): $!"); # the bridge inherits it
+  # No capabilities (bwrap left us CAP_SETFCAP for the user namespace below): capset v3, all zero.
+  my ($hdr, $none) = (pack('L l', 0x20080522, 0), "\0" x 24); # syscall wants writable buffers
+  syscall($capset, $hdr, $none) == 0 or fail("capset: $!");
+  my $q = fork(); defined $q or fail("fork: $!"); exit 0 if $q != 0;
   open(STDIN, '<', '/dev/null'); open(STDOUT, '>', '/dev/null'); open(STDERR, '>', '/dev/null');
   for my $fd (3 .. 255) { syscall($closenr, $fd) unless exists $path{$fd} }
   $SIG{CHLD} = 'IGNORE';
@@ -51,8 +60,21 @@ if ($p == 0) {
     }
   }
 }
-waitpid($p, 0);
+waitpid($p, 0) == $p && $? == 0 or exit 127;
 close $_ for @l;
+# Our own user namespace (CLONE_NEWUSER), our ids mapped to themselves, the bounding set emptied again.
+# Mapping uid 0 needs CAP_SETFCAP when unsharing (bwrapArgs keeps that one capability for us).
+my ($uid, $gid) = ($> + 0, $) + 0);
+syscall($unshare, 0x10000000) == 0 or fail("unshare(CLONE_NEWUSER): $!");
+for (['setgroups', 'deny'], ['uid_map', "$uid $uid 1"], ['gid_map', "$gid $gid 1"]) {
+  my ($f, $v) = @$_;
+  my $h; # declared apart: a lexical is in scope only from the next statement on
+  sysopen($h, "/proc/self/$f", 1) && syswrite($h, $v) == length($v) or fail("/proc/self/$f: $!");
+  close $h;
+}
+my $cap = 0;
+$cap++ while syscall($prctl, 24, $cap, 0, 0, 0) == 0; # PR_CAPBSET_DROP until EINVAL past the last one
+$! == 22 && $cap >= 32 or fail("prctl(PR_CAPBSET_DROP, $cap): $!");
 my $bpf = pack('H*', $hex);
 my $prog = pack('S x![P] P', length($bpf) / 8, $bpf);
 syscall($prctl, 38, 1, 0, 0, 0) == 0 or fail("prctl(PR_SET_NO_NEW_PRIVS): $!");
@@ -103,6 +125,8 @@ export function bridgeLauncher(spec: BridgeSpec, arch: string = process.arch): s
     String(t.launcher.prctl),
     String(t.launcher.seccomp),
     String(t.launcher.close),
+    String(t.launcher.unshare),
+    String(t.launcher.capset),
     String(spec.routes.length),
     ...spec.routes.flatMap((r) => [String(r.port), `${BRIDGE_SOCKET_DIR}/${r.socketName}`]),
   ];

@@ -53,8 +53,8 @@ export interface SyscallTable {
   compat: { auditArch: number; keyring: number[] };
   /** ptrace, process_vm_readv, process_vm_writev, pidfd_getfd: reaching into another process (the managed network's bridge). */
   reachIn: number[];
-  /** What the managed network's launcher calls itself (./netBridge.ts): prctl, seccomp, close. */
-  launcher: { prctl: number; seccomp: number; close: number };
+  /** What the managed network's launcher calls itself (./netBridge.ts): prctl, seccomp, close, unshare, capset. */
+  launcher: { prctl: number; seccomp: number; close: number; unshare: number; capset: number };
 }
 
 /** Syscall numbers per Node `process.arch` (linux/arch/x86/entry/syscalls, asm-generic/unistd.h). */
@@ -69,7 +69,7 @@ export const SYSCALLS: Readonly<Record<string, SyscallTable>> = {
     keyring: [248, 249, 250],
     compat: { auditArch: 0x40000003, keyring: [286, 287, 288] },
     reachIn: [101, 310, 311, 438],
-    launcher: { prctl: 157, seccomp: 317, close: 3 },
+    launcher: { prctl: 157, seccomp: 317, close: 3, unshare: 272, capset: 126 },
   },
   arm64: {
     auditArch: 0xc00000b7,
@@ -80,7 +80,7 @@ export const SYSCALLS: Readonly<Record<string, SyscallTable>> = {
     keyring: [217, 218, 219],
     compat: { auditArch: 0x40000028, keyring: [309, 310, 311] },
     reachIn: [117, 270, 271, 438],
-    launcher: { prctl: 167, seccomp: 277, close: 57 },
+    launcher: { prctl: 167, seccomp: 277, close: 57, unshare: 97, capset: 91 },
   },
 };
 

@@ -98,12 +98,16 @@ describe('managed network sandbox plan', () => {
     assert.deepEqual(a.slice(bind - 2, bind + 1), ['--ro-bind', '/run/x/net-1', BRIDGE_SOCKET_DIR]);
     assert.ok(a.includes('--unshare-net'));
     assert.ok(!a.includes('--seccomp'));
+    // The launcher keeps CAP_SETFCAP alone, to give the command a user namespace of its own (netBridge.ts).
+    assert.deepEqual(a.slice(a.indexOf('--cap-drop'), a.indexOf('--cap-drop') + 4), ['--cap-drop', 'ALL', '--cap-add', 'CAP_SETFCAP']);
     const dashdash = a.indexOf('--');
     assert.deepEqual(a.slice(dashdash + 1, dashdash + 3), ['/usr/bin/perl', '-e']);
     assert.equal(a.at(-1), '/bin/true');
     assert.equal(launcher[3], managedNetworkFilter('x64').toString('hex'));
-    // After the filter and the syscall numbers: how many routes, then port and socket path of each.
-    assert.deepEqual(launcher.slice(7), ['1', '3128', `${BRIDGE_SOCKET_DIR}/proxy.sock`]);
+    // After the filter and the syscall numbers (prctl, seccomp, close, unshare, capset): how many
+    // routes, then port and socket path of each.
+    assert.deepEqual(launcher.slice(4, 9), ['157', '317', '3', '272', '126']);
+    assert.deepEqual(launcher.slice(9), ['1', '3128', `${BRIDGE_SOCKET_DIR}/proxy.sock`]);
     const two = bridgeLauncher(
       {
         routes: [
@@ -114,7 +118,7 @@ describe('managed network sandbox plan', () => {
       },
       'x64',
     );
-    assert.deepEqual(two.slice(7), ['2', '41000', `${BRIDGE_SOCKET_DIR}/port-41000.sock`, '41001', `${BRIDGE_SOCKET_DIR}/port-41001.sock`]);
+    assert.deepEqual(two.slice(9), ['2', '41000', `${BRIDGE_SOCKET_DIR}/port-41000.sock`, '41001', `${BRIDGE_SOCKET_DIR}/port-41001.sock`]);
     assert.throws(() => bridgeLauncher({ routes: [], filter: Buffer.alloc(8) }, 'x64'), /at least one port/);
   });
 
