@@ -1,14 +1,22 @@
 import { lookup } from 'node:dns/promises';
 import { createConnection, createServer, isIP, type Server, type Socket } from 'node:net';
-import type { NetPolicy } from './netProxyRules';
+import { type ConnectionBudget, DEFAULT_NET_LIMITS, type NetLimits, serverBudget } from './netLimits';
+import { canonicalHost, type NetPolicy, normalizeIp } from './netProxyRules';
 
 /*
  * The managed network's executor-side proxy: one listener that speaks HTTP (CONNECT, and plain
  * requests in absolute form) and SOCKS5 (CONNECT, no authentication), told apart by the first byte.
- * Every destination is checked by name against the lists, then resolved here (the sandbox has no
- * DNS) and checked by address; we connect to the address we checked, so a second lookup cannot
- * change it. A refusal answers 403 / SOCKS "not allowed" naming the destination, and is recorded
- * so the process that asked can be reported as a sandbox denial.
+ * Every destination is first made canonical (`canonicalHost`: a host name of RFC 1123 characters,
+ * or an IP literal in its canonical form; anything else is refused before any rule is looked at),
+ * checked by that name against the lists, resolved here by that same text (the sandbox has no DNS)
+ * and checked by address; we connect to the address we checked, so a second lookup cannot change
+ * it. A refusal answers 403 / SOCKS "not allowed" naming the destination, and is recorded so the
+ * process that asked can be reported as a sandbox denial.
+ *
+ * Connections are bounded (./netLimits.ts): per listener (one start) and, through a shared budget,
+ * per server process; one over either bound gets 503 / SOCKS "general failure" at once and is
+ * logged. A connection that has not sent its request within `headerMs`, or a tunnel in which no
+ * byte moved for `idleMs`, is closed.
  *
  * On Linux it listens on a unix socket in our private directory, bind-mounted into the sandbox and
  * reached through the in-sandbox bridge (./sandbox/netBridge.ts); on macOS on a loopback TCP port
@@ -16,14 +24,40 @@ import type { NetPolicy } from './netProxyRules';
  */
 
 export interface NetDenial {
-  /** `host:port` as asked for. */
+  /** `host:port` as asked for (bytes outside printable ASCII escaped as \xNN). */
   target: string;
   reason: string;
   at: number;
 }
 
+export interface NetProxyOptions {
+  /** Defaults: DEFAULT_NET_LIMITS. */
+  limits?: Partial<NetLimits>;
+  /** Shared by every listener of the server (default: this process's, `serverBudget()`). */
+  budget?: ConnectionBudget;
+  /** Resolves a canonical host name to one address (default: the system resolver, as every program on the host). */
+  resolve?: (name: string) => Promise<string>;
+  /** Opens the connection to an address that was checked (default: `net.createConnection`). */
+  dial?: (address: string, port: number) => Socket;
+}
+
 const MAX_HEAD = 64 * 1024;
 const MAX_DENIALS = 200;
+/** How long a connection over the bounds may take to send its first byte, so that its refusal is in its protocol. */
+const REFUSE_MS = 5000;
+/** Refusals are logged: the first, then one line per this many. */
+const LOG_EVERY = 100;
+
+type Decision = { ok: true; address: string } | { ok: false; kind: 'invalid' | 'denied' | 'unresolved'; text: string };
+
+/** `s` with every byte outside printable ASCII as \xNN (a host name as it came is not trusted text). */
+export function printable(s: string): string {
+  return s.replace(/[^\x21-\x7e]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+async function systemResolve(name: string): Promise<string> {
+  return (await lookup(name, { verbatim: true })).address;
+}
 
 export class NetProxy {
   private server: Server | undefined;
@@ -31,11 +65,24 @@ export class NetProxy {
   private readonly denialLog: NetDenial[] = [];
   /** Counts every denial ever recorded (the log keeps the last MAX_DENIALS). */
   private denialCount = 0;
+  private readonly limits: NetLimits;
+  private readonly budget: ConnectionBudget;
+  private readonly resolve: (name: string) => Promise<string>;
+  private readonly dial: (address: string, port: number) => Socket;
+  /** Connections this listener serves now (refused ones not counted). */
+  private open = 0;
+  private refused = 0;
 
   constructor(
     readonly policy: NetPolicy,
     private readonly log?: (line: string) => void,
-  ) {}
+    options: NetProxyOptions = {},
+  ) {
+    this.limits = { ...DEFAULT_NET_LIMITS, ...options.limits };
+    this.budget = options.budget ?? serverBudget();
+    this.resolve = options.resolve ?? systemResolve;
+    this.dial = options.dial ?? ((host, port) => createConnection({ host, port }));
+  }
 
   /** Listens on a unix socket path, or on 127.0.0.1 (port 0: any free port); resolves to the TCP port (0 for a path). */
   async listen(where: { path: string } | { port: number }): Promise<number> {
@@ -46,6 +93,8 @@ export class NetProxy {
       if ('path' in where) server.listen(where.path, resolve);
       else server.listen(where.port, '127.0.0.1', resolve);
     });
+    // An accept that fails (EMFILE, ENFILE) is an 'error' of the server: logged, never thrown.
+    server.on('error', (e) => this.log?.(`managed network: proxy listener: ${(e as Error).message}`));
     server.unref();
     const addr = server.address();
     return typeof addr === 'object' && addr ? addr.port : 0;
@@ -56,6 +105,11 @@ export class NetProxy {
     this.server?.close();
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
+  }
+
+  /** Connections served now (not counting refused ones). */
+  get openConnections(): number {
+    return this.open;
   }
 
   /** A mark: `denialsSince(mark)` lists what was refused after it. */
@@ -89,46 +143,113 @@ export class NetProxy {
 
   private handle(client: Socket): void {
     this.track(client);
+    const over =
+      this.open >= this.limits.perListener
+        ? `this command has ${this.open} connections open through the managed network (the limit is ${this.limits.perListener})`
+        : !this.budget.take()
+          ? `the server's managed-network connections are all in use (${this.budget.max})`
+          : undefined;
+    if (over) return this.refuse(client, over);
+    this.open++;
+    client.once('close', () => {
+      this.open--;
+      this.budget.give();
+    });
+    client.setTimeout(this.limits.headerMs);
+    client.on('timeout', () => client.destroy());
     client.once('readable', () => {
       const first = client.read(1) as Buffer | null;
       if (!first) return void client.destroy();
       client.unshift(first);
       if (first[0] === 0x05) void this.socks(client);
-      else void this.http(client);
+      else if (first[0] === 0x04) {
+        this.log?.('managed network: refused a SOCKS4 request (only SOCKS5 and HTTP are served)');
+        client.end(Buffer.from([0, 0x5b, 0, 0, 0, 0, 0, 0]));
+      } else void this.http(client);
     });
   }
 
-  /** Checks a destination by name and by address; resolves to the address to connect to, or throws the denial text. */
-  private async decide(host: string, port: number): Promise<string> {
+  /**
+   * Over a bound: answers in the connection's protocol as soon as its first byte shows which (HTTP
+   * 503; SOCKS5: no authentication, then "general failure" to the request it will send), reads and
+   * drops what follows, and closes. Only MAX_REFUSING wait at once; more are closed unanswered.
+   */
+  private refuse(client: Socket, why: string): void {
+    this.refused++;
+    if (this.refused === 1 || this.refused % LOG_EVERY === 0)
+      this.log?.(`managed network: refused a connection (${this.refused} so far on this listener): ${why}`);
+    if (!this.budget.takeRefusal()) return void client.destroy();
+    client.once('close', () => this.budget.giveRefusal());
+    client.setTimeout(REFUSE_MS);
+    client.on('timeout', () => client.destroy());
+    client.once('readable', () => {
+      const first = client.read(1) as Buffer | null;
+      if (!first) return void client.destroy();
+      if (first[0] === 0x05) client.end(Buffer.concat([Buffer.from([5, 0]), socksReply(1)]));
+      else if (first[0] === 0x04) client.end(Buffer.from([0, 0x5b, 0, 0, 0, 0, 0, 0]));
+      else client.end(httpReply('503 Service Unavailable', `exec-bridge proxy: too many connections: ${why}; close some and retry`));
+      client.on('data', () => undefined); // drain until the peer closes (or REFUSE_MS passes)
+    });
+  }
+
+  /** Makes the host canonical, checks it by name and by address; the address to connect to, or why not. */
+  private async decide(rawHost: string, port: number): Promise<Decision> {
+    const verdict = this.policy.check(rawHost, port);
+    if (!verdict.ok && verdict.invalid) {
+      this.log?.(`managed network: refused ${printable(rawHost)}:${port}: ${verdict.reason}`);
+      return {
+        ok: false,
+        kind: 'invalid',
+        text: `exec-bridge proxy: ${printable(rawHost)}:${port} is not a destination: ${verdict.reason}`,
+      };
+    }
+    // Not invalid, so the host has a canonical form: the denial names that.
+    const canonical = canonicalHost(rawHost);
+    const host = canonical.ok ? canonical.host : printable(rawHost);
     const target = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-    const byName = this.policy.check(host, port);
-    if (!byName.ok) throw new Error(this.deny(target, byName.reason));
-    let address = host.replace(/^\[(.*)\]$/, '$1');
-    if (!isIP(address)) {
+    const denied = (reason: string): Decision => ({ ok: false, kind: 'denied', text: `exec-bridge: ${this.deny(target, reason)}` });
+    if (!verdict.ok) return denied(verdict.reason);
+    let address = verdict.host;
+    if (!verdict.ip) {
       try {
-        address = (await lookup(address, { verbatim: true })).address;
+        // The very text the rules matched: nothing in it that the resolver could read differently.
+        address = await this.resolve(verdict.host);
       } catch (e) {
-        throw new Error(`cannot resolve ${host}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+        return { ok: false, kind: 'unresolved', text: `exec-bridge proxy: cannot resolve ${verdict.host}: ${why}` };
       }
+      if (!isIP(address) || address.includes('%')) return denied(`it resolves to ${printable(address)}, not an IP address`);
+      address = normalizeIp(address);
     }
     const byAddress = this.policy.checkResolved(address, port);
-    if (!byAddress.ok) throw new Error(this.deny(target, byAddress.reason));
-    return address;
+    if (!byAddress.ok) return denied(byAddress.reason);
+    return { ok: true, address };
   }
 
   private connectTo(address: string, port: number): Promise<Socket> {
     return new Promise((resolve, reject) => {
-      const up = createConnection({ host: address, port });
+      const up = this.dial(address, port);
+      this.track(up);
+      const timer = setTimeout(() => {
+        up.destroy();
+        reject(new Error(`no connection within ${Math.round(this.limits.connectMs / 1000)} s`));
+      }, this.limits.connectMs);
       up.once('connect', () => {
-        up.removeListener('error', reject);
+        clearTimeout(timer);
+        up.removeListener('error', onError);
         resolve(up);
       });
-      up.once('error', reject);
+      const onError = (e: Error): void => {
+        clearTimeout(timer);
+        reject(e);
+      };
+      up.once('error', onError);
     });
   }
 
+  /** Joins the client and its upstream; the tunnel closes after `idleMs` without a byte either way (the client's socket sees both). */
   private pipe(a: Socket, b: Socket): void {
-    this.track(b);
+    a.setTimeout(this.limits.idleMs);
     a.pipe(b);
     b.pipe(a);
     a.on('close', () => b.destroy());
@@ -144,88 +265,61 @@ export class NetProxy {
     }
     const text = head.toString('latin1');
     const end = text.indexOf('\r\n\r\n');
-    const lines = text.slice(0, end).split('\r\n');
     const rest = head.subarray(end + 4);
-    const [method, target, version] = lines[0]!.split(' ');
-    const reply = (status: string, body: string): void => {
-      client.end(
-        `HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body) + 1}\r\n` +
-          `X-Exec-Bridge-Denied: 1\r\nConnection: close\r\n\r\n${body}\n`,
-      );
-    };
-    let host: string;
-    let port: number;
-    let path = '';
-    if (method === 'CONNECT') {
-      const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target ?? '');
-      if (!m) return reply('400 Bad Request', 'exec-bridge proxy: CONNECT needs host:port');
-      host = m[1]!;
-      port = Number(m[2]);
-    } else {
-      let url: URL;
-      try {
-        url = new URL(target ?? '');
-      } catch {
-        return reply('400 Bad Request', 'exec-bridge proxy: send the request in absolute form (http://host/path)');
-      }
-      if (url.protocol !== 'http:') return reply('400 Bad Request', `exec-bridge proxy: ${url.protocol} is not proxied; use CONNECT`);
-      host = url.hostname;
-      port = url.port ? Number(url.port) : 80;
-      path = `${url.pathname}${url.search}`;
+    const reply = (status: string, body: string): void => void client.end(httpReply(status, body));
+    const req = parseProxyRequest(text.slice(0, end));
+    if ('error' in req) {
+      this.log?.(`managed network: refused a request: ${req.error}`);
+      return reply('400 Bad Request', `exec-bridge proxy: ${req.error}`);
     }
-    let address: string;
-    try {
-      address = await this.decide(host, port);
-    } catch (e) {
-      return reply('403 Forbidden', `exec-bridge: ${(e as Error).message}`);
-    }
+    client.setTimeout(0); // the request is in; the lookup and the connect have their own bounds
+    const d = await this.decide(req.host, req.port);
+    if (!d.ok) return reply(d.kind === 'invalid' ? '400 Bad Request' : d.kind === 'denied' ? '403 Forbidden' : '502 Bad Gateway', d.text);
     let up: Socket;
     try {
-      up = await this.connectTo(address, port);
+      up = await this.connectTo(d.address, req.port);
     } catch (e) {
-      return reply('502 Bad Gateway', `exec-bridge proxy: cannot connect to ${host}:${port}: ${(e as Error).message}`);
+      return reply('502 Bad Gateway', `exec-bridge proxy: cannot connect to ${req.host}:${req.port}: ${(e as Error).message}`);
     }
-    if (method === 'CONNECT') {
+    if (client.destroyed) return void up.destroy();
+    if (req.method === 'CONNECT') {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (rest.length) up.write(rest);
     } else {
       // One request per connection: the upstream is fixed once chosen.
-      const headers = lines.slice(1).filter((l) => !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l));
-      up.write(`${method} ${path} ${version}\r\n${[...headers, 'Connection: close'].join('\r\n')}\r\n\r\n`, 'latin1');
-      if (rest.length) up.write(rest);
+      const headers = req.headers.filter((l) => !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l));
+      up.write(`${req.method} ${req.path} ${req.version}\r\n${[...headers, 'Connection: close'].join('\r\n')}\r\n\r\n`, 'latin1');
     }
+    if (rest.length) up.write(rest);
     this.pipe(client, up);
   }
 
   private async socks(client: Socket): Promise<void> {
     try {
       const greet = await readExactly(client, 2);
-      await readExactly(client, greet[1]!);
+      const methods = await readExactly(client, greet[1]!);
+      // 0xff: none of the offered methods is acceptable (we take only "no authentication").
+      if (!methods.includes(0)) return void client.end(Buffer.from([5, 0xff]));
       client.write(Buffer.from([5, 0]));
       const req = await readExactly(client, 4);
+      if (req[0] !== 5) return void client.destroy();
       let host: string;
       if (req[3] === 1) host = [...(await readExactly(client, 4))].join('.');
       else if (req[3] === 3) host = (await readExactly(client, (await readExactly(client, 1))[0]!)).toString('latin1');
-      else if (req[3] === 4) {
-        const b = await readExactly(client, 16);
-        host = normalizeV6(b);
-      } else return void client.end(socksReply(8));
+      else if (req[3] === 4) host = v6Text(await readExactly(client, 16));
+      else return void client.end(socksReply(8));
       const port = (await readExactly(client, 2)).readUInt16BE(0);
       if (req[1] !== 1) return void client.end(socksReply(7)); // only CONNECT
-      let address: string;
-      try {
-        address = await this.decide(host, port);
-      } catch (e) {
-        // 2 = connection not allowed by ruleset; the text cannot travel in SOCKS.
-        void e;
-        return void client.end(socksReply(2));
-      }
+      client.setTimeout(0);
+      const d = await this.decide(host, port);
+      // 2 = connection not allowed by ruleset (the text cannot travel in SOCKS); 4 = host unreachable.
+      if (!d.ok) return void client.end(socksReply(d.kind === 'unresolved' ? 4 : 2));
       let up: Socket;
       try {
-        up = await this.connectTo(address, port);
+        up = await this.connectTo(d.address, port);
       } catch {
         return void client.end(socksReply(5));
       }
+      if (client.destroyed) return void up.destroy();
       client.write(socksReply(0));
       this.pipe(client, up);
     } catch {
@@ -234,14 +328,98 @@ export class NetProxy {
   }
 }
 
+function httpReply(status: string, body: string): string {
+  return (
+    `HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body) + 1}\r\n` +
+    `X-Exec-Bridge-Denied: 1\r\nConnection: close\r\n\r\n${body}\n`
+  );
+}
+
 function socksReply(code: number): Buffer {
   return Buffer.from([5, code, 0, 1, 0, 0, 0, 0, 0, 0]);
 }
 
-function normalizeV6(b: Buffer): string {
+function v6Text(b: Buffer): string {
   const parts: string[] = [];
   for (let i = 0; i < 16; i += 2) parts.push(b.readUInt16BE(i).toString(16));
   return parts.join(':');
+}
+
+export interface ProxyRequest {
+  method: string;
+  /** The host as the request names it (canonical: it passed `canonicalHost`). */
+  host: string;
+  port: number;
+  /** Absolute form: the origin-form target sent upstream (`/path?query`); CONNECT: ''. */
+  path: string;
+  version: string;
+  /** The header lines as they came. */
+  headers: string[];
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Parses a request head (without its final CRLF CRLF) strictly: one request line `METHOD TARGET
+ * HTTP/1.x` (CONNECT host:port, or an `http://` URL), header lines `name: value` with no control
+ * characters, no folding, at most one Host header, which must name the same host and port as the
+ * target. The target's host must be a host name or IP literal (`canonicalHost`).
+ */
+export function parseProxyRequest(head: string): ProxyRequest | { error: string } {
+  const lines = head.split('\r\n');
+  // Tab is allowed in header values; any other control character (a NUL, a lone CR or LF) is not.
+  if (lines.some((l) => /[\x00-\x08\x0a-\x1f\x7f]/.test(l))) return { error: 'a control character in the request head' };
+  const line = /^(\S+) (\S+) (HTTP\/1\.[01])$/.exec(lines[0]!);
+  if (!line || !TOKEN.test(line[1]!) || /[^\x21-\x7e]/.test(line[2]!)) return { error: 'not a request line (METHOD TARGET HTTP/1.1)' };
+  const [, method, target, version] = line as unknown as [string, string, string, string];
+  const headers = lines.slice(1);
+  for (const h of headers) {
+    const colon = h.indexOf(':');
+    if (colon <= 0 || !TOKEN.test(h.slice(0, colon))) return { error: `not a header line: ${printable(h.slice(0, 80))}` };
+  }
+  let host: string;
+  let port: number;
+  let path = '';
+  if (method === 'CONNECT') {
+    const a = parseAuthority(target, undefined);
+    if ('error' in a) return { error: `CONNECT needs host:port: ${a.error}` };
+    ({ host, port } = a);
+  } else {
+    const url = /^http:\/\/([^/?#]*)([^#]*)/i.exec(target);
+    if (!url) {
+      const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(target);
+      return {
+        error: scheme ? `${scheme[1]}: is not proxied; use CONNECT` : 'send the request in absolute form (http://host/path)',
+      };
+    }
+    if (url[1]!.includes('@')) return { error: 'a user name or password in the URL is not forwarded' };
+    const a = parseAuthority(url[1]!, 80);
+    if ('error' in a) return { error: a.error };
+    ({ host, port } = a);
+    path = url[2] === '' ? '/' : url[2]!.startsWith('/') ? url[2]! : `/${url[2]}`;
+  }
+  const hostHeaders = headers.filter((h) => /^host:/i.test(h));
+  if (hostHeaders.length > 1) return { error: 'more than one Host header' };
+  if (hostHeaders.length === 1) {
+    const value = hostHeaders[0]!.slice(5).trim();
+    const a = parseAuthority(value, method === 'CONNECT' ? port : 80);
+    if ('error' in a) return { error: `the Host header: ${a.error}` };
+    if (a.host !== host || a.port !== port)
+      return { error: `the Host header names ${printable(value)}, the request is for ${printable(target)}` };
+  }
+  return { method, host, port, path, version, headers };
+}
+
+/** `host:port`, `[v6]:port` (the port optional when `defaultPort` is given), the host made canonical. */
+function parseAuthority(text: string, defaultPort: number | undefined): { host: string; port: number } | { error: string } {
+  const m = /^(\[[^\]]*\]|[^:[\]]*)(?::(\d{1,5}))?$/.exec(text);
+  if (!m) return { error: `${printable(text)} is not host:port` };
+  const port = m[2] === undefined ? defaultPort : Number(m[2]);
+  if (port === undefined) return { error: `${printable(text)} has no port` };
+  if (port < 1 || port > 65535) return { error: `${printable(text)}: the port must be 1-65535` };
+  const c = canonicalHost(m[1]!);
+  if (!c.ok) return { error: `${printable(m[1]!)} is not a host name or IP address: ${c.reason}` };
+  return { host: c.host, port };
 }
 
 /**

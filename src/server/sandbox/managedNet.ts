@@ -163,7 +163,7 @@ export class ManagedNetworks {
     const base = { env: {}, allowLocalBinding: ctx.allowLocalBinding };
     if (transport === 'tcp') return this.track({ ...base, routes: [], loopbackPorts: ports, close: () => undefined });
     const socketDir = this.makeDir();
-    const relays = ports.map((p) => new LoopbackRelay(p));
+    const relays = ports.map((p) => new LoopbackRelay(p, this.log));
     const close = () => relays.forEach((r) => r.close());
     await this.guard(
       () => (close(), rmSync(socketDir, { recursive: true, force: true })),
