@@ -114,6 +114,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   // Dead output buffers freed every few MiB sent, a young generation that stops growing (src/rpc/youngGc.ts).
   if (!tuneYoungGeneration()) log('young-generation tuning not available in this runtime');
   let token: string | undefined = process.env.EXEC_BRIDGE_TOKEN || undefined;
+  // Read once, then gone from our environment: nothing we spawn may inherit it (docs/security.md).
+  delete process.env.EXEC_BRIDGE_TOKEN;
   if (args.tokenFile) {
     try {
       token = readTokenFile(args.tokenFile);

@@ -6,6 +6,14 @@ const CORE_VARS = ['HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'LOGNAME', 'PATH', 'SHE
 /** Unless `ignoreDefaultExcludes`, names that look like secrets are not inherited. */
 const DEFAULT_EXCLUDES = ['*KEY*', '*SECRET*', '*TOKEN*'];
 
+/**
+ * Our own secrets: the bearer token `serve` and `run` read from the environment, and the askpass
+ * secret of an SSH attempt. They enter no child's environment, from any source (the server's own
+ * environment, `set`, `env`) and whatever the policy: with one, a network-on sandbox could connect
+ * to us and start an unsandboxed command (docs/security.md, "Our secrets in environments").
+ */
+export const OWN_SECRET_VARS: readonly string[] = ['EXEC_BRIDGE_TOKEN', 'EXEC_BRIDGE_ASKPASS_SECRET'];
+
 function globToRegExp(glob: string): RegExp {
   const body = glob
     .replace(/[.+^${}()|[\]\\]/g, '\\$&')
@@ -19,6 +27,7 @@ function globToRegExp(glob: string): RegExp {
  * with one, start from the server's environment as the policy says, then overlay `set`, then `env`
  * (`env` wins over `set`, as in the real server). The result has no prototype, and keys are copied
  * by definition, never by assignment: a variable named `__proto__` is a variable like any other.
+ * `OWN_SECRET_VARS` are dropped last, from every source.
  */
 export function buildChildEnv(
   env: Record<string, string>,
@@ -31,7 +40,7 @@ export function buildChildEnv(
   };
   if (!policy) {
     put(Object.entries(env));
-    return out;
+    return withoutOwnSecrets(out);
   }
   let entries = Object.entries(base).filter((e): e is [string, string] => typeof e[1] === 'string');
   if (policy.inherit === 'none') entries = [];
@@ -44,5 +53,10 @@ export function buildChildEnv(
     for (const k of Object.keys(out)) if (!keep.some((re) => re.test(k))) delete out[k];
   }
   put(Object.entries(env));
-  return out;
+  return withoutOwnSecrets(out);
+}
+
+function withoutOwnSecrets(env: Record<string, string>): Record<string, string> {
+  for (const k of OWN_SECRET_VARS) delete env[k];
+  return env;
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { describeZodError } from '../protocol/describeError';
 import { SandboxContext } from '../protocol/sandbox';
 import { RpcError } from '../rpc/errors';
-import { privateDirCandidates } from '../util/privateDir';
+import { sandboxHiddenDirs } from '../util/privateDir';
 import { computeLayout, MINIMAL_PATHS, type Layout, type Mount } from './sandbox/layout';
 import { isWithin, resolvePolicy, SandboxUnsupportedError } from './sandbox/policy';
 
@@ -54,6 +54,9 @@ function mountAccess(m: Mount, root: Layout['root']): FsAccess {
 }
 
 export class FsSandbox {
+  /** What every sandboxed command has hidden (bwrapArgs `hidden`): ours and every other server's private directory. */
+  private readonly hidden = ((d) => [...d.own, ...d.others])(sandboxHiddenDirs());
+
   private constructor(private readonly layout: Layout) {}
 
   /**
@@ -95,7 +98,7 @@ export class FsSandbox {
     if (SYSTEM_PATHS.some((m) => isWithin(real, m))) access = 'read';
     for (const m of mounts) if (isWithin(real, m.path)) access = mountAccess(m, root);
     // Hidden from every sandboxed command (bwrapArgs `hidden`), so from its fs calls too.
-    if (access !== 'none' && privateDirCandidates().some((d) => isWithin(real, d))) access = 'deny';
+    if (access !== 'none' && this.hidden.some((d) => isWithin(real, d))) access = 'deny';
     return access;
   }
 

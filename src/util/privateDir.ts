@@ -1,13 +1,26 @@
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 
 /*
  * Exec Bridge's private directory on a machine: one per user, 0700, never visible inside a sandbox.
  * Everything a sandboxed command must not reach by path lives here: our stdio FIFOs, the seccomp
- * program, token files of bundled servers. Every sandbox we build hides every candidate location
- * behind an empty, inaccessible tmpfs (docs/security.md), whichever of them this process uses, so
- * two servers started with different environments still hide each other's state.
+ * program, token files of bundled servers. Every sandbox we build hides every place where a server
+ * of this user may keep it, whatever the environment of the server that builds the sandbox
+ * (`sandboxHiddenDirs`, docs/security.md): the fixed places, this environment's candidates, and
+ * every runtime directory another server registered (`runtime-dirs/` of the fixed places).
  */
 
 /** Where the private directory may be, in order of preference (only the first is used; all are hidden). */
@@ -21,6 +34,235 @@ export function privateDirCandidates(env: NodeJS.ProcessEnv = process.env): stri
   if (process.platform === 'linux') out.push(`/tmp/exec-bridge-${uid}`);
   out.push(join(tmpdir(), `exec-bridge-${uid}`));
   return [...new Set(out)];
+}
+
+/**
+ * The places every server of this user computes alike, whatever its environment: the XDG runtime
+ * directory of the uid (Linux) and `/tmp/exec-bridge-<uid>`. They also hold the registry of the
+ * other runtime directories in use, and each is created before any sandbox binds its parent.
+ */
+export function fixedPrivateDirs(uid: number = process.getuid?.() ?? 0): string[] {
+  const out: string[] = [];
+  if (process.platform === 'linux' && isOwnPrivateDir(`/run/user/${uid}`, uid)) out.push(`/run/user/${uid}/exec-bridge`);
+  out.push(`/tmp/exec-bridge-${uid}`);
+  return out;
+}
+
+/**
+ * `<fixed place>/runtime-dirs/<hash>-<pid>`: a symlink naming a runtime directory that process
+ * `pid` of this user uses (the hash names the directory, so one entry per directory and process).
+ */
+const REGISTRY = 'runtime-dirs';
+/** How long a registered directory that is gone, and whose processes are dead, stays listed. */
+const FORGET_GONE_MS = 10 * 60_000;
+/** What older versions kept in the temp directory: FIFO directories and `run --bundled` token directories. */
+const OLD_VERSION_PREFIXES = ['exec-bridge-fifo-', 'exec-bridge-run-'];
+
+/**
+ * Records `dir` (a runtime directory other than the fixed ones) in the registry of every fixed
+ * place that is ours, before `dir` is made, so that the sandboxes other servers build from now on
+ * hide it. Fails closed: a directory no registry names would be visible to their sandboxes.
+ */
+function registerRuntimeDir(dir: string, uid: number): void {
+  const fixed = fixedPrivateDirs(uid);
+  if (fixed.includes(dir)) return;
+  const entry = `${createHash('sha256').update(dir).digest('hex').slice(0, 32)}-${process.pid}`;
+  let registered = 0;
+  for (const home of fixed) {
+    try {
+      if (!makeOwnDir(home, uid) || !makeOwnDir(join(home, REGISTRY), uid)) continue;
+      const link = join(home, REGISTRY, entry);
+      if (readLink(link) !== dir) {
+        const tmp = `${link}.${randomBytes(6).toString('hex')}.tmp`;
+        symlinkSync(dir, tmp);
+        renameSync(tmp, link);
+      }
+      registered++;
+    } catch {
+      // this place is not usable (read-only, full): the others may be
+    }
+  }
+  if (registered === 0)
+    throw new PrivateDirError(
+      `cannot record ${dir} in ${fixed.map((f) => join(f, REGISTRY)).join(' or ')}, so other Exec Bridge servers' sandboxes could see it; make ${fixed.at(-1)} a directory of this user's (chmod 700) and try again`,
+    );
+}
+
+/**
+ * The runtime directories the registries name (those of fixed places that are ours). Entries of
+ * dead processes are dropped once another entry names the same directory, or when it is gone.
+ */
+function registeredRuntimeDirs(uid: number): Array<{ dir: string; live: boolean; exists: boolean }> {
+  const out: Array<{ dir: string; live: boolean; exists: boolean }> = [];
+  for (const home of fixedPrivateDirs(uid)) {
+    const reg = join(home, REGISTRY);
+    if (!isOwnPrivateDir(home, uid) || !isOwnPrivateDir(reg, uid)) continue;
+    let names: string[];
+    try {
+      names = readdirSync(reg);
+    } catch {
+      continue;
+    }
+    const byDir = new Map<string, Array<{ name: string; alive: boolean }>>();
+    for (const name of names) {
+      const m = /^([0-9a-f]{32})-(\d+)$/.exec(name);
+      if (!m) continue; // a rename in progress, or not ours
+      const list = byDir.get(m[1]!) ?? [];
+      list.push({ name, alive: pidAlive(Number(m[2])) });
+      byDir.set(m[1]!, list);
+    }
+    const drop = (name: string) => {
+      try {
+        unlinkSync(join(reg, name));
+      } catch {
+        // another reader removed it
+      }
+    };
+    for (const entries of byDir.values()) {
+      const target = readLink(join(reg, entries[0]!.name));
+      if (!target || !isAbsolute(target)) continue;
+      const live = entries.some((e) => e.alive);
+      const exists = !!lstatSync(target, { throwIfNoEntry: false });
+      if (!exists && !live) {
+        // Forgotten only after a while: until then it stays in every sandbox's argv (a no-op for a
+        // missing directory), so a removal does not change the key of sandboxes built ahead of time.
+        const made = lstatSync(join(reg, entries[0]!.name), { throwIfNoEntry: false })?.mtimeMs ?? 0;
+        if (Date.now() - made > FORGET_GONE_MS) {
+          entries.forEach((e) => drop(e.name));
+          continue;
+        }
+      }
+      // Keep the live entries, or one dead one while the directory stays (what it holds may still matter).
+      const dead = entries.filter((e) => !e.alive);
+      for (const e of live ? dead : dead.slice(1)) drop(e.name);
+      out.push({ dir: target, live, exists });
+    }
+  }
+  return out;
+}
+
+/** Directories of ours that older versions made in the temp directory (they may still be running). */
+function oldVersionDirs(uid: number): string[] {
+  const out: string[] = [];
+  for (const parent of new Set(['/tmp', tmpdir()])) {
+    for (const name of listCached(parent)) {
+      if (!OLD_VERSION_PREFIXES.some((p) => name.startsWith(p))) continue;
+      const p = join(parent, name);
+      const st = lstatSync(p, { throwIfNoEntry: false });
+      if (st?.isDirectory() && st.uid === uid) out.push(p);
+    }
+  }
+  return out;
+}
+
+/** A directory's names, read again only when its mtime changed (a busy /tmp is large; a sandbox is built often). */
+const listings = new Map<string, { mtimeNs: bigint; names: string[] }>();
+function listCached(dir: string): string[] {
+  const st = lstatSync(dir, { throwIfNoEntry: false, bigint: true });
+  if (!st?.isDirectory()) return [];
+  const hit = listings.get(dir);
+  if (hit && hit.mtimeNs === st.mtimeNs) return hit.names;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    names = [];
+  }
+  listings.set(dir, { mtimeNs: st.mtimeNs, names });
+  return names;
+}
+
+/**
+ * An empty mode-000 directory inside another server's private directory (or an older version's):
+ * bwrap binds it over its parent with `--ro-bind-try`, so a directory removed meanwhile is skipped
+ * instead of failing the start (a tmpfs needs its mount point to exist).
+ */
+export const COVER_NAME = '.exec-bridge-cover';
+
+/** Where a server of this user may keep sockets, tokens or FIFOs (see `sandboxHiddenDirs`). */
+export interface HiddenDirs {
+  /** Ours to make and keep (this environment's candidates, the fixed places): covered by a tmpfs. */
+  own: string[];
+  /** Other servers' and older versions' (they may go at any moment): each has its `COVER_NAME`. */
+  others: string[];
+}
+
+/**
+ * Every place where a server of this user may keep sockets, tokens or FIFOs, as existing real
+ * directories: this environment's candidates and the fixed places (each made now if missing, so
+ * that none can appear later inside a sandbox built now), the registered runtime directories, and
+ * what older versions left in `/tmp` and the temp directory. A sandbox hides all of them.
+ */
+export function sandboxHiddenDirs(env: NodeJS.ProcessEnv = process.env): HiddenDirs {
+  const uid = process.getuid?.() ?? 0;
+  const own = new Set<string>();
+  for (const d of [...privateDirCandidates(env), ...fixedPrivateDirs(uid)]) {
+    try {
+      mkdirSync(d, { mode: 0o700 });
+    } catch {
+      // exists already, or cannot be made (then nothing of ours can be there)
+    }
+    const real = realDir(d);
+    if (real) own.add(real);
+  }
+  const others = new Set<string>();
+  // A directory whose registering processes are all dead gets no new cover: it may be being
+  // removed right now, and a cover made in it would make that removal fail. What such a directory
+  // holds serves no live server (a pipe end or a token of a dead one); one that has a cover keeps it.
+  const found = [...registeredRuntimeDirs(uid), ...oldVersionDirs(uid).map((dir) => ({ dir, live: true, exists: true }))];
+  for (const { dir, live, exists } of found) {
+    // Gone: its cover is gone too, so bwrap skips it (listed only to keep the argv stable).
+    if (!exists) {
+      others.add(dir);
+      continue;
+    }
+    const real = realDir(dir);
+    if (!real || own.has(real)) continue;
+    if (cover(real, uid, live)) others.add(real);
+    else if (live) own.add(real); // no cover possible: a tmpfs, as for ours
+  }
+  return { own: [...own], others: [...others].sort() };
+}
+
+/** `<dir>/COVER_NAME`, made (empty, mode 000) if missing and `make`; true if it is then such a directory of ours. */
+function cover(dir: string, uid: number, make: boolean): boolean {
+  const p = join(dir, COVER_NAME);
+  if (make) {
+    try {
+      mkdirSync(p, { mode: 0 });
+    } catch {
+      // exists, or the directory is not writable: checked below
+    }
+  }
+  const st = lstatSync(p, { throwIfNoEntry: false });
+  return !!st && st.isDirectory() && st.uid === uid && (st.mode & 0o777) === 0;
+}
+
+function realDir(p: string): string | undefined {
+  try {
+    const real = realpathSync(p);
+    return lstatSync(real).isDirectory() ? real : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function readLink(p: string): string | undefined {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Makes `p` (0700) if missing; true if it is then a plain directory of ours that only we can open. */
+function makeOwnDir(p: string, uid: number): boolean {
+  try {
+    mkdirSync(p, { mode: 0o700 });
+  } catch {
+    // exists, or cannot be made: checked below
+  }
+  return isOwnPrivateDir(p, uid);
 }
 
 function isOwnPrivateDir(p: string, uid: number): boolean {
@@ -48,14 +290,16 @@ let cached: string | undefined;
  */
 export function privateDir(env: NodeJS.ProcessEnv = process.env): string {
   const dir = privateDirCandidates(env)[0]!;
-  if (cached === dir && isOwnPrivateDir(dir, process.getuid?.() ?? 0)) return dir;
+  const uid = process.getuid?.() ?? 0;
+  // Registered first (again on every use: a temp cleaner may have removed the entry), made second.
+  registerRuntimeDir(dir, uid);
+  if (cached === dir && isOwnPrivateDir(dir, uid)) return dir;
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
       throw new PrivateDirError(`cannot create Exec Bridge's private directory ${dir}: ${(e as Error).message}`);
   }
-  const uid = process.getuid?.() ?? 0;
   const st = lstatSync(dir, { throwIfNoEntry: false });
   if (!st || !st.isDirectory() || st.isSymbolicLink())
     throw new PrivateDirError(`${dir} must be a directory of Exec Bridge's (it is not a plain directory); remove it and try again`);

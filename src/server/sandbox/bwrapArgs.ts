@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { COVER_NAME } from '../../util/privateDir';
 import { argvWithArg0 } from '../spawnPlan';
 import { isWithin } from './policy';
 import { MINIMAL_PATHS, type Layout } from './layout';
@@ -28,10 +30,20 @@ export interface BwrapOptions {
    */
   hidden?: string[];
   /**
+   * Other servers' private directories, which may be removed at any moment: each is covered with
+   * its own empty, mode-000 `COVER_NAME` directory (`--ro-bind-try`: skipped if it is gone by then).
+   */
+  covered?: string[];
+  /**
    * Managed network: the proxy's socket directory, bound read-only at BRIDGE_SOCKET_DIR, and the
    * launcher (./netBridge.ts) that runs in front of the command and applies its seccomp filter.
    */
   managedNetwork?: { socketDir: string; launcher: string[] };
+  /**
+   * Variables bwrap sets for the command (`--setenv`) instead of receiving them: the dynamic
+   * loader's, which must not act on the host-side bwrap (see `hostLaunchEnv` in ./planner.ts).
+   */
+  setenv?: Array<[string, string]>;
 }
 
 /** /proc entries a uid-0 process could write even without capabilities (as Docker masks them). */
@@ -81,16 +93,14 @@ export function bwrapArgs(o: BwrapOptions): string[] {
     }
   }
   for (const p of o.hidden ?? []) if (hostVisible(layout, p)) a.push('--perms', '000', '--tmpfs', p, '--remount-ro', p);
+  for (const p of o.covered ?? []) if (hostVisible(layout, p)) a.push('--ro-bind-try', join(p, COVER_NAME), p);
   if (layout.root === 'empty') a.push('--remount-ro', '/');
 
   // No capabilities: as root, CAP_SYS_ADMIN alone would let it remount the read-only binds writable.
   a.push('--cap-drop', 'ALL');
-  // Except, with a managed network, CAP_SETFCAP for the launcher (in bwrap's user namespace): the
-  // kernel maps uid 0 in a new user namespace only for a creator that has it, and the launcher
-  // moves the command into one of its own (./netBridge.ts). The bridge drops it, the command never has it.
-  if (o.managedNetwork) a.push('--cap-add', 'CAP_SETFCAP');
   if (o.seccompFd !== undefined) a.push('--seccomp', String(o.seccompFd));
   a.push('--chdir', o.cwd);
+  for (const [k, v] of o.setenv ?? []) a.push('--setenv', k, v);
   a.push('--', ...(o.managedNetwork?.launcher ?? []), ...argvWithArg0(o.argv, o.arg0));
   return a;
 }

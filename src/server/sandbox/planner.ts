@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { privateDir, privateDirCandidates } from '../../util/privateDir';
+import { privateDir, privateDirCandidates, sandboxHiddenDirs } from '../../util/privateDir';
 import { findOnPath, isExecutableFile } from '../executables';
 import { argvWithArg0, passthroughPlan, type PrewarmListeners, type PrewarmSpec, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
 import { bwrapArgs } from './bwrapArgs';
@@ -10,7 +10,7 @@ import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
 import { SandboxUnavailableError } from './errors';
 import { computeLayout, type Layout } from './layout';
 import { isClaimedStub, PlaceholderClaims } from './placeholders';
-import { resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
+import { isWithin, resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
 import { hostFingerprint, PREWARM_STUB, stubScript } from './prewarmStub';
 import { ManagedNetworks, type ManagedNetSnapshot } from './managedNet';
 import { bridgeLauncher } from './netBridge';
@@ -128,8 +128,13 @@ export class SandboxPlanner {
     // someone filled (e.g. `git init` on the host) is a real directory again.
     const layout = computeLayout(policy, isClaimedStub);
     // Every sandbox hides our private directory (FIFOs, the filter, tokens) and that of any other
-    // server of this user: a pipe end or a secret reachable by path would be a way out.
-    const hidden = [...new Set([this.stateDir(), ...privateDirCandidates()])].filter(ensureDir);
+    // server of this user, whatever its environment: a pipe end or a secret reachable by path would
+    // be a way out. privateDir() first: it (re-)registers ours for the other servers' sandboxes.
+    privateDir();
+    const dirs = sandboxHiddenDirs();
+    const outer = outermost([this.stateDir(), ...dirs.own].filter(ensureDir), dirs.others);
+    const hidden = outer.filter((p) => !dirs.others.includes(p));
+    const covered = outer.filter((p) => dirs.others.includes(p));
     // Network off: the full filter. Network on: still no kernel keyrings (they are not namespaced).
     // Managed network: the launcher applies its own filter after the bridge is up (./netBridge.ts).
     const seccomp = net ? undefined : this.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
@@ -150,9 +155,11 @@ export class SandboxPlanner {
       tty: req.tty,
       asRoot: process.getuid?.() === 0,
       hidden,
+      covered,
       managedNetwork,
     };
-    const args = bwrapArgs({ ...sandbox, argv, arg0 });
+    const host = hostLaunchEnv(req.env);
+    const args = bwrapArgs({ ...sandbox, argv, arg0, setenv: host.moved });
     const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
     const retain = (): (() => void) => {
       for (const p of placeholders) this.placeholders.retain(p);
@@ -162,7 +169,7 @@ export class SandboxPlanner {
     // execs bwrap, which reads it and closes it before running the command. Pipes get it directly.
     const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
     const netRef = { net };
-    const plan = this.finish(req, policy, layout, 'linuxSeccomp', launch, retain(), netRef);
+    const plan = this.finish({ ...req, env: host.env }, policy, layout, 'linuxSeccomp', launch, retain(), netRef);
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
     // Codex's prepared context relays to its proxy on the spot (its ports come with each start).
@@ -196,6 +203,7 @@ export class SandboxPlanner {
 
   private planMac(req: SpawnRequest, policy: ResolvedPolicy, net?: ManagedNetSnapshot): SandboxedSpawnPlan {
     const layout = computeLayout(policy);
+    const dirs = sandboxHiddenDirs();
     const profile = seatbeltProfile({
       layout,
       network: policy.network,
@@ -205,7 +213,9 @@ export class SandboxPlanner {
         ...layout.mounts
           .filter((m) => m.kind === 'deny-dir' || m.kind === 'deny-file' || (m.kind === 'placeholder' && m.mode === 0))
           .map((m) => m.path),
-        ...privateDirCandidates(), // our FIFOs, tokens and state: never reachable from inside
+        // Our FIFOs, tokens and state, and every other server's: never reachable from inside. Seatbelt
+        // denies by path, so this environment's candidates are denied even before they exist.
+        ...new Set([...privateDirCandidates(), ...dirs.own, ...dirs.others]),
       ],
       readableRoots: layout.mounts.filter((m) => m.kind === 'ro-bind' || m.kind === 'bind').map((m) => m.path),
     });
@@ -384,6 +394,34 @@ function ensureDir(p: string): boolean {
     // exists already, or cannot be made (then there is nothing there to hide)
   }
   return lstatSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
+
+/**
+ * The host-side launcher (bwrap, and the shell in front of it for a PTY) runs outside the sandbox
+ * with the command's environment. The dynamic loader's variables would make it load code or read
+ * files named there before any namespace exists (`LD_PRELOAD=./x.so`, an `LD_LIBRARY_PATH` with a
+ * workspace folder or an empty element: code a sandboxed command could have written). So they are
+ * moved: bwrap gets the environment without them and sets them for the command (`--setenv`), which
+ * sees exactly the environment it asked for. (The pre-started path already runs bwrap with an
+ * empty environment; its script sets the command's.)
+ */
+export function hostLaunchEnv(env: Record<string, string>): { env: Record<string, string>; moved: Array<[string, string]> } {
+  const out = Object.create(null) as Record<string, string>;
+  const moved: Array<[string, string]> = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (k.startsWith('LD_') || LOADER_VARS.includes(k)) moved.push([k, v]);
+    else out[k] = v;
+  }
+  return { env: out, moved };
+}
+
+/** Besides `LD_*`: what makes glibc load modules or read files from a path it names (ld.so drops them for setuid programs). */
+const LOADER_VARS = ['GCONV_PATH', 'GLIBC_TUNABLES', 'LOCPATH', 'NLSPATH', 'MALLOC_TRACE', 'HOSTALIASES', 'RESOLV_HOST_CONF'];
+
+/** The paths none of the others contains (a tmpfs over a directory covers everything in it). */
+function outermost(...lists: string[][]): string[] {
+  const unique = [...new Set(lists.flat())];
+  return unique.filter((p) => !unique.some((q) => q !== p && isWithin(p, q)));
 }
 
 function sameEnv(a: Record<string, string>, b: Record<string, string>): boolean {
