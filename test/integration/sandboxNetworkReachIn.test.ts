@@ -19,11 +19,13 @@ import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { SandboxPlanner, type SandboxedSpawnPlan } from '../../src/server/sandbox';
+import { RawClient, startServer } from '../helpers/rawClient';
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root', LANG: 'C.UTF-8' };
 const base = realpathSync(mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'exec-bridge-reachin-')));
 const ws = join(base, 'ws');
 const hostSocket = join(base, 'host.sock');
+const runtime = join(base, 'runtime');
 const MESSAGE = 'HIJACKED: pid 1 of the sandbox reached a host unix socket';
 
 /**
@@ -145,6 +147,7 @@ describe(
 
     before(async () => {
       mkdirSync(ws, { recursive: true });
+      mkdirSync(runtime, { mode: 0o700 });
       // The tunnel's far end: greets and stays open, so the bridge keeps a relay for it.
       held = createServer((s) => {
         heldSockets.add(s);
@@ -194,9 +197,13 @@ describe(
       return all.filter((s) => s !== 'sentinel');
     }
 
-    /** Runs the attack and checks every way in it tried. */
+    /** Runs the attack's plan as the runner would and checks every way in it tried. */
     async function attack(plan: SandboxedSpawnPlan): Promise<void> {
-      const r = await runPlan(plan);
+      await check(await runPlan(plan));
+    }
+
+    /** Checks the attack's report (its output and exit code) and what the host socket received. */
+    async function check(r: Ran): Promise<void> {
       const received = await hostReceived();
       assert.deepEqual(received, [], `the host socket was reached from inside the sandbox:\n${r.out}`);
       assert.match(r.out, /^tunnel: .+$/m, r.out);
@@ -256,6 +263,44 @@ describe(
         await attack(plan);
       } finally {
         plan.dispose();
+      }
+    });
+
+    test('over the wire, in a sandbox our server built ahead of time: the same', async () => {
+      const server = await startServer('ours', ['--verbose'], { ...process.env, EXEC_BRIDGE_RUNTIME_DIR: runtime });
+      const { client } = await RawClient.session(server.url);
+      try {
+        const start = async (processId: string, argv: string[]): Promise<Ran> => {
+          const res = await client.call('process/start', {
+            processId,
+            argv,
+            cwd: pathToFileURL(ws).href,
+            env: ENV,
+            tty: false,
+            arg0: null,
+            sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+            enforceManagedNetwork: true,
+            managedNetwork: { allow: [`127.0.0.1:${heldPort}`] },
+          });
+          assert.equal(res.error, undefined, JSON.stringify(res.error));
+          const events = await client.processEvents(processId);
+          return { code: events.find((m) => m.method === 'process/exited')?.params.exitCode as number, out: client.output(processId) };
+        };
+        assert.equal((await start('first', ['/bin/true'])).code, 0);
+        // The next sandbox like it is built once the first start has closed: wait for its log line (bounded).
+        let built: RegExpExecArray | null = null;
+        for (let i = 0; i < 200 && !built; i++) {
+          built = /built one for the next start like this \(pid (\d+)\)/.exec(server.stderr());
+          if (!built) await new Promise((r) => setTimeout(r, 50));
+        }
+        assert.ok(built, `no sandbox was built ahead of time:\n${server.stderr().slice(-2000)}`);
+        const preface = `CONNECT 127.0.0.1:${heldPort} HTTP/1.1\r\nHost: 127.0.0.1:${heldPort}\r\n\r\n`;
+        const r = await start('attack', ['/usr/bin/perl', '-e', ATTACK, '3128', preface, CODE]);
+        assert.ok(server.stderr().includes(`running in the waiting sandbox (pid ${built[1]})`), server.stderr().slice(-2000));
+        await check(r);
+      } finally {
+        client.close();
+        await server.stop();
       }
     });
   },
