@@ -18,6 +18,7 @@ import { registerFsMethods } from './fsMethods';
 import { registerHttpMethods } from './httpRequest';
 import { treesKilled } from './processTree';
 import { SessionRegistry } from './sessionRegistry';
+import { PendingSockets, pendingSocketCap } from './socketBudget';
 import { planUnsandboxed, type SpawnPlanner } from './spawnPlan';
 
 export interface ExecServerOptions {
@@ -36,8 +37,15 @@ export interface ExecServerOptions {
   log?: (line: string) => void;
   /** A WebSocket client must upgrade, `initialize` and send `initialized` within this (default 20 s). */
   handshakeTimeoutMs?: number;
-  /** WebSocket connections served at once; more are refused with 503 (default 256). */
+  /** A socket must send a complete HTTP request head within this, or it is closed (default 5 s). */
+  headerTimeoutMs?: number;
+  /** Authenticated WebSocket connections served at once; more are refused with 503 (default 256). */
   maxConnections?: number;
+  /**
+   * Sockets not yet an authenticated WebSocket, at once (default 512, at most a quarter of the file
+   * descriptor limit); the oldest is closed to make room for a new one (./socketBudget.ts).
+   */
+  maxPendingSockets?: number;
   /** WebSocket pings this often (default 30 s, as codex). */
   keepaliveIntervalMs?: number;
   /** A connection whose session another one resumes must answer a ping within this (default 5 s). */
@@ -45,7 +53,9 @@ export interface ExecServerOptions {
 }
 
 const HANDSHAKE_MS = 20_000;
+const HEADER_MS = 5_000;
 const MAX_CONNECTIONS = 256;
+const MAX_PENDING_SOCKETS = 512;
 const KEEPALIVE_MS = 30_000;
 
 /** `localhost`, an IPv4 literal in 127.0.0.0/8, or `::1` in any spelling; a name like `127.x.example` is not. */
@@ -76,6 +86,8 @@ export class ExecServer {
   private readonly prewarm: SandboxPrewarmer;
   private readonly websockets = new Map<ServerConnection, WebSocketTransport>();
   private keepalive: NodeJS.Timeout | undefined;
+  private pending: PendingSockets | undefined;
+  private refusals = { count: 0, since: 0 };
 
   constructor(private readonly options: ExecServerOptions = {}) {
     this.fifos.warm();
@@ -158,44 +170,52 @@ export class ExecServer {
     const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false });
     this.wss = wss;
     const http = createServer((req, res) => {
+      // Served to anyone (it says nothing but "up"), and the socket closes after the answer, so a
+      // plain request never keeps a place in the unauthenticated budget.
+      const headers = { 'content-type': 'text/plain', connection: 'close' };
       if (req.url === '/readyz') {
-        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+        res.writeHead(200, headers).end('ok');
       } else if (req.url === '/' || req.url?.startsWith('/?')) {
-        res.writeHead(400, { 'content-type': 'text/plain' }).end("Connection header did not include 'upgrade'");
+        res.writeHead(400, headers).end("Connection header did not include 'upgrade'");
       } else {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+        res.writeHead(404, headers).end('not found');
       }
     });
     this.http = http;
     const handshakeMs = this.options.handshakeTimeoutMs ?? HANDSHAKE_MS;
     const maxConnections = this.options.maxConnections ?? MAX_CONNECTIONS;
-    // Sockets not yet upgraded are bounded too (by count here, by time below).
-    http.maxConnections = maxConnections * 2;
-    const upgrading = new WeakMap<Socket, NodeJS.Timeout>();
+    // Two budgets: sockets that have not passed the token check (any local user can open them)
+    // and authenticated WebSockets; the first never takes room from the second (docs/security.md).
+    const pending = new PendingSockets(
+      pendingSocketCap(this.options.maxPendingSockets ?? MAX_PENDING_SOCKETS),
+      this.options.headerTimeoutMs ?? HEADER_MS,
+      this.options.log,
+    );
+    this.pending = pending;
     http.on('connection', (socket: Socket) => {
       socket.setNoDelay(true);
-      // Node keeps a socket that sends nothing (or half a request) open indefinitely: an absolute
-      // deadline, cleared once the socket becomes a WebSocket (then initialize has its own).
-      const timer = setTimeout(() => socket.destroy(), handshakeMs);
-      timer.unref();
-      upgrading.set(socket, timer);
-      socket.once('close', () => clearTimeout(timer));
+      pending.add(socket);
     });
+    // Once listening, an error of the listener (an accept that failed) must not end the process.
+    http.on('error', (e) => this.options.log?.(`listener: ${e.message}`));
     http.on('upgrade', (req, socket: Socket, head) => {
+      // The token first: an unauthenticated request learns nothing, not even that the server is full.
       const refusal =
-        this.websockets.size >= maxConnections
+        this.checkUpgrade(req) ??
+        (this.websockets.size >= maxConnections
           ? ([503, `too many connections (limit ${maxConnections})`] as [number, string])
-          : this.checkUpgrade(req);
+          : undefined);
       if (refusal) {
         const [status, text] = refusal;
+        // Closed as soon as the answer is out (the peer may never close its side).
         socket.end(
           `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+          () => socket.destroy(),
         );
-        this.options.log?.(`refused upgrade from ${socket.remoteAddress}: ${status} ${text}`);
+        this.logRefusal(socket, status, text);
         return;
       }
-      socket.setNoDelay(true);
-      clearTimeout(upgrading.get(socket));
+      pending.release(socket);
       wss.handleUpgrade(req, socket, head, (ws) => {
         const transport = new WebSocketTransport(ws, socket);
         const conn = this.serve(transport, {
@@ -218,6 +238,20 @@ export class ExecServer {
     }, this.options.keepaliveIntervalMs ?? KEEPALIVE_MS);
     this.keepalive.unref();
     return http;
+  }
+
+  /** Every refused upgrade is logged, but a flood of them as one line per 10 s. */
+  private logRefusal(socket: Socket, status: number, text: string): void {
+    const log = this.options.log;
+    if (!log) return;
+    const now = Date.now();
+    if (now - this.refusals.since >= 10_000) {
+      if (this.refusals.count > 0) log(`refused ${this.refusals.count} more upgrade(s) in the last 10 s`);
+      this.refusals = { count: 0, since: now };
+      log(`refused upgrade from ${socket.remoteAddress ?? 'a unix socket'}: ${status} ${text}`);
+    } else {
+      this.refusals.count++;
+    }
   }
 
   /** [status, body] when an upgrade must be refused (docs/protocol.md §11, plus Origin). */
@@ -248,6 +282,7 @@ export class ExecServer {
     for (const c of this.connections) c.close('server shutting down');
     this.connections.clear();
     this.wss?.close();
+    this.pending?.closeAll();
     const http = this.http;
     if (http) {
       http.closeAllConnections?.();
