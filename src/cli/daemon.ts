@@ -44,7 +44,7 @@ async function runDaemon(argv: string[]): Promise<number> {
   const log = (line: string) => process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   // The same V8 young-generation tuning as `serve` (src/rpc/youngGc.ts): this server lives for days.
   if (!tuneYoungGeneration()) log('young-generation tuning not available in this runtime');
-  const sandbox = await sandboxPlanner({});
+  const sandbox = await sandboxPlanner({ log });
   if (sandbox.problem) log(`sandboxed commands will be refused until this is fixed: ${sandbox.problem}`);
   const server = new ExecServer({
     token,

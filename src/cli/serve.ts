@@ -124,7 +124,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       return 2;
     }
   }
-  const sandbox = await sandboxPlanner({ bwrapPath: args.bwrapPath });
+  const sandbox = await sandboxPlanner({ bwrapPath: args.bwrapPath, log });
   if (sandbox.problem)
     process.stderr.write(`exec-bridge serve: sandboxed commands will be refused until this is fixed: ${sandbox.problem}\n`);
   const options: ExecServerOptions = {

@@ -10,8 +10,10 @@ import { SandboxPlanner } from './sandbox';
  */
 export async function sandboxPlanner(opts: {
   bwrapPath?: string;
+  /** The managed network's refusals and over-limit connections. */
+  log?: (line: string) => void;
 }): Promise<Pick<ExecServerOptions, 'planner' | 'sandboxAvailable'> & { problem?: string }> {
-  const planner = new SandboxPlanner({ bwrapPath: opts.bwrapPath });
+  const planner = new SandboxPlanner({ bwrapPath: opts.bwrapPath, log: opts.log });
   const problem = await planner.check();
   return { planner: (req) => planner.plan(req), sandboxAvailable: () => planner.available, problem };
 }

@@ -20,6 +20,8 @@ import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
 export interface SandboxOptions {
   /** bubblewrap binary (default: $BWRAP_PATH, else `bwrap` on the server's PATH). */
   bwrapPath?: string;
+  /** Where the managed network's proxies log refusals and over-limit connections (default: nowhere). */
+  log?: (line: string) => void;
 }
 
 /** A plan plus what the heuristic knows, for callers that want more than a boolean. */
@@ -53,7 +55,10 @@ export class SandboxPlanner {
   /** Placeholder stubs on the host for missing carve-outs that this planner claims (./placeholders.ts). */
   private readonly placeholders = new PlaceholderClaims();
   /** The managed network's proxies, started on first use (./managedNet.ts). */
-  private readonly networks = new ManagedNetworks(() => this.stateDir());
+  private readonly networks = new ManagedNetworks(
+    () => this.stateDir(),
+    (line) => this.opts.log?.(line),
+  );
   private managedFilter: Buffer | undefined;
   /** Listeners made for pre-started sandboxes, until a start adopts them. */
   private readonly waitingNets = new WeakMap<PrewarmListeners, ManagedNetSnapshot>();
