@@ -3,6 +3,14 @@ import { Emitter } from '../util/emitter';
 import type { Transport } from './transport';
 import { noteTransientBytes } from './youngGc';
 
+/**
+ * Texts longer than this are sent as UTF-8 bytes. Node writes a socket's queued chunks in one
+ * `writev`, and a string there reserves three bytes per character: two 350 MB answers queued
+ * together passed its 2 GiB bound, the write failed with ENOBUFS and the connection was lost (1006).
+ * A string is copied once on its way to the socket either way.
+ */
+export const LARGE_TEXT = 1024 * 1024;
+
 /** Shared event plumbing of our transports. Subclasses call `emitMessage`, `emitClose`, `emitDrain`. */
 export abstract class BaseTransport implements Transport {
   private readonly messages = new Emitter<string>();

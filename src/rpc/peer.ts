@@ -5,12 +5,15 @@ import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import { BINARY_RESULT_KIND, BinaryResult, decodeBinaryResult, encodeBinaryResult } from '../protocol/binaryOutput';
 import { ConnectionClosedError, RpcError } from './errors';
-import { encodeError, encodeNotification, encodeRequest, encodeResult, parseMessage, type RequestId } from './message';
+import { encodeBase64Result, encodeError, encodeNotification, encodeRequest, encodeResult, parseMessage, type RequestId } from './message';
 import type { Transport } from './transport';
 
 export interface PeerHandlers {
-  /** Answer a request: return the result, or throw an `RpcError`. Requests run concurrently. */
-  onRequest?(method: string, params: unknown, id: RequestId): unknown;
+  /**
+   * Answer a request: return the result, or throw an `RpcError`. Requests run concurrently.
+   * `bytes`: the length of the request's JSON text (what its params hold, for budgets).
+   */
+  onRequest?(method: string, params: unknown, id: RequestId, bytes: number): unknown;
   onNotification?(method: string, params: unknown): void;
   /** A binary output frame (only on transports with `onBinary`; src/protocol/binaryOutput.ts). */
   onBinary?(frame: Buffer): void;
@@ -136,7 +139,7 @@ export class RpcPeer implements Disposable {
         );
         return;
       case 'request':
-        void this.answer(msg.id, msg.method, msg.params);
+        void this.answer(msg.id, msg.method, msg.params, text.length);
         return;
       case 'notification':
         this.handlers.onNotification?.(msg.method, msg.params);
@@ -183,14 +186,16 @@ export class RpcPeer implements Disposable {
     return p;
   }
 
-  private async answer(id: RequestId, method: string, params: unknown): Promise<void> {
+  private async answer(id: RequestId, method: string, params: unknown, bytes: number): Promise<void> {
     const handler = this.handlers.onRequest;
     let frame: string;
     try {
       if (!handler) throw new RpcError(ErrorCode.MethodNotFound, `method \`${method}\` is not handled here`);
-      const result = await handler(method, params, id);
-      if (result instanceof BinaryResult && this.binaryResults && this.transport.sendBinary) {
-        if (!this.closedFlag) this.transport.sendBinary(encodeBinaryResult(id, result));
+      const result = await handler(method, params, id, bytes);
+      if (result instanceof BinaryResult) {
+        if (this.closedFlag) return;
+        if (this.binaryResults && this.transport.sendBinary) this.transport.sendBinary(encodeBinaryResult(id, result));
+        else this.transport.sendFrame(encodeBase64Result(id, result.data));
         return;
       }
       frame = encodeResult(id, result);

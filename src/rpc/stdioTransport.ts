@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import { LineSplitter } from '../util/lineSplitter';
-import { BaseTransport } from './baseTransport';
+import { BaseTransport, LARGE_TEXT } from './baseTransport';
 import { MAX_FRAME_BYTES } from './transport';
 
 /** Newline-delimited JSON over a pair of streams (`--listen stdio`, or a spawned `ssh … serve --listen stdio`). */
@@ -33,6 +33,7 @@ export class StdioTransport extends BaseTransport {
 
   send(text: string): void {
     if (this.isClosed) return;
+    if (text.length > LARGE_TEXT) return this.sendFrame(Buffer.from(text, 'utf8'));
     const n = text.length + 1;
     this.queued(n);
     this.output.write(text + '\n', () => this.written(n));

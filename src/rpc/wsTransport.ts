@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import { isBinaryFrameKind } from '../protocol/binaryOutput';
 import type { Disposable } from '../util/disposable';
-import { BaseTransport } from './baseTransport';
+import { BaseTransport, LARGE_TEXT } from './baseTransport';
 
 /**
  * One JSON-RPC message per WebSocket message. Binary messages holding UTF-8 JSON are accepted too;
@@ -47,6 +47,7 @@ export class WebSocketTransport extends BaseTransport {
 
   send(text: string): void {
     if (this.isClosed || this.ws.readyState !== this.ws.OPEN) return;
+    if (text.length > LARGE_TEXT) return this.sendFrame(Buffer.from(text, 'utf8'));
     // Our messages are JSON of base64 and ASCII mostly: length is a close enough byte count for
     // the backpressure high-water mark.
     const n = text.length;
