@@ -89,3 +89,43 @@ let shared: ConnectionBudget | undefined;
 export function serverBudget(): ConnectionBudget {
   return (shared ??= new ConnectionBudget(serverConnectionMax()));
 }
+
+/**
+ * Runs at most `max` jobs at once, the others in arrival order. The system resolver (getaddrinfo)
+ * runs on libuv's thread pool, 4 threads that every fs call of every client shares: slow lookups
+ * (a name whose DNS server never answers) must not hold them all.
+ */
+export class Gate {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(readonly max: number) {}
+
+  /** Jobs waiting for a slot. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
+  async run<T>(job: () => Promise<T>): Promise<T> {
+    if (this.running < this.max) this.running++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await job();
+    } finally {
+      // The slot passes straight to the next in line, or is given back.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
+/** Lookups one proxy runs at once (more wait in that proxy's line, so one start's flood cannot queue ahead of the others). */
+export const LOOKUPS_PER_LISTENER = 2;
+
+let lookups: Gate | undefined;
+
+/** The process's lookups: 2 at once, leaving the thread pool's other 2 threads to fs calls. */
+export function serverLookups(): Gate {
+  return (lookups ??= new Gate(2));
+}

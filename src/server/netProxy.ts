@@ -1,6 +1,14 @@
 import { lookup } from 'node:dns/promises';
 import { createConnection, createServer, isIP, type Server, type Socket } from 'node:net';
-import { type ConnectionBudget, DEFAULT_NET_LIMITS, type NetLimits, serverBudget } from './netLimits';
+import {
+  type ConnectionBudget,
+  DEFAULT_NET_LIMITS,
+  Gate,
+  LOOKUPS_PER_LISTENER,
+  type NetLimits,
+  serverBudget,
+  serverLookups,
+} from './netLimits';
 import { canonicalHost, type NetPolicy, normalizeIp } from './netProxyRules';
 
 /*
@@ -39,6 +47,8 @@ export interface NetProxyOptions {
   resolve?: (name: string) => Promise<string>;
   /** Opens the connection to an address that was checked (default: `net.createConnection`). */
   dial?: (address: string, port: number) => Socket;
+  /** Lookups of every listener of the server at once (default: this process's, `serverLookups()`). */
+  lookups?: Gate;
 }
 
 const MAX_HEAD = 64 * 1024;
@@ -67,7 +77,11 @@ export class NetProxy {
   private denialCount = 0;
   private readonly limits: NetLimits;
   private readonly budget: ConnectionBudget;
-  private readonly resolve: (name: string) => Promise<string>;
+  private readonly resolver: (name: string) => Promise<string>;
+  /** This listener's lookups in flight, by name: connections asking for the same name at once share one. */
+  private readonly resolving = new Map<string, Promise<string>>();
+  private readonly ownLookups = new Gate(LOOKUPS_PER_LISTENER);
+  private readonly lookups: Gate;
   private readonly dial: (address: string, port: number) => Socket;
   /** Connections this listener serves now (refused ones not counted). */
   private open = 0;
@@ -80,7 +94,8 @@ export class NetProxy {
   ) {
     this.limits = { ...DEFAULT_NET_LIMITS, ...options.limits };
     this.budget = options.budget ?? serverBudget();
-    this.resolve = options.resolve ?? systemResolve;
+    this.resolver = options.resolve ?? systemResolve;
+    this.lookups = options.lookups ?? serverLookups();
     this.dial = options.dial ?? ((host, port) => createConnection({ host, port }));
   }
 
@@ -190,6 +205,18 @@ export class NetProxy {
       else client.end(httpReply('503 Service Unavailable', `exec-bridge proxy: too many connections: ${why}; close some and retry`));
       client.on('data', () => undefined); // drain until the peer closes (or REFUSE_MS passes)
     });
+  }
+
+  /** Resolves through this listener's line, then the server's (each answer used by the one request that asked, once). */
+  private resolve(name: string): Promise<string> {
+    let p = this.resolving.get(name);
+    if (!p) {
+      p = this.ownLookups.run(() => this.lookups.run(() => this.resolver(name)));
+      this.resolving.set(name, p);
+      const forget = (): void => void this.resolving.delete(name);
+      p.then(forget, forget);
+    }
+    return p;
   }
 
   /** Makes the host canonical, checks it by name and by address; the address to connect to, or why not. */

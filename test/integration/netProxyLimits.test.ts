@@ -13,7 +13,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ConnectionBudget, DEFAULT_NET_LIMITS } from '../../src/server/netLimits';
+import { ConnectionBudget, DEFAULT_NET_LIMITS, Gate } from '../../src/server/netLimits';
 import { NetProxy } from '../../src/server/netProxy';
 import { NetPolicy } from '../../src/server/netProxyRules';
 import { until } from '../helpers/procs';
@@ -145,6 +145,58 @@ describe('managed network proxy: connection bounds and idle timeouts', () => {
     silent.on('error', () => undefined);
     await closed(silent, 'a connection that sent nothing');
     await until(() => proxy.openConnections === 0, 30_000, 'every connection released');
+  });
+
+  test("lookups: a listener runs 2 at once and the server 2; another listener's lookup goes ahead of the first one's line; one name asked at once is looked up once", async () => {
+    const pending: Array<{ name: string; done: (a: string) => void }> = [];
+    const asked: string[] = [];
+    let inFlight = 0;
+    let most = 0;
+    const resolve = (name: string) =>
+      new Promise<string>((done) => {
+        asked.push(name);
+        most = Math.max(most, ++inFlight);
+        pending.push({ name, done: (a) => (inFlight--, done(a)) });
+      });
+    const lookups = new Gate(2);
+    const mk = async () => {
+      const p = new NetProxy(new NetPolicy(['*.allowed.test', `127.0.0.1:${A}`]), undefined, {
+        budget: new ConnectionBudget(64),
+        resolve,
+        lookups,
+      });
+      proxies.push(p);
+      return p.listen({ port: 0 });
+    };
+    const [a, b, c] = [await mk(), await mk(), await mk()];
+    const get = (port: number, name: string) => exchange(port, `CONNECT ${name}:${A} HTTP/1.1\r\n\r\n`);
+    const answers = Array.from({ length: 6 }, (_, i) => get(a, `a${i}.allowed.test`));
+    await until(() => pending.length === 2, 30_000, "the first listener's two lookups");
+    answers.push(get(b, 'b.allowed.test'));
+    // B waits for a slot of the server's two; the first to free is B's, not A's third.
+    await until(() => lookups.waitingCount === 1, 30_000, "the second listener's lookup waiting for the server's slot");
+    pending.shift()!.done('127.0.0.1');
+    await until(() => asked.length === 3, 30_000, 'the next lookup');
+    assert.equal(asked[2], 'b.allowed.test', asked.join(' '));
+    let finished = 0;
+    for (const p of answers) void p.then(() => finished++);
+    await until(
+      () => {
+        for (const p of pending.splice(0)) p.done('127.0.0.1');
+        return finished === answers.length || undefined;
+      },
+      60_000,
+      'every request answered',
+    );
+    for (const r of await Promise.all(answers)) assert.match(r.toString(), /^HTTP\/1\.1 200[\s\S]*ALLOWED$/);
+    assert.equal(most, 2, 'never more than two lookups at once');
+    // Five connections for one name at once: one lookup.
+    const before = asked.length;
+    const same = Array.from({ length: 5 }, () => get(c, 'same.allowed.test'));
+    await until(() => pending.length === 1, 30_000, 'the shared lookup');
+    pending.shift()!.done('127.0.0.1');
+    for (const r of await Promise.all(same)) assert.match(r.toString(), /ALLOWED$/);
+    assert.deepEqual(asked.slice(before), ['same.allowed.test']);
   });
 
   test('out of file descriptors, the proxy refuses and closes but never dies, and serves again after', async () => {
