@@ -36,18 +36,6 @@ export interface FsContext {
   fileHandles: FileHandleTable;
 }
 
-/** `fs/open` `replace` without a sandbox: a regular file (created if missing), truncated. */
-async function openReplaced(path: string): Promise<fsp.FileHandle> {
-  const file = await openRegularForWriting(path, path, false);
-  try {
-    await file.truncate(0);
-    return file;
-  } catch (e) {
-    await file.close();
-    throw e;
-  }
-}
-
 export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
   router.on('fs/readFile', async (params) => {
     const path = toPath(params.path);
@@ -155,7 +143,10 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     const path = localPath(url);
     const mode = params.mode ?? 'read';
     const file = await io(async () => {
-      if (mode === 'replace') return sb ? openForWriting(sb, await resolveFor(sb, path, true), true) : openReplaced(path);
+      if (mode === 'replace')
+        return sb
+          ? openForWriting(sb, await resolveFor(sb, path, true), true)
+          : openRegularForWriting(path, path, { noFollow: false, truncate: true });
       let target = path;
       if (sb) {
         target = await resolveFor(sb, path, true);

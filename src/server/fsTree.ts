@@ -75,7 +75,7 @@ async function copyRegularFile(source: string, target: string, targetReal: strin
     if (!st.isFile()) throw notARegularFile(source);
     if (sb) sb.checkRead(await realPathOfHandle(from, source));
     // Created owner-writable (libuv reopens it through /proc and then gives it the source's mode).
-    const to = await openRegularForWriting(target, targetReal, sb !== undefined, 0o600);
+    const to = await openRegularForWriting(target, targetReal, { noFollow: sb !== undefined, truncate: false, mode: 0o600 });
     try {
       if (sb) sb.checkWrite(await realPathOfHandle(to, targetReal));
       // Through the two descriptors: libuv sees the same file (and then leaves it alone), truncates, copies, sets the mode.

@@ -18,14 +18,24 @@ export function notARegularFile(shownPath: string): RpcError {
  * a regular file. The open never blocks a thread-pool thread: O_NONBLOCK makes a FIFO without a
  * reader fail at once (ENXIO) instead of waiting for one (every thread stuck so stopped every other
  * client's fs calls), and the opened descriptor is checked, so a file swapped for a FIFO or a device
- * after any earlier look is still refused. Not truncated: the caller does it once the file is checked.
+ * after any earlier look is still refused. `truncate`: with O_TRUNC, which the kernel ignores for
+ * anything but a regular file (a sandboxed write truncates only once the opened file is checked).
  * `noFollow`: a link as last name fails (ELOOP), for a path already resolved by a sandbox check.
  */
-export async function openRegularForWriting(path: string, shownPath: string, noFollow: boolean, mode = 0o666): Promise<fsp.FileHandle> {
-  const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NONBLOCK | (noFollow ? fsConstants.O_NOFOLLOW : 0);
+export async function openRegularForWriting(
+  path: string,
+  shownPath: string,
+  opts: { noFollow: boolean; truncate: boolean; mode?: number },
+): Promise<fsp.FileHandle> {
+  const flags =
+    fsConstants.O_WRONLY |
+    fsConstants.O_CREAT |
+    fsConstants.O_NONBLOCK |
+    (opts.noFollow ? fsConstants.O_NOFOLLOW : 0) |
+    (opts.truncate ? fsConstants.O_TRUNC : 0);
   let file: fsp.FileHandle;
   try {
-    file = await fsp.open(path, flags, mode);
+    file = await fsp.open(path, flags, opts.mode ?? 0o666);
   } catch (e) {
     // A FIFO with no reader, or a socket.
     if (isErrno(e, 'ENXIO')) throw notARegularFile(shownPath);
@@ -42,9 +52,8 @@ export async function openRegularForWriting(path: string, shownPath: string, noF
 
 /** `fs/writeFile` without a sandbox: the whole file replaced, only if it is a regular one. */
 export async function writeWholeFile(path: string, bytes: Buffer): Promise<void> {
-  const file = await openRegularForWriting(path, path, false);
+  const file = await openRegularForWriting(path, path, { noFollow: false, truncate: true });
   try {
-    await file.truncate(0);
     await writeFully(file, bytes, 0);
   } finally {
     await file.close();
@@ -76,7 +85,7 @@ export async function openForWriting(sb: FsSandbox, real: string, truncate: bool
   await checkCreate(sb, real);
   return inParent(real, async (child, dir, name) => {
     sb.checkWrite(join(dir.real, name));
-    const file = await openRegularForWriting(child, real, true);
+    const file = await openRegularForWriting(child, real, { noFollow: true, truncate: false });
     try {
       sb.checkWrite(await realPathOfHandle(file, real));
       if (truncate) await file.truncate(0);
