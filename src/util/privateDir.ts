@@ -173,25 +173,27 @@ function listCached(dir: string): string[] {
 }
 
 /**
- * An empty mode-000 directory inside another server's private directory (or an older version's):
- * bwrap binds it over its parent with `--ro-bind-try`, so a directory removed meanwhile is skipped
- * instead of failing the start (a tmpfs needs its mount point to exist).
+ * `<runtime dir>/.exec-bridge-cover`: an empty mode-000 directory that the server using a
+ * registered runtime directory makes in it. Other servers' sandboxes bind it over that directory
+ * with `--ro-bind-try`, so a directory removed meanwhile is skipped instead of failing the start
+ * (a tmpfs needs its mount point to exist). Only the directory's own server writes in it: another
+ * one making something there could make a removal of the directory fail.
  */
 export const COVER_NAME = '.exec-bridge-cover';
 
 /** Where a server of this user may keep sockets, tokens or FIFOs (see `sandboxHiddenDirs`). */
 export interface HiddenDirs {
-  /** Ours to make and keep (this environment's candidates, the fixed places): covered by a tmpfs. */
+  /** Covered by a tmpfs: ours to make and keep (this environment's candidates, the fixed places), and others' without a cover. */
   own: string[];
-  /** Other servers' and older versions' (they may go at any moment): each has its `COVER_NAME`. */
+  /** Other servers' runtime directories, covered by their `COVER_NAME` (missing ones included: bwrap skips them). */
   others: string[];
 }
 
 /**
- * Every place where a server of this user may keep sockets, tokens or FIFOs, as existing real
- * directories: this environment's candidates and the fixed places (each made now if missing, so
- * that none can appear later inside a sandbox built now), the registered runtime directories, and
- * what older versions left in `/tmp` and the temp directory. A sandbox hides all of them.
+ * Every place where a server of this user may keep sockets, tokens or FIFOs: this environment's
+ * candidates and the fixed places (each made now if missing, so that none can appear later inside
+ * a sandbox built now), the registered runtime directories, and what older versions left in `/tmp`
+ * and the temp directory. A sandbox hides all of them; `fs/*` calls with a sandbox deny them.
  */
 export function sandboxHiddenDirs(env: NodeJS.ProcessEnv = process.env): HiddenDirs {
   const uid = process.getuid?.() ?? 0;
@@ -206,35 +208,29 @@ export function sandboxHiddenDirs(env: NodeJS.ProcessEnv = process.env): HiddenD
     if (real) own.add(real);
   }
   const others = new Set<string>();
-  // A directory whose registering processes are all dead gets no new cover: it may be being
-  // removed right now, and a cover made in it would make that removal fail. What such a directory
-  // holds serves no live server (a pipe end or a token of a dead one); one that has a cover keeps it.
-  const found = [...registeredRuntimeDirs(uid), ...oldVersionDirs(uid).map((dir) => ({ dir, live: true, exists: true }))];
-  for (const { dir, live, exists } of found) {
-    // Gone: its cover is gone too, so bwrap skips it (listed only to keep the argv stable).
+  for (const { dir, live, exists } of registeredRuntimeDirs(uid)) {
+    // Gone: listed still (its cover went with it, so bwrap skips it), which keeps the argv stable.
     if (!exists) {
       others.add(dir);
       continue;
     }
     const real = realDir(dir);
     if (!real || own.has(real)) continue;
-    if (cover(real, uid, live)) others.add(real);
-    else if (live) own.add(real); // no cover possible: a tmpfs, as for ours
+    if (hasCover(real, uid)) others.add(real);
+    // No cover (its server is older, or is making it right now): a tmpfs while a process uses it.
+    // One whose processes are all dead serves no live server (a dead one's pipe ends and token open nothing).
+    else if (live) own.add(real);
+  }
+  // An older version's: tmpfs (they make no cover).
+  for (const d of oldVersionDirs(uid)) {
+    const real = realDir(d);
+    if (real) own.add(real);
   }
   return { own: [...own], others: [...others].sort() };
 }
 
-/** `<dir>/COVER_NAME`, made (empty, mode 000) if missing and `make`; true if it is then such a directory of ours. */
-function cover(dir: string, uid: number, make: boolean): boolean {
-  const p = join(dir, COVER_NAME);
-  if (make) {
-    try {
-      mkdirSync(p, { mode: 0 });
-    } catch {
-      // exists, or the directory is not writable: checked below
-    }
-  }
-  const st = lstatSync(p, { throwIfNoEntry: false });
+function hasCover(dir: string, uid: number): boolean {
+  const st = lstatSync(join(dir, COVER_NAME), { throwIfNoEntry: false });
   return !!st && st.isDirectory() && st.uid === uid && (st.mode & 0o777) === 0;
 }
 
@@ -311,6 +307,14 @@ export function privateDir(env: NodeJS.ProcessEnv = process.env): string {
     throw new PrivateDirError(
       `${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 700 ${dir}\` and try again`,
     );
+  // Other servers' sandboxes bind this over the directory (see COVER_NAME); fixed places get a tmpfs.
+  if (!fixedPrivateDirs(uid).includes(dir)) {
+    try {
+      mkdirSync(join(dir, COVER_NAME), { mode: 0 });
+    } catch {
+      // exists already, or cannot be made: other servers then cover the directory with a tmpfs
+    }
+  }
   cached = dir;
   return dir;
 }

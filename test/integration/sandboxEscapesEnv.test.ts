@@ -48,18 +48,21 @@ describe(
   () => {
     const runtime = join(base, 'runtime'); // EXEC_BRIDGE_RUNTIME_DIR of one server
     const xdg = join(base, 'xdg'); // XDG_RUNTIME_DIR of another (ours, 0700, as systemd makes it)
-    const old = join('/tmp', `exec-bridge-fifo-envtest${process.pid}`); // what an older version keeps in /tmp
+    // What an older version keeps in the temp directory. The servers get a temp directory of this
+    // test's own: a real /tmp entry that comes and goes would change every other server's sandboxes.
+    const tmp = join(base, 'tmp');
+    const old = join(tmp, 'exec-bridge-fifo-envtest');
     const servers: Server[] = [];
 
     before(async () => {
       mkdirSync(ws, { recursive: true });
       mkdirSync(xdg, { mode: 0o700 });
-      mkdirSync(old, { mode: 0o700 });
+      mkdirSync(old, { mode: 0o700, recursive: true });
       writeFileSync(join(old, 'token'), `${SECRET}\n`, { mode: 0o600 });
       const specs: Array<[string, NodeJS.ProcessEnv, string]> = [
-        ['plain', plainEnv(), `/tmp/exec-bridge-${process.getuid!()}`],
-        ['runtime-dir', { ...plainEnv(), EXEC_BRIDGE_RUNTIME_DIR: runtime }, runtime],
-        ['xdg', { ...plainEnv(), XDG_RUNTIME_DIR: xdg }, join(xdg, 'exec-bridge')],
+        ['plain', { ...plainEnv(), TMPDIR: tmp }, `/tmp/exec-bridge-${process.getuid!()}`],
+        ['runtime-dir', { ...plainEnv(), TMPDIR: tmp, EXEC_BRIDGE_RUNTIME_DIR: runtime }, runtime],
+        ['xdg', { ...plainEnv(), TMPDIR: tmp, XDG_RUNTIME_DIR: xdg }, join(xdg, 'exec-bridge')],
       ];
       for (const [name, env, privateDir] of specs) {
         const server = await startServer('ours', [], env);
@@ -86,7 +89,6 @@ describe(
         s.client.close();
         await s.server.stop();
       }
-      rmSync(old, { recursive: true, force: true, maxRetries: 5 }); // other servers may be making its cover meanwhile
       rmSync(base, { recursive: true, force: true });
     });
 
@@ -144,7 +146,7 @@ describe(
       });
     }
 
-    test('what an older version keeps in /tmp (exec-bridge-fifo-*) is hidden from every sandbox', async () => {
+    test('what an older version keeps in the temp directory (exec-bridge-fifo-*) is hidden from every sandbox', async () => {
       for (const s of servers) {
         for (const [policy, network] of modes) {
           const id = `old-${s.name}-${policy}`;
