@@ -98,6 +98,10 @@ export function bwrapArgs(o: BwrapOptions): string[] {
 
   // No capabilities: as root, CAP_SYS_ADMIN alone would let it remount the read-only binds writable.
   a.push('--cap-drop', 'ALL');
+  // Except, with a managed network, CAP_SETFCAP for the launcher (in bwrap's user namespace): the
+  // kernel maps uid 0 in a new user namespace only for a creator that has it, and the launcher
+  // moves the command into one of its own (./netBridge.ts). The bridge drops it, the command never has it.
+  if (o.managedNetwork) a.push('--cap-add', 'CAP_SETFCAP');
   if (o.seccompFd !== undefined) a.push('--seccomp', String(o.seccompFd));
   a.push('--chdir', o.cwd);
   for (const [k, v] of o.setenv ?? []) a.push('--setenv', k, v);
