@@ -180,6 +180,7 @@ export class NetProxy {
       else if (first[0] === 0x04) {
         this.log?.('managed network: refused a SOCKS4 request (only SOCKS5 and HTTP are served)');
         client.end(Buffer.from([0, 0x5b, 0, 0, 0, 0, 0, 0]));
+        client.on('data', () => undefined); // drain until the peer closes
       } else void this.http(client);
     });
   }
@@ -207,7 +208,10 @@ export class NetProxy {
     });
   }
 
-  /** Resolves through this listener's line, then the server's (each answer used by the one request that asked, once). */
+  /**
+   * Resolves through this listener's line, then the server's; connections asking for one name at
+   * once share the answer (nothing is kept after).
+   */
   private resolve(name: string): Promise<string> {
     let p = this.resolving.get(name);
     if (!p) {
