@@ -100,7 +100,7 @@ describe('managed network proxy: connection bounds and idle timeouts', () => {
     assert.match(again.toString(), /ALLOWED$/);
   });
 
-  test("the server's budget is shared by every listener: a second listener is refused when it is spent, and serves once freed", async () => {
+  test("the server's budget is shared: a second listener is refused while it is spent, and serves once freed", async () => {
     const budget = new ConnectionBudget(12);
     const a = await start({ budget, limits: { perListener: 8 } });
     const b = await start({ budget, limits: { perListener: 8 } });
@@ -147,7 +147,7 @@ describe('managed network proxy: connection bounds and idle timeouts', () => {
     await until(() => proxy.openConnections === 0, 30_000, 'every connection released');
   });
 
-  test("lookups: a listener runs 2 at once and the server 2; another listener's lookup goes ahead of the first one's line; one name asked at once is looked up once", async () => {
+  test('lookups: 2 at once per listener and per server, fair between listeners, one lookup for one name', async () => {
     const pending: Array<{ name: string; done: (a: string) => void }> = [];
     const asked: string[] = [];
     let inFlight = 0;
