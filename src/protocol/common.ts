@@ -10,6 +10,11 @@ export const ErrorCode = {
   InvalidParams: -32602,
   /** Spawn failure (with `data.kind`), OS errors in fs ops, write to a dead pipe, HTTP transport failure. */
   Internal: -32603,
+  /**
+   * Ours: a large request refused because the connection's (or the server's) unfinished requests
+   * already hold their budget; the connection stays up. Codex's app-server uses it for "overloaded".
+   */
+  Overloaded: -32001,
   /** fs op on a missing path, unknown file handle. */
   NotFound: -32004,
   /** `initialize` with `resumeSessionId` of a session that still has a live connection. */

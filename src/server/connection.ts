@@ -8,7 +8,15 @@ import { encodeNotification } from '../rpc/message';
 import { RpcPeer } from '../rpc/peer';
 import type { Router } from '../rpc/router';
 import type { Transport } from '../rpc/transport';
-import { Admission } from './admission';
+import {
+  ANSWER_RESERVE_MIN,
+  Admission,
+  ByteMeter,
+  CONNECTION_REQUEST_BYTES,
+  SMALL_REQUEST_BYTES,
+  processServerBudgets,
+  type ServerBudgets,
+} from './admission';
 import type { FileHandleTable } from './fileHandles';
 import type { Session, SessionConnection } from './session';
 import type { SessionRegistry } from './sessionRegistry';
@@ -22,6 +30,11 @@ export interface RequestContext {
   activeHttpStreams: Set<string>;
   /** Aborted when this connection ends (streamed HTTP bodies stop). */
   signal: AbortSignal;
+  /**
+   * Waits until an answer carrying `dataBytes` of data may be built (the server's answer budget; one
+   * large answer of this connection at a time, none while it is congested). Held until the request ends.
+   */
+  reserveAnswer?(dataBytes: number): Promise<void>;
   /** True while this connection's outgoing buffer is over its high-water mark. */
   congested(): boolean;
   /** Calls `cb` once the congestion clears, or the connection ends. */
@@ -44,6 +57,10 @@ export interface ConnectionOptions {
   /** How long a probed connection has to show a sign of life (default 5 s). */
   probeTimeoutMs?: number;
   log?: (line: string) => void;
+  /** What this connection's unfinished requests may hold (their JSON text; default 64 MiB). */
+  maxRequestBytes?: number;
+  /** Shared by the connections of one server (default: this process's). */
+  budgets?: ServerBudgets;
 }
 
 const HIGH_WATER = 8 * 1024 * 1024;
@@ -80,6 +97,11 @@ export class ServerConnection implements SessionConnection {
   private readonly abort = new AbortController();
   private readonly highWater: number;
   private readonly admission: Admission;
+  /** Bytes of this connection's requests not yet answered (process/write data, fs/writeFile contents). */
+  private readonly requestBytes: ByteMeter;
+  private readonly budgets: ServerBudgets;
+  /** Settles when this connection's last large answer was handed on (they are built one at a time). */
+  private answerTurn: Promise<void> = Promise.resolve();
   private handshakeTimer: NodeJS.Timeout | undefined;
   /** When a frame, a pong or a drain last proved the peer is there. */
   private lastHeard = Date.now();
@@ -96,8 +118,10 @@ export class ServerConnection implements SessionConnection {
     // Every outgoing frame counts: over the mark, no more requests are read from this client.
     transport.highWaterMark = this.highWater;
     this.admission = new Admission(() => this.congested());
+    this.requestBytes = new ByteMeter(options.maxRequestBytes ?? CONNECTION_REQUEST_BYTES);
+    this.budgets = options.budgets ?? processServerBudgets();
     this.peer = new RpcPeer(transport, {
-      onRequest: (method, params) => this.handle(method, params),
+      onRequest: (method, params, _id, bytes) => this.handle(method, params, bytes),
       onNotification: (method) => this.onNotification(method),
       onUnexpectedResponse: () => this.drop('client sent a response nobody asked for'),
     });
@@ -105,6 +129,7 @@ export class ServerConnection implements SessionConnection {
     transport.onDrain(() => {
       this.heard();
       this.admission.pump();
+      this.budgets.answers.pump();
     });
     if (options.handshakeTimeoutMs !== undefined) {
       const ms = options.handshakeTimeoutMs;
@@ -219,13 +244,15 @@ export class ServerConnection implements SessionConnection {
     this.drop(method === 'initialized' ? '`initialized` before `initialize`' : `unexpected notification \`${method}\``);
   }
 
-  private async handle(method: string, params: unknown): Promise<unknown> {
+  private async handle(method: string, params: unknown, bytes: number): Promise<unknown> {
     const max = this.options.maxInFlight ?? 4096;
     if (this.inFlight >= max) {
       throw RpcError.internal(`too many requests in flight on this connection (limit ${max}); wait for answers before sending more`);
     }
+    this.holdRequestBytes(bytes);
     this.inFlight++;
     let release: (() => void) | undefined;
+    let answerRelease: (() => void) | undefined;
     try {
       if (method === 'initialize') return this.initialize(params);
       if (!this.options.router.has(method)) return this.options.router.dispatch(method, params, undefined as never);
@@ -242,14 +269,73 @@ export class ServerConnection implements SessionConnection {
         notify: (m, p) => this.notify(m, p),
         activeHttpStreams: this.activeHttpStreams,
         signal: this.abort.signal,
+        reserveAnswer: async (dataBytes) => {
+          answerRelease ??= await this.reserveAnswer(dataBytes);
+        },
         congested: () => this.congested(),
         whenUncongested: (cb) => this.whenUncongested(cb),
       };
       return await this.options.router.dispatch(method, params, ctx);
     } finally {
       this.inFlight--;
+      this.requestBytes.give(bytes);
+      this.budgets.requests.give(bytes);
+      answerRelease?.();
       // The answer is sent right after this (before the admission looks again).
       release?.();
+    }
+  }
+
+  /**
+   * Counts a request's bytes until it is answered, or refuses it (-32001, the connection stays up)
+   * when this connection's or the server's unfinished requests would hold more than their budget.
+   * Refused, not left unread: a held write may be waiting for a child that waits for this client's
+   * next request (an ack, a resume), so not reading would deadlock. Small requests always get in.
+   */
+  private holdRequestBytes(bytes: number): void {
+    if (bytes <= SMALL_REQUEST_BYTES) {
+      this.requestBytes.add(bytes);
+      this.budgets.requests.add(bytes);
+      return;
+    }
+    const mine = this.requestBytes;
+    const all = this.budgets.requests;
+    const over = !mine.take(bytes) ? mine : !all.take(bytes) ? all : undefined;
+    if (!over) return;
+    if (over === all) mine.give(bytes);
+    const whose = over === mine ? "this connection's" : "the server's";
+    const mib = (n: number) => Math.ceil(n / (1024 * 1024));
+    throw new RpcError(
+      ErrorCode.Overloaded,
+      `server overloaded: ${whose} unfinished requests already hold ${mib(over.heldBytes)} MiB (limit ${mib(over.limit)} MiB); wait for their answers (writes to a process that reads its stdin, files written) before sending more large requests`,
+      { kind: 'requestBudget', scope: over === mine ? 'connection' : 'server', limitBytes: over.limit, heldBytes: over.heldBytes },
+    );
+  }
+
+  /**
+   * Waits for the turn of a large answer (`dataBytes` of data; smaller ones need none): after this
+   * connection's previous large answer was handed on, once the connection is not congested (that
+   * answer went out) and the server's answer budget has room. Resolves with the release.
+   */
+  private async reserveAnswer(dataBytes: number): Promise<(() => void) | undefined> {
+    if (dataBytes < ANSWER_RESERVE_MIN) return undefined;
+    // In place as a binary frame; as base64 JSON the data plus a text 4/3 its size.
+    const cost = this.binary ? dataBytes : Math.ceil((dataBytes * 7) / 3);
+    const previous = this.answerTurn;
+    let next!: () => void;
+    this.answerTurn = new Promise<void>((r) => (next = r));
+    // On a later turn: the answer must be handed to the transport (and counted as buffered) first.
+    const passOn = () => setImmediate(next);
+    await previous;
+    try {
+      const release = await this.budgets.answers.acquire(cost, () => !this.congested(), this.abort.signal);
+      return () => {
+        release();
+        passOn();
+      };
+    } catch {
+      passOn();
+      throw RpcError.internal('connection closed');
     }
   }
 

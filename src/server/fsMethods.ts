@@ -34,10 +34,12 @@ import { uriFromPath } from './uri';
  */
 export interface FsContext {
   fileHandles: FileHandleTable;
+  /** Waits for room to build an answer of that many bytes (./connection.ts, the answer budget). */
+  reserveAnswer?(dataBytes: number): Promise<void>;
 }
 
 export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
-  router.on('fs/readFile', async (params) => {
+  router.on('fs/readFile', async (params, ctx) => {
     const path = toPath(params.path);
     const sb = FsSandbox.fromRequest(params.sandbox);
     const data = await io(async () => {
@@ -48,6 +50,7 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
       }
       const { file, size } = await openForReading(target, path, sb);
       try {
+        await ctx.reserveAnswer?.(size);
         return await readWhole(file, size, BINARY_RESULT_HEADROOM);
       } finally {
         await file.close();
