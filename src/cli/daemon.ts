@@ -24,12 +24,16 @@ export * from '../client/daemonStart';
 async function runDaemon(argv: string[]): Promise<number> {
   let key: string | undefined;
   let idleMs = DAEMON_IDLE_MS;
+  const spool: { processBytes?: number; totalBytes?: number } = {};
   let ttlMs: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1];
     if (argv[i] === '--key' && v) key = argv[++i];
     else if (argv[i] === '--idle-exit-ms' && v) idleMs = Number(argv[++i]);
     else if (argv[i] === '--session-ttl-ms' && v) ttlMs = Number(argv[++i]);
+    // The output spool's caps, as `serve`'s --spool-process-bytes / --spool-total-bytes (defaults 64 MiB, 1 GiB).
+    else if (argv[i] === '--spool-process-bytes' && v) spool.processBytes = Number(argv[++i]);
+    else if (argv[i] === '--spool-total-bytes' && v) spool.totalBytes = Number(argv[++i]);
     else {
       process.stderr.write(`exec-bridge daemon run: unknown option ${argv[i]}\n`);
       return 2;
@@ -49,6 +53,8 @@ async function runDaemon(argv: string[]): Promise<number> {
   const server = new ExecServer({
     token,
     sessionTtlMs: ttlMs,
+    spoolProcessBytes: spool.processBytes,
+    spoolTotalBytes: spool.totalBytes,
     planner: sandbox.planner,
     sandboxAvailable: sandbox.sandboxAvailable,
     log,

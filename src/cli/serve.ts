@@ -8,6 +8,7 @@ import { readTokenFile } from './tokenFile';
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | unix:PATH | stdio] [--token-file FILE]
                         [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH]
                         [--sandbox-prewarm-ms N] [--exit-with-stdin] [--idle-exit-ms N] [--verbose]
+                        [--spool-process-bytes N] [--spool-total-bytes N]
 
   --listen          where to listen (default ws://127.0.0.1:0; port 0 picks a free one).
                     Prints exactly one line on stdout: the bound ws:// URL.
@@ -28,7 +29,14 @@ export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | 
   --exit-with-stdin stop (killing every child) when stdin reaches end of file: a parent that keeps
                     a pipe to it (the VS Code extension) takes the server along even if it crashes.
   --idle-exit-ms    stop after this long with no connection and no session (default: never).
-  --verbose         log connections and sessions on stderr (never tokens).`;
+  --verbose         log connections and sessions on stderr (never tokens).
+  --spool-process-bytes
+                    output one process keeps for clients that ask for it, its newest 1 MiB in
+                    memory and the rest spooled to a 0600 file in the private directory
+                    (default 67108864, 64 MiB; 0: no spool, only the 1 MiB window).
+  --spool-total-bytes
+                    spooled output of all processes of this server (default 1073741824, 1 GiB);
+                    over it, the oldest bytes of the processes that finished first go first.`;
 
 interface ServeArgs {
   listen: string;
@@ -40,6 +48,8 @@ interface ServeArgs {
   exitWithStdin?: boolean;
   idleExitMs?: number;
   verbose: boolean;
+  spoolProcessBytes?: number;
+  spoolTotalBytes?: number;
 }
 
 function parseServeArgs(args: string[]): ServeArgs {
@@ -74,6 +84,12 @@ function parseServeArgs(args: string[]): ServeArgs {
         break;
       case '--idle-exit-ms':
         out.idleExitMs = nonNegativeInt(flag, value());
+        break;
+      case '--spool-process-bytes':
+        out.spoolProcessBytes = nonNegativeInt(flag, value());
+        break;
+      case '--spool-total-bytes':
+        out.spoolTotalBytes = nonNegativeInt(flag, value());
         break;
       case '--exit-with-stdin':
         out.exitWithStdin = true;
@@ -132,6 +148,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     allowOrigins: args.allowOrigins,
     sessionTtlMs: args.ttlMs,
     sandboxPrewarmMs: args.prewarmMs,
+    spoolProcessBytes: args.spoolProcessBytes,
+    spoolTotalBytes: args.spoolTotalBytes,
     log,
     planner: sandbox.planner,
     sandboxAvailable: sandbox.sandboxAvailable,

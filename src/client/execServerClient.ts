@@ -17,12 +17,13 @@ import {
   AbortedError,
   AnswerTooLargeError,
   ConnectFailedError,
+  ExecClientError,
   OutcomeUnknownError,
   RemoteError,
   UnsupportedError,
   WriteRejectedError,
 } from './errors';
-import { adoptRead, SessionExpiredError, type AttachedProcess } from './processAttach';
+import { adoptRead, replaySpool, SessionExpiredError, type AttachedProcess } from './processAttach';
 import { ProcessHandleImpl, type HandleHost, type ProcessHandle } from './processHandle';
 import { ProcessTable } from './processTable';
 import { SessionLink } from './sessionLink';
@@ -115,6 +116,7 @@ export class ExecServerClient implements Disposable {
       keepalive: options.keepalive ?? { intervalMs: 5_000, timeoutMs: 5_000 },
       jitter,
       binaryOutput: options.binaryOutput ?? true,
+      outputSpool: options.outputSpool ?? true,
     };
     this.link = new SessionLink(settings, connector, this.clock, this.log, {
       onNotification: (method, params) => this.processes.dispatch(method, params),
@@ -254,9 +256,17 @@ export class ExecServerClient implements Disposable {
       if (credit && o.creditWindow) handle.enableCredit(o.creditWindow);
       // The retained output first, while an earlier client's credit still holds the process: turned
       // off (or changed) before the read, the server would read on and could evict what it retains.
-      const attached = adoptRead(handle, await this.invoke('process/read', { processId, afterSeq: 0 }));
+      const first = await this.invoke('process/read', { processId, afterSeq: 0 });
+      const attached = adoptRead(handle, first);
       if (credit) await this.invoke('process/ack', { processId, seq: 0, window: o.creditWindow ?? null });
-      return { handle, ...attached };
+      if (first.execBridgeSpooled) {
+        // The rest of the spool, page by page as the consumer takes it; then the window, merged with live output.
+        replaySpool(handle, first.nextSeq - 1, (afterSeq) => this.invoke('process/read', { processId, afterSeq })).catch((e: unknown) =>
+          handle.fail(e instanceof ExecClientError ? e : new RemoteError('process/read', ErrorCode.Internal, errorMessage(e))),
+        );
+      }
+      const cap = this.link.outputSpool?.processBytes;
+      return { handle, ...attached, ...(cap !== undefined ? { spoolCapBytes: cap } : {}) };
     } catch (e) {
       this.untrack(handle);
       throw e;

@@ -17,8 +17,12 @@ export class SessionExpiredError extends Error {
 }
 
 export interface AttachedProcess {
-  /** Seqs before this one were no longer retained (the executor keeps the newest 1 MiB); 0 when nothing was lost. */
+  /** Seqs before this one were no longer retained (the executor keeps the newest 1 MiB, or what its spool holds); 0 when nothing was lost. */
   evictedBefore: number;
+  /** A server that spools (`execBridgeOutputSpool`): how many output bytes it had dropped (its cap) when the replay began. */
+  droppedBytes?: number;
+  /** And its cap on what one process keeps (bytes). */
+  spoolCapBytes?: number;
 }
 
 /**
@@ -30,11 +34,46 @@ export interface AttachedProcess {
  */
 export function adoptRead(handle: ProcessHandleImpl, read: ProcessReadResult): AttachedProcess {
   const first = read.chunks[0]?.seq;
+  const dropped = read.execBridgeDroppedBytes !== undefined ? { droppedBytes: read.execBridgeDroppedBytes } : {};
+  if (read.execBridgeSpooled) {
+    // The first page of the spool: the rest follows (`replaySpool`), then the window and live output.
+    const outcome = handle.orderer.mergeSpooled(read, true);
+    handle.publish(outcome.events);
+    return { evictedBefore: first !== undefined && first > 1 ? first : 0, ...dropped };
+  }
   // Without chunks: only the exit and close events (if any) are left to account for.
   const base = first !== undefined ? first - 1 : Math.max(0, read.nextSeq - 1 - (read.exited ? 1 : 0) - (read.closed ? 1 : 0));
   handle.orderer.skipTo(base);
   const outcome = handle.orderer.mergeRead(read);
   handle.publish(outcome.events);
   if (outcome.lost) handle.fail(new OutputLostError(handle.processId, outcome.lost.fromSeq, outcome.lost.toSeq));
-  return { evictedBefore: base > 0 ? base + 1 : 0 };
+  return { evictedBefore: base > 0 ? base + 1 : 0, ...dropped };
+}
+
+/**
+ * The rest of a spooled replay after `adoptRead`'s first page: `process/read` page by page from
+ * `afterSeq` until an answer is not a spool page (the window), each page read only once the
+ * consumer has room in the handle's credit window (a reopened terminal is fed as fast as it
+ * draws, not 64 MiB at once). Output the cap drops meanwhile is skipped, as at the start.
+ */
+export async function replaySpool(
+  handle: ProcessHandleImpl,
+  afterSeq: number,
+  read: (afterSeq: number) => Promise<ProcessReadResult>,
+): Promise<void> {
+  let after = afterSeq;
+  // Each page moves `after` forward by at least one seq: bounded by the seqs the server assigned.
+  for (let page = 0; page < Number.MAX_SAFE_INTEGER && !handle.isFinished; page++) {
+    await handle.whenCreditRoom();
+    if (handle.isFinished) return;
+    const r = await read(after);
+    const outcome = handle.orderer.mergeSpooled(r, true);
+    handle.publish(outcome.events);
+    if (!r.execBridgeSpooled) {
+      if (outcome.lost) handle.fail(new OutputLostError(handle.processId, outcome.lost.fromSeq, outcome.lost.toSeq));
+      return;
+    }
+    if (r.nextSeq - 1 <= after) return;
+    after = r.nextSeq - 1;
+  }
 }

@@ -223,6 +223,7 @@ export class ProcessHandleImpl implements ProcessHandle {
     this.statusValue = 'failed';
     this.held = undefined;
     this.deliver({ type: 'failed', error });
+    this.wakeRoom();
     this.done.reject(error);
     this.adoption?.reject(error);
     this.host.forget(this);
@@ -300,9 +301,26 @@ export class ProcessHandleImpl implements ProcessHandle {
     this.credit = bytes;
   }
 
+  /** Resolves once less than the credit window of delivered output is unconsumed (at once without credit, or finished). */
+  whenCreditRoom(): Promise<void> {
+    if (this.credit === undefined || this.isFinished || this.deliveredBytes - this.consumedBytes < this.credit) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  private roomWaiters: Array<() => void> = [];
+
+  private wakeRoom(): void {
+    if (this.roomWaiters.length === 0) return;
+    if (!this.isFinished && this.credit !== undefined && this.deliveredBytes - this.consumedBytes >= this.credit) return;
+    const ws = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of ws) w();
+  }
+
   outputConsumed(bytes: number): void {
     if (this.credit === undefined || bytes <= 0) return;
     this.consumedBytes = Math.min(this.deliveredBytes, this.consumedBytes + bytes);
+    this.wakeRoom();
     while (this.creditHead < this.creditSeqs.length && this.creditTotals[this.creditHead]! <= this.consumedBytes) {
       this.consumedUpTo = { seq: this.creditSeqs[this.creditHead]!, bytes: this.creditTotals[this.creditHead]! };
       this.creditHead++;

@@ -119,12 +119,28 @@ export class ProcessTable {
           }
           throw e;
         }
-        const read = ProcessReadResult.safeParse(raw);
+        let read = ProcessReadResult.safeParse(raw);
         if (!read.success) throw new Error(`unexpected process/read result for ${h.processId}`);
         if (h.phase === 'startLost') {
           h.phase = 'started';
           h.adoption?.resolve({ processId: h.processId });
         }
+        // A server that spools answers what the window no longer holds page by page (`execBridgeSpooled`).
+        let stopped = false;
+        // Each page moves the cursor forward (a page without progress ends it): bounded by the seqs assigned.
+        for (let after = afterSeq; read.data.execBridgeSpooled && read.data.nextSeq - 1 > after;) {
+          const o = h.orderer.mergeSpooled(read.data, false);
+          h.publish(o.events);
+          if (o.lost) h.fail(new OutputLostError(h.processId, o.lost.fromSeq, o.lost.toSeq));
+          if (o.lost || h.isFinished) {
+            stopped = true;
+            break;
+          }
+          after = read.data.nextSeq - 1;
+          read = ProcessReadResult.safeParse(await peer.request('process/read', { processId: h.processId, afterSeq: after }));
+          if (!read.success) throw new Error(`unexpected process/read result for ${h.processId}`);
+        }
+        if (stopped) continue;
         const outcome = h.orderer.mergeRead(read.data);
         h.publish(outcome.events);
         if (outcome.lost) h.fail(new OutputLostError(h.processId, outcome.lost.fromSeq, outcome.lost.toSeq));

@@ -76,6 +76,41 @@ export class SeqOrderer {
     return { events, lost: { fromSeq: missing[0]!, toSeq: missing[missing.length - 1]! } };
   }
 
+  /**
+   * Merges an answer of a server that spools (`execBridgeOutputSpool`, docs/protocol-extensions.md):
+   * a spool page (`execBridgeSpooled`: every seq from its first chunk to `nextSeq - 1` is a chunk or
+   * `execBridgeExitSeq`), or the last answer of a replay (then as `mergeRead`). Seqs before the
+   * first chunk that were never published are output the server's cap dropped: with `skipDropped`
+   * (an attach) publishing goes on after them, else (a catch-up) they are `lost`.
+   */
+  mergeSpooled(read: ProcessReadResult, skipDropped: boolean): MergeOutcome {
+    const first = read.chunks[0]?.seq;
+    const events: SeqEvent[] = [];
+    const exitSeq = read.execBridgeExitSeq;
+    const exited = (seq: number): SeqEvent => ({ type: 'exited', seq, exitCode: read.exitCode ?? -1, sandboxDenied: read.sandboxDenied });
+    const gap = first !== undefined && first > this.last + 1 && !this.pending.has(this.last + 1);
+    if (gap && !skipDropped && read.execBridgeSpooled && !(first === this.last + 2 && exitSeq === this.last + 1))
+      return { events, lost: { fromSeq: this.last + 1, toSeq: first - 1 } };
+    if (gap && skipDropped) {
+      if (exitSeq !== undefined && exitSeq > this.last && exitSeq < first && !this.exitKnown) {
+        this.skipTo(exitSeq - 1);
+        this.add(exited(exitSeq));
+        events.push(...this.drain());
+      }
+      this.skipTo(first - 1);
+    }
+    if (!read.execBridgeSpooled) {
+      const rest = this.mergeRead(read);
+      return { ...rest, events: [...events, ...rest.events] };
+    }
+    for (const c of read.chunks) {
+      if (c.seq > this.last) this.add({ type: 'output', seq: c.seq, stream: c.stream, data: Buffer.from(c.chunk, 'base64') });
+    }
+    if (exitSeq !== undefined && exitSeq > this.last && exitSeq < read.nextSeq && !this.exitKnown) this.add(exited(exitSeq));
+    events.push(...this.drain());
+    return { events };
+  }
+
   private add(event: SeqEvent): void {
     if (event.seq <= this.last || this.pending.has(event.seq)) return;
     this.pending.set(event.seq, event);

@@ -34,6 +34,8 @@ export interface LinkSettings {
   jitter: number;
   /** Ask for binary output frames in `initialize` (a server that does not know them ignores the field). */
   binaryOutput?: boolean;
+  /** Ask for spooled output in `initialize` (`execBridgeOutputSpool`; default yes; other servers ignore the field). */
+  outputSpool?: boolean;
 }
 
 /** What the link asks of the client that owns it. */
@@ -75,6 +77,7 @@ export class SessionLink {
 
   private session = '';
   private envInfo: EnvironmentInfo | undefined;
+  private spool: InitializeResult['execBridgeOutputSpool'];
   private caps: Record<string, boolean> = {};
 
   constructor(
@@ -98,6 +101,10 @@ export class SessionLink {
   }
   get environmentInfo(): EnvironmentInfo | undefined {
     return this.envInfo;
+  }
+  /** The current connection's `process/read` serves spooled output, with these caps (undefined: only the server's window). */
+  get outputSpool(): InitializeResult['execBridgeOutputSpool'] {
+    return this.spool;
   }
   get capabilities(): Readonly<Record<string, boolean>> {
     return this.caps;
@@ -246,6 +253,7 @@ export class SessionLink {
             clientName: this.settings.clientName,
             ...(resumeSessionId ? { resumeSessionId } : {}),
             ...(resumeSessionId && takeOver ? { execBridgeTakeOver: true } : {}),
+            ...(this.settings.outputSpool !== false ? { execBridgeOutputSpool: true } : {}),
             // Only a connection that delivers binary messages may ask for them (a wrapper without `onBinary` would drop them).
             ...(this.settings.binaryOutput !== false && conn.onBinary ? { [BINARY_OUTPUT_FIELD]: true } : {}),
           },
@@ -263,6 +271,8 @@ export class SessionLink {
         throw new Error('the server answered initialize with an unexpected result');
       }
       live.peer.notify('initialized', {});
+      // Per connection: a resume on a server that does not spool (a restarted older one) reads its window only.
+      this.spool = init.data.execBridgeOutputSpool;
       return { live, init: init.data };
     } finally {
       this.clock.clearTimeout(timer);

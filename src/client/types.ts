@@ -90,6 +90,11 @@ export interface ClientOptions {
    */
   binaryOutput?: boolean;
   /**
+   * Ask the executor to serve spooled output (`execBridgeOutputSpool`): an attached process then
+   * replays everything still spooled, not only the newest 1 MiB. Default true; other servers ignore it.
+   */
+  outputSpool?: boolean;
+  /**
    * If a cleanup call (`process/terminate`, `fs/close`) cannot get even the reserved permit within
    * this long, the connection is judged wedged and closed so teardown can proceed. Default 10 000 ms.
    */

@@ -59,7 +59,7 @@ export interface TerminalRunDeps {
    * Instead of starting a process: follow one that already runs (a terminal reopened after a window
    * reload). Resolves with its handle (retained output first) and where the retained output begins.
    */
-  attach?(): Promise<{ handle: ProcessHandle; evictedBefore: number }>;
+  attach?(): Promise<{ handle: ProcessHandle; evictedBefore: number; droppedBytes?: number; spoolCapBytes?: number }>;
   /** The process behind the terminal started (for what a window reload reopens). */
   onStarted?(handle: ProcessHandle, sandboxed: boolean): void;
   log?(line: string): void;
@@ -176,11 +176,7 @@ export class TerminalRun {
       this.model.finish(undefined);
       return;
     }
-    this.model.notice(
-      attached.evictedBefore > 0
-        ? '↻ reopened after the window reload; the executor no longer holds its oldest output (it keeps the newest 1 MiB)'
-        : '↻ reopened after the window reload',
-    );
+    this.model.notice(reopenNotice(attached));
     const { handle } = attached;
     this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
     const dims = this.model.dimensions;
@@ -395,4 +391,21 @@ export class TerminalRun {
         break;
     }
   }
+}
+
+/** The line a reopened terminal starts with: what of its earlier output the executor no longer had. */
+export function reopenNotice(a: { evictedBefore: number; droppedBytes?: number; spoolCapBytes?: number }): string {
+  const head = '↻ reopened after the window reload';
+  if (a.droppedBytes !== undefined && a.spoolCapBytes !== undefined) {
+    // A spooling executor: everything it still holds follows; say how much its cap dropped.
+    if (a.droppedBytes === 0) return head;
+    return `${head}; ${mib(a.droppedBytes)} of earlier output was dropped (spool cap ${mib(a.spoolCapBytes)})`;
+  }
+  return a.evictedBefore > 0 ? `${head}; the executor no longer holds its oldest output (it keeps the newest 1 MiB)` : head;
+}
+
+function mib(bytes: number): string {
+  const m = bytes / (1024 * 1024);
+  if (m < 0.1) return `${Math.max(1, Math.round(bytes / 1024))} KiB`;
+  return `${m >= 10 || Number.isInteger(m) ? Math.round(m) : m.toFixed(1)} MiB`;
 }

@@ -113,6 +113,16 @@ export const ProcessReadResult = z.object({
   sandboxDenied: z.boolean().optional().default(false),
   /** Ours: the managed network's proxy refused this destination (`host:port`); set only with `sandboxDenied`. */
   sandboxDeniedTarget: z.string().optional(),
+  /**
+   * Ours, only to a connection that asked for `execBridgeOutputSpool` (./session.ts): the chunks
+   * came from the output spool and newer output follows; read on from `nextSeq`. Such a page is
+   * every seq from its first chunk to `nextSeq - 1`, except `execBridgeExitSeq`.
+   */
+  execBridgeSpooled: z.boolean().optional(),
+  /** Ours, with `execBridgeOutputSpool`: output bytes the server no longer holds (older than all it holds; a cap dropped them). */
+  execBridgeDroppedBytes: U64.optional(),
+  /** Ours, with `execBridgeOutputSpool`: the seq of `exited`, once the process exited. */
+  execBridgeExitSeq: U64.optional(),
 });
 export type ProcessReadResult = z.infer<typeof ProcessReadResult>;
 

@@ -13,6 +13,8 @@ export const InitializeParams = z.object({
    * -32010. Any other value is ignored, as codex ignores the field.
    */
   execBridgeTakeOver: z.unknown().optional(),
+  /** Ours: `true` asks `process/read` to serve spooled output (docs/protocol-extensions.md "Output spool"). Any other value is ignored. */
+  execBridgeOutputSpool: z.unknown().optional(),
 });
 export type InitializeParams = z.infer<typeof InitializeParams>;
 
@@ -22,6 +24,8 @@ export const InitializeResult = z.object({
   environmentInfo: EnvironmentInfo.optional(),
   /** Ours: true when this connection's output comes as binary frames (the client asked, the transport can). */
   execBridgeBinaryOutput: z.boolean().optional(),
+  /** Ours: the client asked and `process/read` serves spooled output, with these caps (bytes per process, per server). */
+  execBridgeOutputSpool: z.object({ processBytes: z.number().int().nonnegative(), totalBytes: z.number().int().nonnegative() }).optional(),
 });
 export type InitializeResult = z.infer<typeof InitializeResult>;
 

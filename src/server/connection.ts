@@ -39,6 +39,8 @@ export interface RequestContext {
   congested(): boolean;
   /** Calls `cb` once the congestion clears, or the connection ends. */
   whenUncongested(cb: () => void): void;
+  /** This connection negotiated `execBridgeOutputSpool`: `process/read` serves spooled output. */
+  outputSpool?: boolean;
 }
 
 export interface ConnectionOptions {
@@ -108,6 +110,8 @@ export class ServerConnection implements SessionConnection {
   private probing = false;
   /** This client asked for binary output frames in `initialize` and the transport carries them. */
   private binary = false;
+  /** This client asked for spooled output in `initialize` and the server spools. */
+  private outputSpool = false;
 
   constructor(
     private readonly transport: Transport,
@@ -274,6 +278,7 @@ export class ServerConnection implements SessionConnection {
         },
         congested: () => this.congested(),
         whenUncongested: (cb) => this.whenUncongested(cb),
+        outputSpool: this.outputSpool,
       };
       return await this.options.router.dispatch(method, params, ctx);
     } finally {
@@ -360,6 +365,11 @@ export class ServerConnection implements SessionConnection {
     this.options.log?.(`${resumeSessionId ? 'resumed' : 'created'} session ${session.id}`);
     const result: InitializeResult = { sessionId: session.id, environmentInfo: this.options.environmentInfo() };
     if (binary) result[BINARY_OUTPUT_FIELD] = true;
+    const spool = parsed.data.execBridgeOutputSpool === true ? session.enableSpool() : undefined;
+    if (spool) {
+      this.outputSpool = true;
+      result.execBridgeOutputSpool = { processBytes: spool.processBytes, totalBytes: spool.totalBytes };
+    }
     return result;
   }
 }

@@ -19,6 +19,7 @@ import { registerHttpMethods } from './httpRequest';
 import { treesKilled } from './processTree';
 import { SessionRegistry } from './sessionRegistry';
 import { PendingSockets, pendingSocketCap } from './socketBudget';
+import { SpoolStore } from './outputSpool';
 import { planUnsandboxed, type SpawnPlanner } from './spawnPlan';
 
 export interface ExecServerOptions {
@@ -29,6 +30,10 @@ export interface ExecServerOptions {
   /** Detached-session and exited-process retention (default 30 s). */
   sessionTtlMs?: number;
   planner?: SpawnPlanner;
+  /** Output a process keeps for replay, memory window included: beyond the window it is spooled to disk (default 64 MiB; 0: no spool). */
+  spoolProcessBytes?: number;
+  /** Spooled output of all processes of this server (default 1 GiB): over it, finished processes' oldest bytes go first. */
+  spoolTotalBytes?: number;
   /** `capabilities.execBridgeSandbox`: can sandboxed starts run here (asked at each `environment/info`). */
   sandboxAvailable?: boolean | (() => boolean);
   /** How long a sandbox built ahead of time waits for its start (default 30 s; 0: build none). */
@@ -88,16 +93,20 @@ export class ExecServer {
   private keepalive: NodeJS.Timeout | undefined;
   private pending: PendingSockets | undefined;
   private refusals = { count: 0, since: 0 };
+  /** Output the windows evict, for clients that ask (`execBridgeOutputSpool`). */
+  readonly spool: SpoolStore;
 
   constructor(private readonly options: ExecServerOptions = {}) {
     this.fifos.warm();
     this.prewarm = new SandboxPrewarmer(this.fifos, { idleMs: options.sandboxPrewarmMs, log: options.log });
+    this.spool = new SpoolStore({ processBytes: options.spoolProcessBytes, totalBytes: options.spoolTotalBytes }, options.log);
     this.registry = new SessionRegistry({
       ttlMs: options.sessionTtlMs ?? 30_000,
       clock: options.clock ?? systemClock,
       planner: options.planner ?? planUnsandboxed,
       fifos: this.fifos,
       prewarm: this.prewarm,
+      spool: this.spool,
     });
     registerProcessMethods(this.router);
     registerFsMethods(this.router);
@@ -277,6 +286,7 @@ export class ExecServer {
     clearInterval(this.keepalive);
     this.registry.dispose();
     this.prewarm.dispose();
+    await this.spool.dispose();
     await treesKilled();
     this.fifos.dispose();
     for (const c of this.connections) c.close('server shutting down');

@@ -10,6 +10,7 @@ import type { FifoPool } from './fifoPool';
 import { orphanGuard } from './orphanGuard';
 import { CreditWindow } from './creditWindow';
 import { OutputWindow } from './outputWindow';
+import { SPOOL_PAGE_BYTES, type OutputSpool } from './outputSpool';
 import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
 import type { SandboxPrewarmer } from './prewarm';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
@@ -28,11 +29,18 @@ export interface ProcessOptions {
   fifos?: FifoPool;
   /** Sandboxes built ahead of time for starts whose plan allows it. */
   prewarm?: SandboxPrewarmer;
+  /**
+   * The output spool for what the window evicts (./outputSpool.ts), asked for at each eviction until
+   * it gives one: undefined while the session's clients did not ask for spooled output.
+   */
+  spool?: () => OutputSpool | undefined;
   /** Called once after `closed` is published (the session starts the retention timer). */
   onClosed?: () => void;
 }
 
 const WRITE_ID_MEMORY = 4096;
+/** A spool page (`process/read` of spooled output) carries at most this, whatever `maxBytes` asks. */
+const MAX_SPOOL_PAGE = 2 * SPOOL_PAGE_BYTES;
 /** A pipe write is answered at once unless this much is already queued for the child's stdin. */
 const STDIN_QUEUE_LIMIT = 8 * 1024 * 1024;
 /** After a sandboxed exit, wait this long (or for the pipes to close) before judging a denial. */
@@ -67,6 +75,11 @@ export class ManagedProcess {
   private pid = 0;
   private nextSeq = 1;
   private readonly window: OutputWindow;
+  private spool: OutputSpool | undefined;
+  /** Output bytes ever produced: what neither the window nor the spool holds was dropped. */
+  private outputBytes = 0;
+  /** The spool's writes are behind: the child's output is not read until they catch up. */
+  private spoolBusy = false;
   private exit: { code: number; seq: number } | undefined;
   private rawExit: number | undefined;
   private closedSeq: number | undefined;
@@ -102,7 +115,10 @@ export class ManagedProcess {
     private readonly sink: ProcessSink,
     private readonly options: ProcessOptions,
   ) {
-    this.window = new OutputWindow(options.retainedBytes);
+    this.window = new OutputWindow(options.retainedBytes, undefined, (c) => {
+      this.spool ??= this.options.spool?.();
+      this.spool?.append(c.seq, c.stream, c.data);
+    });
     this.output = new OutputCoalescer(options.maxChunkBytes ?? MAX_CHUNK, (stream, data) => this.emitOutput(stream, data));
     this.idJson = JSON.stringify(id);
     this.idBytes = Buffer.from(id, 'utf8');
@@ -193,7 +209,9 @@ export class ManagedProcess {
 
   private emitOutput(stream: OutputStream, data: Buffer): void {
     const seq = this.nextSeq++;
+    this.outputBytes += data.length;
     this.window.push({ seq, stream, data });
+    if (this.spool) this.spoolPushed(this.spool);
     sendOutput(this.sink, this.idJson, this.idBytes, seq, stream, data);
     this.wake();
     if (this.credit) {
@@ -209,6 +227,24 @@ export class ManagedProcess {
         this.updateReading();
       });
     }
+  }
+
+  /** After a push that spooled: the per-process cap (memory window included), and the spool's backpressure. */
+  private spoolPushed(spool: OutputSpool): void {
+    spool.trimTo(Math.max(0, spool.capBytes - this.window.retainedBytes));
+    if (!this.spoolBusy && spool.congested) {
+      this.spoolBusy = true;
+      this.updateReading();
+      void spool.whenDrained().then(() => {
+        this.spoolBusy = false;
+        this.updateReading();
+      });
+    }
+  }
+
+  /** Output bytes no longer held (older than everything retained): dropped by a cap, or evicted before spooling began. */
+  get droppedBytes(): number {
+    return this.outputBytes - this.window.retainedBytes - (this.spool?.retainedBytes ?? 0);
   }
 
   /** `process/pause` (true) / `process/resume` (false): the client's own flow control for this process. */
@@ -234,7 +270,7 @@ export class ManagedProcess {
 
   /** Reads the child's output while the connection is not congested, the client does not hold it, and credit is left. */
   private updateReading(): void {
-    const read = !this.congested && !this.held && !this.credit?.exhausted;
+    const read = !this.congested && !this.held && !this.credit?.exhausted && !this.spoolBusy;
     if (read === this.reading) return;
     this.reading = read;
     for (const s of [this.stdout, this.stderr]) {
@@ -324,16 +360,29 @@ export class ManagedProcess {
     this.releasePlan();
     this.sink.notify('process/closed', { processId: this.id, seq });
     this.closedSignal.resolve();
+    this.spool?.finished();
     this.wake();
     this.options.onClosed?.();
   }
 
   // ---- requests ----
 
-  async read(afterSeq: number, maxBytes: number | undefined, waitMs: number): Promise<ProcessReadResult> {
+  /**
+   * `process/read`. With `spooled` (the connection asked for `execBridgeOutputSpool`), a range older
+   * than the window is served from the spool, one bounded page per answer (`execBridgeSpooled`:
+   * read on from `nextSeq`), and every answer says how many bytes were dropped.
+   */
+  async read(afterSeq: number, maxBytes: number | undefined, waitMs: number, spooled = false): Promise<ProcessReadResult> {
     const deadline = Date.now() + waitMs;
+    const fromSpool = () => {
+      const s = this.spool;
+      if (!spooled || !s || s.retainedBytes === 0 || afterSeq >= s.lastSeq) return undefined;
+      const first = this.window.firstSeq;
+      return first === undefined || afterSeq + 1 < first ? s : undefined;
+    };
     for (let round = 0; round < 1_000_000; round++) {
       const ready =
+        fromSpool() !== undefined ||
         (this.nextSeq - 1 > afterSeq && this.window.after(afterSeq, 0).length > 0) ||
         this.closedSeq !== undefined ||
         (this.exit !== undefined && afterSeq < this.exit.seq) ||
@@ -349,18 +398,37 @@ export class ManagedProcess {
       clearTimeout(timer);
       this.waiters.delete(wake);
     }
+    const spool = fromSpool();
+    if (spool) {
+      const page = await spool.read(afterSeq, Math.min(maxBytes ?? SPOOL_PAGE_BYTES, MAX_SPOOL_PAGE));
+      // Empty: a cap dropped the range meanwhile; the window answers (with the gap and the count).
+      if (page.chunks.length > 0) return { ...this.readStatus(true), chunks: page.chunks, nextSeq: page.nextSeq, execBridgeSpooled: true };
+    }
     const chunks = this.window.after(afterSeq, maxBytes);
     const nextSeq = maxBytes !== undefined && chunks.length > 0 ? chunks[chunks.length - 1]!.seq + 1 : this.nextSeq;
     return {
+      ...this.readStatus(spooled),
       chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') })),
       nextSeq,
+    };
+  }
+
+  /** The fields of a read answer besides chunks and cursor; with `spooled`, ours too. */
+  private readStatus(spooled: boolean): Omit<ProcessReadResult, 'chunks' | 'nextSeq'> {
+    return {
       exited: this.exit !== undefined,
       exitCode: this.exit?.code ?? null,
       closed: this.closedSeq !== undefined,
       failure: null,
       sandboxDenied: this.denied,
       ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
+      ...(spooled ? { execBridgeDroppedBytes: this.droppedBytes, ...(this.exit ? { execBridgeExitSeq: this.exit.seq } : {}) } : {}),
     };
+  }
+
+  /** The process record is released (retention over, session end, server stop): its spool files go. */
+  releaseOutput(): void {
+    void this.spool?.release();
   }
 
   private wake(): void {
@@ -471,6 +539,7 @@ export class ManagedProcess {
     const pid = this.pid;
     void treesKilled().then(() => orphanGuard.remove(pid));
     this.wake();
+    this.releaseOutput();
     if (this.closedSeq === undefined) this.releasePlan();
   }
 }

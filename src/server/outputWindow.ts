@@ -50,6 +50,8 @@ export class OutputWindow {
   constructor(
     private readonly maxBytes = 1024 * 1024,
     private readonly maxChunks = 50_000,
+    /** Gets each chunk as it is evicted (the output spool, ./outputSpool.ts): its `data` is valid during the call only. */
+    private readonly onEvict?: (chunk: RetainedChunk) => void,
   ) {}
 
   get retainedBytes(): number {
@@ -111,6 +113,7 @@ export class OutputWindow {
   private evictOldest(): void {
     const old = this.chunks[this.head]!;
     this.chunks[this.head++] = undefined;
+    this.onEvict?.(old);
     this.bytes -= old.data.length;
     const slab = old.slab;
     if (slab && --slab.live === 0 && slab !== this.slab) SLABS.give(slab.buf);

@@ -6,6 +6,7 @@ import type { FifoPool } from './fifoPool';
 import type { SandboxPrewarmer } from './prewarm';
 import { FileHandleTable } from './fileHandles';
 import { ManagedProcess, type ProcessSink } from './managedProcess';
+import type { SpoolStore } from './outputSpool';
 import type { SpawnPlanner } from './spawnPlan';
 
 /** What a session needs from the connection it is attached to: what its processes send through, and a probe. */
@@ -24,6 +25,8 @@ export interface SessionOptions {
   retainedBytes?: number;
   fifos?: FifoPool;
   prewarm?: SandboxPrewarmer;
+  /** The server's output spool (./outputSpool.ts): used for a session once a client of it asks (`execBridgeOutputSpool`). */
+  spool?: SpoolStore;
   /** Processes a session may hold at once, running or retained (a bound against floods). */
   maxProcesses?: number;
 }
@@ -42,6 +45,8 @@ export class Session {
   private readonly starting = new Map<string, StartingState>();
   private readonly retention = new Map<string, TimerHandle>();
   private connection: SessionConnection | undefined;
+  /** A client of this session asked for spooled output: what the windows evict from now on is spooled. */
+  private spooling = false;
   private disposed = false;
   private readonly sink: ProcessSink;
   /** Files opened with `fs/open`, closed with the session. */
@@ -123,6 +128,7 @@ export class Session {
         retainedBytes: this.options.retainedBytes,
         fifos: this.options.fifos,
         prewarm: this.options.prewarm,
+        spool: () => (this.spooling ? this.options.spool?.create() : undefined),
         onClosed: () => this.scheduleRelease(id, proc),
       });
     } finally {
@@ -143,7 +149,10 @@ export class Session {
   private scheduleRelease(id: string, proc: ManagedProcess): void {
     const timer = this.options.clock.setTimeout(() => {
       this.retention.delete(id);
-      if (this.processes.get(id) === proc) this.processes.delete(id);
+      if (this.processes.get(id) === proc) {
+        this.processes.delete(id);
+        proc.releaseOutput();
+      }
     }, this.options.ttlMs);
     timer.unref?.();
     this.retention.set(id, timer);
@@ -155,8 +164,16 @@ export class Session {
     return p;
   }
 
-  read(id: string, afterSeq: number, maxBytes: number | undefined, waitMs: number): Promise<ProcessReadResult> {
-    return this.get(id).read(afterSeq, maxBytes, waitMs);
+  /** `spooled`: the asking connection negotiated `execBridgeOutputSpool`. */
+  read(id: string, afterSeq: number, maxBytes: number | undefined, waitMs: number, spooled = false): Promise<ProcessReadResult> {
+    return this.get(id).read(afterSeq, maxBytes, waitMs, spooled);
+  }
+
+  /** A client asked for spooled output (`initialize`): the store, if this server spools (else undefined). */
+  enableSpool(): SpoolStore | undefined {
+    if (!this.options.spool?.enabled) return undefined;
+    this.spooling = true;
+    return this.options.spool;
   }
 
   write(id: string, data: Buffer, writeId: string): Promise<WriteStatus> {

@@ -2,7 +2,8 @@
  * A terminal reopened after a window reload (`TerminalRun` with `attach`), against our real
  * exec-server in process: the first window's client goes away, a new client resumes the session and
  * the run replays the retained output, then follows it live to its end. Also: output older than the
- * executor's window is skipped with a notice (not a failure), and `detach` leaves the process running.
+ * executor's window is replayed from its spool; what a spool cap (or a client that does not ask for
+ * the spool) dropped is skipped with a notice (not a failure), and `detach` leaves the process running.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,30 +11,37 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ExecServerClient, type ProcessHandle } from '../../../src/client';
+import { STATUS_REPLY, STATUS_REQUEST } from '../../../src/core/terminalFlow';
 import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
 import { ExecServer } from '../../../src/server/execServer';
 import { MemoryTransport } from '../../helpers/memoryTransport';
 
 const WAIT_MS = 15_000;
+const MiB = 1024 * 1024;
 let server: ExecServer;
+/** One whose spool keeps 2 MiB per process (memory window included). */
+let capped: ExecServer;
 let dir: string;
 before(() => {
   dir = mkdtempSync(join(tmpdir(), 'exec-bridge-reattach-'));
   server = new ExecServer({ sandboxPrewarmMs: 0 });
+  capped = new ExecServer({ sandboxPrewarmMs: 0, spoolProcessBytes: 2 * MiB });
 });
 after(async () => {
   await server.close();
+  await capped.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-function connect(resumeSessionId?: string): Promise<ExecServerClient> {
+function connect(resumeSessionId?: string, o: { on?: ExecServer; outputSpool?: boolean } = {}): Promise<ExecServerClient> {
   return ExecServerClient.connect({
     connector: async () => {
       const [near, far] = MemoryTransport.pair();
-      server.serve(far);
+      (o.on ?? server).serve(far);
       return near;
     },
     keepalive: false,
+    ...(o.outputSpool !== undefined ? { outputSpool: o.outputSpool } : {}),
     ...(resumeSessionId ? { resumeSessionId } : {}),
   });
 }
@@ -82,9 +90,20 @@ function reopen(client: ExecServerClient, processId: string, s = spec()) {
   const waiters = new Set<() => void>();
   run.model.onWrite((t) => {
     raw += t;
+    // Answer the model's status requests as a terminal does once it parsed what came before (it paces floods by them).
+    const requests = t.split(STATUS_REQUEST).length - 1;
+    if (requests > 0)
+      setImmediate(() => {
+        for (let i = 0; i < requests; i++) run.model.handleInput(STATUS_REPLY);
+      });
     for (const w of [...waiters]) w();
   });
-  const text = () => raw.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r\n/g, '\n');
+  const text = () =>
+    raw
+      .split(STATUS_REQUEST)
+      .join('')
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .replace(/\r\n/g, '\n');
   const until = (pattern: RegExp) =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
@@ -141,9 +160,10 @@ describe('a terminal reopened after a window reload', () => {
     }
   });
 
-  test('output older than the executor keeps is skipped with a notice; the rest follows, the run does not fail', async () => {
-    const first = await connect();
-    const gate = join(dir, 'gate-2');
+  /** Starts 3 MiB of `x` then a marker on `on`, and reopens it in a second client (which asks for the spool or not). */
+  async function printed3MiB(name: string, o: { on?: ExecServer; outputSpool?: boolean }) {
+    const first = await connect(undefined, o);
+    const gate = join(dir, name);
     // 3 MiB, far beyond the 1 MiB window, then a marker.
     const p = await first.startProcess({
       argv: [
@@ -156,20 +176,38 @@ describe('a terminal reopened after a window reload', () => {
     });
     await firstOutput(p, /tail-marker/);
     first.dispose('window reload');
-    const second = await connect(first.sessionId);
+    const second = await connect(first.sessionId, o);
     try {
       const t = reopen(second, p.processId);
       await t.until(/tail-marker/);
       writeFileSync(gate, 'go\n');
       await t.run.done;
       assert.equal(t.run.model.exitCode, 0);
-      assert.match(t.text(), /no longer holds its oldest output/);
       assert.match(t.text(), /tail-marker\nbye\n/);
-      const xs = (t.text().match(/x/g) ?? []).length;
-      assert.ok(xs > 0 && xs < 3145728, `only the retained tail is shown (${xs} bytes)`);
+      return { text: t.text(), xs: (t.text().match(/x{16,}/g) ?? []).join('').length };
     } finally {
       second.dispose();
     }
+  }
+
+  test("output beyond the executor's in-memory window is replayed from its spool, from the first byte", async () => {
+    const { text, xs } = await printed3MiB('gate-2', {});
+    assert.equal(xs, 3145728, 'every byte is shown');
+    assert.match(text, /↻ reopened after the window reload\nx/);
+  });
+
+  test('output a spool cap dropped is skipped with a notice saying how much; the rest follows, the run does not fail', async () => {
+    const { text, xs } = await printed3MiB('gate-3', { on: capped });
+    assert.ok(xs > 0 && xs <= 2 * MiB && xs > 2 * MiB - 256 * 1024, `only what the 2 MiB cap keeps is shown (${xs} bytes)`);
+    const m = /↻ reopened after the window reload; ([\d.]+) MiB of earlier output was dropped \(spool cap 2 MiB\)\n/.exec(text);
+    assert.ok(m, text.slice(0, 300));
+    assert.equal(Number(m[1]), Number(((3145728 - xs) / MiB).toFixed(1)));
+  });
+
+  test('a client that does not ask for the spool gets the newest 1 MiB and the old notice', async () => {
+    const { text, xs } = await printed3MiB('gate-4', { outputSpool: false });
+    assert.match(text, /no longer holds its oldest output/);
+    assert.ok(xs > 0 && xs <= MiB, `only the retained tail is shown (${xs} bytes)`);
   });
 
   test('detach (the window goes away) leaves the process running; closing the terminal ends it', async () => {
