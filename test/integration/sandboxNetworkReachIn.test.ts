@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -301,6 +301,40 @@ describe(
       } finally {
         client.close();
         await server.stop();
+      }
+    });
+
+    test("the command's environment reaches the command only: PERL5OPT loads nothing into the unfiltered launcher", async () => {
+      // A module a sandboxed command could have left in the workspace: wherever it loads, it tries the host socket.
+      const lib = join(ws, 'lib');
+      mkdirSync(lib, { recursive: true });
+      writeFileSync(
+        join(lib, 'ebhijack.pm'),
+        [
+          'package ebhijack;',
+          "open(my $s, '<', '/proc/self/status'); my ($mode) = join('', <$s>) =~ /^Seccomp:\\s*(\\d+)/m;",
+          'my $u;',
+          `if (socket($u, 1, 1, 0) && connect($u, pack('S a108', 1, '${hostSocket}'))) { syswrite($u, "HIJACKED: PERL5OPT ran in pid $$ (Seccomp: $mode)") }`,
+          '1;',
+        ].join('\n'),
+      );
+      const env = { ...ENV, PERL5LIB: lib, PERL5OPT: '-Mebhijack', LD_LIBRARY_PATH: lib };
+      const plan = await planner.plan({
+        argv: ['/bin/sh', '-c', 'echo "$PERL5OPT|$PERL5LIB|$LD_LIBRARY_PATH"; perl -e "print qq(perl ran\\n)"'],
+        cwd: ws,
+        env,
+        tty: false,
+        sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+        managedNetwork: { allow: [`127.0.0.1:${heldPort}`] },
+      });
+      try {
+        const r = await runPlan(plan);
+        assert.deepEqual(await hostReceived(), [], `the host socket was reached from inside the sandbox:\n${r.out}`);
+        // The command still gets them (and its own perl loads the module, under the filter).
+        assert.equal(r.out, `-Mebhijack|${lib}|${lib}\nperl ran\n`);
+        assert.equal(r.code, 0);
+      } finally {
+        plan.dispose();
       }
     });
   },

@@ -164,7 +164,7 @@ export class SandboxPlanner {
       managedNetwork,
     };
     const host = hostLaunchEnv(req.env);
-    const args = bwrapArgs({ ...sandbox, argv, arg0, setenv: host.moved });
+    const args = bwrapArgs({ ...sandbox, argv, arg0, setenv: host.moved, commandEnv: req.env });
     const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
     const retain = (): (() => void) => {
       for (const p of placeholders) this.placeholders.retain(p);

@@ -103,6 +103,31 @@ describe('managed network sandbox plan', () => {
     const dashdash = a.indexOf('--');
     assert.deepEqual(a.slice(dashdash + 1, dashdash + 3), ['/usr/bin/perl', '-e']);
     assert.equal(a.at(-1), '/bin/true');
+    // The launcher runs with no environment; the command's (with the moved loader variables) follows the routes.
+    assert.equal(a[dashdash - 1], '--clearenv');
+    assert.deepEqual(a.slice(dashdash + 1 + launcher.length), ['0', '/bin/true']);
+    const withEnv = bwrapArgs({
+      layout: layout as never,
+      network: 'restricted',
+      cwd: '/w',
+      argv: ['/bin/true'],
+      tty: false,
+      asRoot: false,
+      managedNetwork: { socketDir: '/run/x/net-1', launcher },
+      commandEnv: { PATH: '/bin', PERL5OPT: '-Mx' },
+      setenv: [['LD_LIBRARY_PATH', '/w/lib']],
+    });
+    assert.ok(!withEnv.includes('--setenv'));
+    assert.deepEqual(withEnv.slice(withEnv.indexOf('--') + 1 + launcher.length), [
+      '3',
+      'PATH',
+      '/bin',
+      'PERL5OPT',
+      '-Mx',
+      'LD_LIBRARY_PATH',
+      '/w/lib',
+      '/bin/true',
+    ]);
     assert.equal(launcher[3], managedNetworkFilter('x64').toString('hex'));
     // After the filter and the syscall numbers (prctl, seccomp, close, unshare, capset): how many
     // routes, then port and socket path of each.
