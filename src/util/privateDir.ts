@@ -4,6 +4,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   realpathSync,
   renameSync,
@@ -53,8 +54,6 @@ export function fixedPrivateDirs(uid: number = process.getuid?.() ?? 0): string[
  * `pid` of this user uses (the hash names the directory, so one entry per directory and process).
  */
 const REGISTRY = 'runtime-dirs';
-/** How long a registered directory that is gone, and whose processes are dead, stays listed. */
-const FORGET_GONE_MS = 10 * 60_000;
 /** What older versions kept in the temp directory: FIFO directories and `run --bundled` token directories. */
 const OLD_VERSION_PREFIXES = ['exec-bridge-fifo-', 'exec-bridge-run-'];
 
@@ -89,11 +88,12 @@ function registerRuntimeDir(dir: string, uid: number): void {
 }
 
 /**
- * The runtime directories the registries name (those of fixed places that are ours). Entries of
- * dead processes are dropped once another entry names the same directory, or when it is gone.
+ * The runtime directories that live processes of this user registered (in fixed places that are
+ * ours), and whether each exists. Entries of dead processes are dropped: what a directory holds
+ * matters only while a process of ours uses it (a dead server's pipe ends and token open nothing).
  */
-function registeredRuntimeDirs(uid: number): Array<{ dir: string; live: boolean; exists: boolean }> {
-  const out: Array<{ dir: string; live: boolean; exists: boolean }> = [];
+function registeredRuntimeDirs(uid: number): Array<{ dir: string; exists: boolean }> {
+  const out = new Map<string, boolean>();
   for (const home of fixedPrivateDirs(uid)) {
     const reg = join(home, REGISTRY);
     if (!isOwnPrivateDir(home, uid) || !isOwnPrivateDir(reg, uid)) continue;
@@ -103,42 +103,35 @@ function registeredRuntimeDirs(uid: number): Array<{ dir: string; live: boolean;
     } catch {
       continue;
     }
-    const byDir = new Map<string, Array<{ name: string; alive: boolean }>>();
     for (const name of names) {
-      const m = /^([0-9a-f]{32})-(\d+)$/.exec(name);
+      const m = /^[0-9a-f]{32}-(\d+)$/.exec(name);
       if (!m) continue; // a rename in progress, or not ours
-      const list = byDir.get(m[1]!) ?? [];
-      list.push({ name, alive: pidAlive(Number(m[2])) });
-      byDir.set(m[1]!, list);
-    }
-    const drop = (name: string) => {
-      try {
-        unlinkSync(join(reg, name));
-      } catch {
-        // another reader removed it
-      }
-    };
-    for (const entries of byDir.values()) {
-      const target = readLink(join(reg, entries[0]!.name));
-      if (!target || !isAbsolute(target)) continue;
-      const live = entries.some((e) => e.alive);
-      const exists = !!lstatSync(target, { throwIfNoEntry: false });
-      if (!exists && !live) {
-        // Forgotten only after a while: until then it stays in every sandbox's argv (a no-op for a
-        // missing directory), so a removal does not change the key of sandboxes built ahead of time.
-        const made = lstatSync(join(reg, entries[0]!.name), { throwIfNoEntry: false })?.mtimeMs ?? 0;
-        if (Date.now() - made > FORGET_GONE_MS) {
-          entries.forEach((e) => drop(e.name));
-          continue;
+      if (!processLives(Number(m[1]))) {
+        try {
+          unlinkSync(join(reg, name));
+        } catch {
+          // another reader removed it
         }
+        continue;
       }
-      // Keep the live entries, or one dead one while the directory stays (what it holds may still matter).
-      const dead = entries.filter((e) => !e.alive);
-      for (const e of live ? dead : dead.slice(1)) drop(e.name);
-      out.push({ dir: target, live, exists });
+      const target = readLink(join(reg, name));
+      if (!target || !isAbsolute(target) || out.has(target)) continue;
+      out.set(target, !!lstatSync(target, { throwIfNoEntry: false }));
     }
   }
-  return out;
+  return [...out].map(([dir, exists]) => ({ dir, exists }));
+}
+
+/** Whether `pid` runs (a zombie does not: it holds nothing, and its parent may never reap it). */
+function processLives(pid: number): boolean {
+  if (process.platform !== 'linux') return pidAlive(pid);
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
 }
 
 /** Directories of ours that older versions made in the temp directory (they may still be running). */
@@ -208,8 +201,9 @@ export function sandboxHiddenDirs(env: NodeJS.ProcessEnv = process.env): HiddenD
     if (real) own.add(real);
   }
   const others = new Set<string>();
-  for (const { dir, live, exists } of registeredRuntimeDirs(uid)) {
-    // Gone: listed still (its cover went with it, so bwrap skips it), which keeps the argv stable.
+  for (const { dir, exists } of registeredRuntimeDirs(uid)) {
+    // Gone while its process lives (it makes it again on its next use): listed still, which keeps
+    // the argv stable; its cover went with it, so bwrap skips it.
     if (!exists) {
       others.add(dir);
       continue;
@@ -217,9 +211,7 @@ export function sandboxHiddenDirs(env: NodeJS.ProcessEnv = process.env): HiddenD
     const real = realDir(dir);
     if (!real || own.has(real)) continue;
     if (hasCover(real, uid)) others.add(real);
-    // No cover (its server is older, or is making it right now): a tmpfs while a process uses it.
-    // One whose processes are all dead serves no live server (a dead one's pipe ends and token open nothing).
-    else if (live) own.add(real);
+    else own.add(real); // no cover (its server is older, or is making it right now): a tmpfs
   }
   // An older version's: tmpfs (they make no cover).
   for (const d of oldVersionDirs(uid)) {
@@ -236,7 +228,7 @@ function hasCover(dir: string, uid: number): boolean {
 
 function realDir(p: string): string | undefined {
   try {
-    const real = realpathSync(p);
+    const real = realpathSync.native(p);
     return lstatSync(real).isDirectory() ? real : undefined;
   } catch {
     return undefined;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { privateDir, privateDirCandidates, sandboxHiddenDirs } from '../../util/privateDir';
+import { privateDir, privateDirCandidates, sandboxHiddenDirs, type HiddenDirs } from '../../util/privateDir';
 import { findOnPath, isExecutableFile } from '../executables';
 import { argvWithArg0, passthroughPlan, type PrewarmListeners, type PrewarmSpec, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
 import { bwrapArgs } from './bwrapArgs';
@@ -63,7 +63,14 @@ export class SandboxPlanner {
   /** Listeners made for pre-started sandboxes, until a start adopts them. */
   private readonly waitingNets = new WeakMap<PrewarmListeners, ManagedNetSnapshot>();
 
-  constructor(private readonly opts: SandboxOptions & { platform?: NodeJS.Platform; stateDir?: string } = {}) {}
+  constructor(
+    private readonly opts: SandboxOptions & {
+      platform?: NodeJS.Platform;
+      stateDir?: string;
+      /** Every server's private directories, to hide (default: `sandboxHiddenDirs`, src/util/privateDir.ts). */
+      hiddenDirs?: () => HiddenDirs;
+    } = {},
+  ) {}
 
   /** Whether sandboxed starts can run here, as far as the last check knows. */
   get available(): boolean {
@@ -136,7 +143,7 @@ export class SandboxPlanner {
     // server of this user, whatever its environment: a pipe end or a secret reachable by path would
     // be a way out. privateDir() first: it (re-)registers ours for the other servers' sandboxes.
     privateDir();
-    const dirs = sandboxHiddenDirs();
+    const dirs = (this.opts.hiddenDirs ?? sandboxHiddenDirs)();
     const outer = outermost([this.stateDir(), ...dirs.own].filter(ensureDir), dirs.others);
     const hidden = outer.filter((p) => !dirs.others.includes(p));
     const covered = outer.filter((p) => dirs.others.includes(p));
@@ -208,7 +215,7 @@ export class SandboxPlanner {
 
   private planMac(req: SpawnRequest, policy: ResolvedPolicy, net?: ManagedNetSnapshot): SandboxedSpawnPlan {
     const layout = computeLayout(policy);
-    const dirs = sandboxHiddenDirs();
+    const dirs = (this.opts.hiddenDirs ?? sandboxHiddenDirs)();
     const profile = seatbeltProfile({
       layout,
       network: policy.network,

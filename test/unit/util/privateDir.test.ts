@@ -6,8 +6,8 @@
  * only looks at its own entries.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, lutimesSync, mkdirSync, mkdtempSync, readlinkSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readFileSync, mkdtempSync, readlinkSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -46,34 +46,50 @@ test('an XDG_RUNTIME_DIR other than /run/user/<uid> is registered as well', () =
   assert.ok(hidden().includes(dir));
 });
 
-test('another server’s directory: covered by its cover, by a tmpfs while its process lives without one, not at all once dead without one', () => {
-  const covered = join(base, 'dead-covered');
-  const bare = join(base, 'dead-bare');
-  const liveBare = join(base, 'live-bare');
-  const gone = join(base, 'dead-gone');
-  for (const d of [covered, bare, liveBare, gone]) mkdirSync(d, { mode: 0o700 });
-  mkdirSync(join(covered, COVER_NAME), { mode: 0 });
+test('another server’s directory: bound over by its cover, a tmpfs without one, listed while gone; a dead process’s entry goes', () => {
+  const covered = join(base, 'live-covered');
+  const bare = join(base, 'live-bare');
+  const gone = join(base, 'live-gone');
+  const dead = join(base, 'dead');
+  for (const d of [covered, bare, gone, dead]) mkdirSync(d, { mode: 0o700 });
+  for (const d of [covered, dead]) mkdirSync(join(d, COVER_NAME), { mode: 0 });
+  // This process stands for the live server; a reaped child for a dead one.
+  for (const d of [covered, bare, gone]) symlinkSync(d, entryFor(d, process.pid));
   const pid = deadPid();
-  for (const d of [covered, bare, gone]) symlinkSync(d, entryFor(d, pid));
-  symlinkSync(liveBare, entryFor(liveBare, process.pid));
+  symlinkSync(dead, entryFor(dead, pid));
   rmSync(gone, { recursive: true });
   try {
     const d = sandboxHiddenDirs({});
     assert.ok(d.others.includes(covered), 'a cover: bound over it');
-    assert.ok(d.own.includes(liveBare), 'no cover, its process lives: a tmpfs');
-    assert.ok(!d.others.includes(bare) && !d.own.includes(bare), 'no cover, no live process: nothing to hide');
+    assert.ok(d.own.includes(bare), 'no cover: a tmpfs');
     assert.equal(existsSync(join(bare, COVER_NAME)), false, 'a build makes nothing in another server’s directory');
-    // Gone: listed still (bwrap skips a missing cover), so the argv of sandboxes built ahead of time stays the same.
+    // Gone while its process lives: listed still (bwrap skips a missing cover), so the argv stays the same.
     assert.ok(d.others.includes(gone));
-    assert.ok(lstatSync(entryFor(gone, pid), { throwIfNoEntry: false }), 'its entry stays');
-    // Ten minutes later it is forgotten.
-    const old = new Date(Date.now() - 11 * 60_000);
-    lutimesSync(entryFor(gone, pid), old, old);
-    assert.ok(!sandboxHiddenDirs({}).others.includes(gone));
-    assert.equal(lstatSync(entryFor(gone, pid), { throwIfNoEntry: false }), undefined, 'its entry went');
+    // Dead: what it holds opens nothing; not hidden, and its entry goes.
+    assert.ok(!d.others.includes(dead) && !d.own.includes(dead));
+    assert.equal(lstatSync(entryFor(dead, pid), { throwIfNoEntry: false }), undefined, 'the dead process’s entry went');
   } finally {
-    for (const d of [covered, bare]) rmSync(entryFor(d, pid), { force: true });
-    rmSync(entryFor(liveBare, process.pid), { force: true });
+    for (const d of [covered, bare, gone]) rmSync(entryFor(d, process.pid), { force: true });
+  }
+});
+
+test('a zombie is not a live process: its directory is not hidden', async () => {
+  // `true` exits under a parent that never reaps it (sh execs sleep): a zombie, for which kill(pid, 0) still succeeds.
+  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const state = () => readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]?.[0];
+    for (let i = 0; i < 200 && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.equal(state(), 'Z', 'the child is a zombie');
+    const dir = join(base, 'zombie');
+    mkdirSync(dir, { mode: 0o700 });
+    mkdirSync(join(dir, COVER_NAME), { mode: 0 });
+    symlinkSync(dir, entryFor(dir, pid));
+    const d = sandboxHiddenDirs({});
+    assert.ok(!d.others.includes(dir) && !d.own.includes(dir));
+    assert.equal(lstatSync(entryFor(dir, pid), { throwIfNoEntry: false }), undefined);
+  } finally {
+    parent.kill('SIGKILL');
   }
 });
 
