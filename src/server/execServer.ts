@@ -40,7 +40,7 @@ export interface ExecServerOptions {
   sandboxPrewarmMs?: number;
   clock?: Clock;
   log?: (line: string) => void;
-  /** A WebSocket client must upgrade, `initialize` and send `initialized` within this (default 20 s). */
+  /** An authenticated WebSocket must `initialize` and send `initialized` within this of its upgrade (default 20 s). */
   handshakeTimeoutMs?: number;
   /** A socket must send a complete HTTP request head within this, or it is closed (default 5 s). */
   headerTimeoutMs?: number;
