@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { spawn as ptySpawn } from 'node-pty';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { SandboxPlanner, type SandboxedSpawnPlan } from '../../src/server/sandbox';
-import { BRIDGE_SOCKET_DIR } from '../../src/server/sandbox/netBridge';
+import { BRIDGE_SOCKET_DIR, LAUNCHER_ENV_PREFIX } from '../../src/server/sandbox/netBridge';
 
 const uri = (p: string) => pathToFileURL(p).href;
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root', LANG: 'C.UTF-8' };
@@ -220,9 +220,16 @@ describe('managed network (Linux)', { skip: process.platform !== 'linux' && 'the
   test('one snapshot: the proxy env and the sandbox allowance come together, or neither does', async () => {
     const withNet = await plan(['/bin/true'], [`127.0.0.1:${allowedPort}`], [], { env: { HTTP_PROXY: 'http://127.0.0.1:1' } });
     const launch = withNet.pipeLaunch!.args;
-    const port = Number(new URL(withNet.env.HTTP_PROXY!).port);
-    for (const k of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) assert.equal(withNet.env[k], `http://127.0.0.1:${port}`);
-    assert.equal(withNet.env.ALL_PROXY, `socks5h://127.0.0.1:${port}`);
+    // The launcher gets the command's env with every name prefixed (netBridge.ts) and restores it.
+    const env = Object.fromEntries(
+      Object.entries(withNet.env).map(([k, v]) => [
+        k.startsWith(LAUNCHER_ENV_PREFIX) ? k.slice(LAUNCHER_ENV_PREFIX.length) : `unprefixed ${k}`,
+        v,
+      ]),
+    );
+    const port = Number(new URL(env.HTTP_PROXY!).port);
+    for (const k of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) assert.equal(env[k], `http://127.0.0.1:${port}`);
+    assert.equal(env.ALL_PROXY, `socks5h://127.0.0.1:${port}`);
     // The bridge listens on exactly that port and relays to the socket bound into the sandbox.
     const perl = launch.indexOf('/usr/bin/perl');
     assert.ok(perl > 0, 'the launcher runs in front of the command');

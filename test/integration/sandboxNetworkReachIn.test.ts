@@ -318,9 +318,9 @@ describe(
           '1;',
         ].join('\n'),
       );
-      const env = { ...ENV, PERL5LIB: lib, PERL5OPT: '-Mebhijack', LD_LIBRARY_PATH: lib };
+      const env = { ...ENV, PERL5LIB: lib, PERL5OPT: '-Mebhijack', LD_LIBRARY_PATH: lib, API_TOKEN: 'sekrit-4711' };
       const plan = await planner.plan({
-        argv: ['/bin/sh', '-c', 'echo "$PERL5OPT|$PERL5LIB|$LD_LIBRARY_PATH"; perl -e "print qq(perl ran\\n)"'],
+        argv: ['/bin/sh', '-c', 'echo "$PERL5OPT|$PERL5LIB|$LD_LIBRARY_PATH|$API_TOKEN"; perl -e "print qq(perl ran\\n)"'],
         cwd: ws,
         env,
         tty: false,
@@ -328,10 +328,12 @@ describe(
         managedNetwork: { allow: [`127.0.0.1:${heldPort}`] },
       });
       try {
+        // Not through argv either: a command line is world-readable in /proc (the environment is not).
+        assert.ok(!plan.pipeLaunch!.args.some((x) => x.includes('sekrit-4711')), 'an env value is on the command line');
         const r = await runPlan(plan);
         assert.deepEqual(await hostReceived(), [], `the host socket was reached from inside the sandbox:\n${r.out}`);
         // The command still gets them (and its own perl loads the module, under the filter).
-        assert.equal(r.out, `-Mebhijack|${lib}|${lib}\nperl ran\n`);
+        assert.equal(r.out, `-Mebhijack|${lib}|${lib}|sekrit-4711\nperl ran\n`);
         assert.equal(r.code, 0);
       } finally {
         plan.dispose();

@@ -3,7 +3,7 @@ import { COVER_NAME } from '../../util/privateDir';
 import { argvWithArg0 } from '../spawnPlan';
 import { isWithin } from './policy';
 import { MINIMAL_PATHS, type Layout } from './layout';
-import { BRIDGE_SOCKET_DIR, launcherEnvArgs } from './netBridge';
+import { BRIDGE_SOCKET_DIR } from './netBridge';
 
 /*
  * Step 3 (Linux): the layout → a bubblewrap argv. Pure, so the exact argv is unit-tested; the
@@ -44,14 +44,6 @@ export interface BwrapOptions {
    * loader's, which must not act on the host-side bwrap (see `hostLaunchEnv` in ./planner.ts).
    */
   setenv?: Array<[string, string]>;
-  /**
-   * Managed network: the command's environment. The launcher and the bridge run unfiltered, so they
-   * get none (`--clearenv`; nothing of the command's, like `LD_LIBRARY_PATH` naming a workspace
-   * folder or `PERL5OPT`, may load code into them): the launcher sets this (with `setenv`) right
-   * before it execs the command. None given (a sandbox built ahead of time): the command's
-   * environment comes from the stub's script.
-   */
-  commandEnv?: Record<string, string>;
 }
 
 /** /proc entries a uid-0 process could write even without capabilities (as Docker masks them). */
@@ -112,13 +104,8 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   if (o.managedNetwork) a.push('--cap-add', 'CAP_SETFCAP');
   if (o.seccompFd !== undefined) a.push('--seccomp', String(o.seccompFd));
   a.push('--chdir', o.cwd);
-  if (o.managedNetwork) {
-    const env = { ...o.commandEnv, ...Object.fromEntries(o.setenv ?? []) };
-    a.push('--clearenv', '--', ...o.managedNetwork.launcher, ...launcherEnvArgs(env), ...argvWithArg0(o.argv, o.arg0));
-    return a;
-  }
   for (const [k, v] of o.setenv ?? []) a.push('--setenv', k, v);
-  a.push('--', ...argvWithArg0(o.argv, o.arg0));
+  a.push('--', ...(o.managedNetwork?.launcher ?? []), ...argvWithArg0(o.argv, o.arg0));
   return a;
 }
 

@@ -16,10 +16,10 @@ import { SYSCALLS } from './seccomp';
  *     ptrace) only from the same user namespace, or with CAP_SYS_PTRACE over the target's, and the
  *     command has neither towards pid 1 or the bridge (docs/security.md);
  *  3. installs the managed-network seccomp filter (no new unix sockets, see seccomp.ts) with
- *     no_new_privs, sets the command's environment and execs the command. The launcher itself runs
- *     with none (bwrap --clearenv; the command's arrives as arguments, see `launcherEnvArgs`), so
- *     no variable of the command's (LD_LIBRARY_PATH naming a workspace folder, PERL5OPT, …) can
- *     load code into it or the bridge, which have no filter.
+ *     no_new_privs, restores the command's environment and execs the command. Until then every
+ *     variable of the command's carries a prefix (`launcherEnv`), so none of them (LD_LIBRARY_PATH
+ *     naming a workspace folder, PERL5OPT, …) acts on the launcher or the bridge, which have no
+ *     filter. (Through the environment, not argv: a command line is world-readable in /proc.)
  * The listener exists before the command starts, so the first connection never races the bridge.
  * It is Perl because perl-base is on every Debian-family system (it is Essential) and starts in
  * about 2 ms; Node's own start costs 60 ms or more, socat a package and no way to be non-dumpable.
@@ -40,7 +40,6 @@ for (1 .. $n) {
   listen($s, 128) or fail("listen: $!");
   push @l, $s; $path{fileno($s)} = $to;
 }
-my @env = splice(@ARGV, 0, 2 * shift(@ARGV)); # the command's environment: name, value, …
 my $p = fork(); defined $p or fail("fork: $!");
 if ($p == 0) {
   syscall($prctl, 4, 0, 0, 0, 0) == 0 or fail("prctl(PR_SET_DUMPABLE): $!"); # the bridge inherits it
@@ -83,8 +82,9 @@ my $bpf = pack('H*', $hex);
 my $prog = pack('S x![P] P', length($bpf) / 8, $bpf);
 syscall($prctl, 38, 1, 0, 0, 0) == 0 or fail("prctl(PR_SET_NO_NEW_PRIVS): $!");
 syscall($seccomp, 1, 0, $prog) == 0 or fail("seccomp: $!");
-my $pwd = $ENV{PWD}; # bwrap's --chdir sets it, as it does for every sandboxed command
-%ENV = @env;
+my $pwd = $ENV{PWD}; # bwrap's --chdir sets it, as for every sandboxed command
+# The command's environment: each prefixed name unprefixed, over what bwrap (PWD) or node-pty (TERM) set.
+for my $k (keys %ENV) { next unless index($k, 'EXEC_BRIDGE_ENV_') == 0; my $v = delete $ENV{$k}; $ENV{substr($k, 16)} = $v }
 $ENV{PWD} = $pwd if defined $pwd;
 exec { $ARGV[0] } @ARGV;
 print STDERR "$ARGV[0]: $!\n"; exit 127;
@@ -139,11 +139,15 @@ export function bridgeLauncher(spec: BridgeSpec, arch: string = process.arch): s
   ];
 }
 
+/** What every variable of the command's carries in the launcher's environment (the launcher removes it). */
+export const LAUNCHER_ENV_PREFIX = 'EXEC_BRIDGE_ENV_';
+
 /**
- * The command's environment as the launcher's arguments after the routes (how many, then name and
- * value of each): the launcher runs with an empty one and sets this right before exec.
+ * The environment bwrap and the launcher get for a command's `env`: every name prefixed, so nothing
+ * in it (the dynamic loader's variables, Perl's) acts on them; the launcher restores it before exec.
  */
-export function launcherEnvArgs(env: Record<string, string>): string[] {
-  const pairs = Object.entries(env);
-  return [String(pairs.length), ...pairs.flat()];
+export function launcherEnv(env: Record<string, string>): Record<string, string> {
+  const out = Object.create(null) as Record<string, string>;
+  for (const [k, v] of Object.entries(env)) out[LAUNCHER_ENV_PREFIX + k] = v;
+  return out;
 }

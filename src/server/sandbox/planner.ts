@@ -13,7 +13,7 @@ import { isClaimedStub, PlaceholderClaims } from './placeholders';
 import { isWithin, resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
 import { hostFingerprint, PREWARM_STUB, stubScript } from './prewarmStub';
 import { ManagedNetworks, type ManagedNetSnapshot } from './managedNet';
-import { bridgeLauncher } from './netBridge';
+import { bridgeLauncher, launcherEnv } from './netBridge';
 import { keyringOffFilter, managedNetworkFilter, networkOffFilter } from './seccomp';
 import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
 
@@ -170,8 +170,9 @@ export class SandboxPlanner {
       covered,
       managedNetwork,
     };
-    const host = hostLaunchEnv(req.env);
-    const args = bwrapArgs({ ...sandbox, argv, arg0, setenv: host.moved, commandEnv: req.env });
+    // A managed network's launcher restores the command's env itself (every name prefixed until then, see ./netBridge.ts).
+    const host = net ? { env: launcherEnv(req.env), moved: [] } : hostLaunchEnv(req.env);
+    const args = bwrapArgs({ ...sandbox, argv, arg0, setenv: host.moved });
     const placeholders = layout.mounts.filter((m) => m.kind === 'placeholder').map((m) => m.path);
     const retain = (): (() => void) => {
       for (const p of placeholders) this.placeholders.retain(p);
