@@ -122,7 +122,11 @@ export class ExecServerClient implements Disposable {
       onNotification: (method, params) => this.processes.dispatch(method, params),
       onBinary: (frame) => this.processes.dispatchBinary(frame),
       onConnectionLost: (gen) => this.processes.markStartsLost(gen),
-      catchUp: (live) => this.processes.catchUp(live.peer),
+      catchUp: (live) =>
+        this.processes.catchUp(
+          live.peer,
+          this.link.outputSpool !== undefined ? (h, after) => this.continueSpool(h, after, false) : undefined,
+        ),
       onFailed: (error) => {
         this.admission.failAll(error);
         this.processes.failAll(error);
@@ -256,14 +260,18 @@ export class ExecServerClient implements Disposable {
       if (credit && o.creditWindow) handle.enableCredit(o.creditWindow);
       // The retained output first, while an earlier client's credit still holds the process: turned
       // off (or changed) before the read, the server would read on and could evict what it retains.
-      const first = await this.invoke('process/read', { processId, afterSeq: 0 });
+      const spool = this.link.outputSpool !== undefined;
+      // A first spool page no larger than the terminal's window (the rest follows as it draws).
+      const first = await this.invoke('process/read', {
+        processId,
+        afterSeq: 0,
+        ...(spool && credit && o.creditWindow ? { execBridgeSpoolMaxBytes: o.creditWindow } : {}),
+      });
       const attached = adoptRead(handle, first);
       if (credit) await this.invoke('process/ack', { processId, seq: 0, window: o.creditWindow ?? null });
       if (first.execBridgeSpooled) {
         // The rest of the spool, page by page as the consumer takes it; then the window, merged with live output.
-        replaySpool(handle, first.nextSeq - 1, (afterSeq) => this.invoke('process/read', { processId, afterSeq })).catch((e: unknown) =>
-          handle.fail(e instanceof ExecClientError ? e : new RemoteError('process/read', ErrorCode.Internal, errorMessage(e))),
-        );
+        this.continueSpool(handle, first.nextSeq - 1, true);
       }
       const cap = this.link.outputSpool?.processBytes;
       return { handle, ...attached, ...(cap !== undefined ? { spoolCapBytes: cap } : {}) };
@@ -271,6 +279,20 @@ export class ExecServerClient implements Disposable {
       this.untrack(handle);
       throw e;
     }
+  }
+
+  /** Reads the rest of a process's spooled output in the background, as its consumer draws (`replaySpool`). */
+  private continueSpool(handle: ProcessHandleImpl, afterSeq: number, skipDropped: boolean): void {
+    const processId = handle.processId;
+    const read = (after: number, spoolMaxBytes: number | undefined) =>
+      this.invoke('process/read', {
+        processId,
+        afterSeq: after,
+        ...(spoolMaxBytes !== undefined ? { execBridgeSpoolMaxBytes: spoolMaxBytes } : {}),
+      });
+    replaySpool(handle, afterSeq, read, skipDropped).catch((e: unknown) =>
+      handle.fail(e instanceof ExecClientError ? e : new RemoteError('process/read', ErrorCode.Internal, errorMessage(e))),
+    );
   }
 
   /** Drops a finished handle; the owner hears of it unless the whole client failed (the session may be resumed). */

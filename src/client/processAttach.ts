@@ -51,29 +51,39 @@ export function adoptRead(handle: ProcessHandleImpl, read: ProcessReadResult): A
 }
 
 /**
- * The rest of a spooled replay after `adoptRead`'s first page: `process/read` page by page from
- * `afterSeq` until an answer is not a spool page (the window), each page read only once the
- * consumer has room in the handle's credit window (a reopened terminal is fed as fast as it
- * draws, not 64 MiB at once). Output the cap drops meanwhile is skipped, as at the start.
+ * The rest of a spooled replay after its first page: `process/read` page by page from `afterSeq`
+ * until an answer is not a spool page (the window), each page read only once the consumer has
+ * room in the handle's credit window and no larger than that room (`execBridgeSpoolMaxBytes`): a
+ * reopened terminal is fed as fast as it draws, not 64 MiB at once. Output a cap drops meanwhile
+ * is skipped as at the start (`skipDropped`, an attach) or fails the handle (a recovery's catch-up).
  */
 export async function replaySpool(
   handle: ProcessHandleImpl,
   afterSeq: number,
-  read: (afterSeq: number) => Promise<ProcessReadResult>,
+  read: (afterSeq: number, spoolMaxBytes: number | undefined) => Promise<ProcessReadResult>,
+  skipDropped = true,
 ): Promise<void> {
-  let after = afterSeq;
-  // Each page moves `after` forward by at least one seq: bounded by the seqs the server assigned.
-  for (let page = 0; page < Number.MAX_SAFE_INTEGER && !handle.isFinished; page++) {
-    await handle.whenCreditRoom();
-    if (handle.isFinished) return;
-    const r = await read(after);
-    const outcome = handle.orderer.mergeSpooled(r, true);
-    handle.publish(outcome.events);
-    if (!r.execBridgeSpooled) {
-      if (outcome.lost) handle.fail(new OutputLostError(handle.processId, outcome.lost.fromSeq, outcome.lost.toSeq));
-      return;
+  if (handle.spoolReplay) return;
+  handle.spoolReplay = true;
+  try {
+    let after = afterSeq;
+    // Each page moves `after` forward by at least one seq: bounded by the seqs the server assigned.
+    for (let page = 0; page < Number.MAX_SAFE_INTEGER && !handle.isFinished; page++) {
+      await handle.whenCreditRoom();
+      if (handle.isFinished) return;
+      after = Math.max(after, handle.orderer.lastPublished);
+      const r = await read(after, handle.creditRoom);
+      const outcome = handle.orderer.mergeSpooled(r, skipDropped);
+      handle.publish(outcome.events);
+      if (outcome.lost) {
+        handle.fail(new OutputLostError(handle.processId, outcome.lost.fromSeq, outcome.lost.toSeq));
+        return;
+      }
+      if (!r.execBridgeSpooled) return;
+      if (r.nextSeq - 1 <= after) return;
+      after = r.nextSeq - 1;
     }
-    if (r.nextSeq - 1 <= after) return;
-    after = r.nextSeq - 1;
+  } finally {
+    handle.spoolReplay = false;
   }
 }

@@ -307,6 +307,14 @@ export class ProcessHandleImpl implements ProcessHandle {
     return new Promise((resolve) => this.roomWaiters.push(resolve));
   }
 
+  /** A spooled replay is reading this process's older output (`replaySpool`): a recovery's catch-up leaves it to it. */
+  spoolReplay = false;
+
+  /** What the consumer may still be given within its credit window (undefined: no credit). */
+  get creditRoom(): number | undefined {
+    return this.credit === undefined ? undefined : Math.max(1, this.credit - (this.deliveredBytes - this.consumedBytes));
+  }
+
   private roomWaiters: Array<() => void> = [];
 
   private wakeRoom(): void {

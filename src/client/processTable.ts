@@ -96,16 +96,26 @@ export class ProcessTable {
    * live process, merged with the live notifications already flowing on the new connection. Lost
    * starts are adopted (or fail cleanly); evicted output fails only its own process.
    */
-  async catchUp(peer: RpcPeer): Promise<void> {
+  async catchUp(peer: RpcPeer, continueSpool?: (h: ProcessHandleImpl, afterSeq: number) => void): Promise<void> {
     const targets = [...this.handles.values()].filter((h) => !h.isFinished && (h.phase === 'started' || h.phase === 'startLost'));
     let next = 0;
     const worker = async () => {
       while (next < targets.length) {
         const h = targets[next++]!;
+        if (h.spoolReplay) {
+          // Its replay reads on (its read is sent again on this connection) and catches up.
+          h.reassertPause();
+          continue;
+        }
         const afterSeq = h.orderer.lastPublished;
         let raw: unknown;
         try {
-          raw = await peer.request('process/read', { processId: h.processId, afterSeq });
+          const room = continueSpool ? h.creditRoom : undefined;
+          raw = await peer.request('process/read', {
+            processId: h.processId,
+            afterSeq,
+            ...(room !== undefined ? { execBridgeSpoolMaxBytes: room } : {}),
+          });
         } catch (e) {
           if (e instanceof RpcError && e.code === ErrorCode.InvalidRequest) {
             // `unknown process id`.
@@ -119,28 +129,24 @@ export class ProcessTable {
           }
           throw e;
         }
-        let read = ProcessReadResult.safeParse(raw);
+        const read = ProcessReadResult.safeParse(raw);
         if (!read.success) throw new Error(`unexpected process/read result for ${h.processId}`);
         if (h.phase === 'startLost') {
           h.phase = 'started';
           h.adoption?.resolve({ processId: h.processId });
         }
-        // A server that spools answers what the window no longer holds page by page (`execBridgeSpooled`).
-        let stopped = false;
-        // Each page moves the cursor forward (a page without progress ends it): bounded by the seqs assigned.
-        for (let after = afterSeq; read.data.execBridgeSpooled && read.data.nextSeq - 1 > after;) {
+        // A server that spools answers what the window no longer holds page by page (`execBridgeSpooled`):
+        // this first page now, the rest as the consumer draws (after the recovery).
+        if (read.data.execBridgeSpooled && continueSpool) {
           const o = h.orderer.mergeSpooled(read.data, false);
           h.publish(o.events);
           if (o.lost) h.fail(new OutputLostError(h.processId, o.lost.fromSeq, o.lost.toSeq));
-          if (o.lost || h.isFinished) {
-            stopped = true;
-            break;
+          else {
+            continueSpool(h, read.data.nextSeq - 1);
+            h.reassertPause();
           }
-          after = read.data.nextSeq - 1;
-          read = ProcessReadResult.safeParse(await peer.request('process/read', { processId: h.processId, afterSeq: after }));
-          if (!read.success) throw new Error(`unexpected process/read result for ${h.processId}`);
+          continue;
         }
-        if (stopped) continue;
         const outcome = h.orderer.mergeRead(read.data);
         h.publish(outcome.events);
         if (outcome.lost) h.fail(new OutputLostError(h.processId, outcome.lost.fromSeq, outcome.lost.toSeq));

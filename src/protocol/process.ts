@@ -96,6 +96,8 @@ export const ProcessReadParams = z.object({
   maxBytes: U64.nullable().optional(),
   /** Long poll: wait up to this long for new output or a terminal event. */
   waitMs: U64.nullable().optional(),
+  /** Ours (`execBridgeOutputSpool`): the byte budget of a page (`execBridgeSpooled`), of the spool or of the window; at least one chunk. */
+  execBridgeSpoolMaxBytes: U64.optional(),
 });
 export type ProcessReadParams = z.input<typeof ProcessReadParams>;
 
@@ -114,9 +116,10 @@ export const ProcessReadResult = z.object({
   /** Ours: the managed network's proxy refused this destination (`host:port`); set only with `sandboxDenied`. */
   sandboxDeniedTarget: z.string().optional(),
   /**
-   * Ours, only to a connection that asked for `execBridgeOutputSpool` (./session.ts): the chunks
-   * came from the output spool and newer output follows; read on from `nextSeq`. Such a page is
-   * every seq from its first chunk to `nextSeq - 1`, except `execBridgeExitSeq`.
+   * Ours, only to a connection that asked for `execBridgeOutputSpool` (./session.ts): a page of
+   * retained output (from the spool, or of the window within `execBridgeSpoolMaxBytes`) and newer
+   * output follows; read on from `nextSeq`. Such a page is every seq from its first chunk to
+   * `nextSeq - 1`, except `execBridgeExitSeq`.
    */
   execBridgeSpooled: z.boolean().optional(),
   /** Ours, with `execBridgeOutputSpool`: output bytes the server no longer holds (older than all it holds; a cap dropped them). */

@@ -33,17 +33,29 @@ export class CreditWindow {
     return this.unacked >= this.windowBytes;
   }
 
-  /** An output event went out (or into the retained window, with no client attached). */
-  sent(seq: number, bytes: number): void {
+  /**
+   * An output event went out (or into the retained window, with no client attached). `coalesce`
+   * (output spooled while nobody is attached): joined to the previous such event, so a detached
+   * night of output is one entry; it is acknowledged once the client consumed up to its last seq.
+   */
+  sent(seq: number, bytes: number, coalesce = false): void {
     this.sentBytes += bytes;
     if (seq <= this.ackedSeq) {
       // Acknowledged before it was sent: cannot happen with an honest client; count it as taken.
       this.ackedBytes = this.sentBytes;
       return;
     }
+    if (coalesce && this.coalescing && this.seqs.length > this.head) {
+      this.seqs[this.seqs.length - 1] = seq;
+      this.totals[this.totals.length - 1] = this.sentBytes;
+      return;
+    }
+    this.coalescing = coalesce;
     this.seqs.push(seq);
     this.totals.push(this.sentBytes);
   }
+
+  private coalescing = false;
 
   /** Everything up to `seq` was consumed. Returns whether the unacknowledged amount went down. */
   ack(seq: number): boolean {

@@ -34,6 +34,8 @@ export interface ProcessOptions {
    * it gives one: undefined while the session's clients did not ask for spooled output.
    */
   spool?: () => OutputSpool | undefined;
+  /** Whether the session spools (a client of it asked): then a credit window does not hold the process while detached. */
+  spooling?: () => boolean;
   /** Called once after `closed` is published (the session starts the retention timer). */
   onClosed?: () => void;
 }
@@ -215,7 +217,8 @@ export class ManagedProcess {
     sendOutput(this.sink, this.idJson, this.idBytes, seq, stream, data);
     this.wake();
     if (this.credit) {
-      this.credit.sent(seq, data.length);
+      // Counted while detached too (as one entry): the client that comes back replays it and acknowledges on.
+      this.credit.sent(seq, data.length, this.detachedSpooling());
       if (this.credit.exhausted) this.updateReading();
     }
     if (!this.congested && this.sink.congested()) {
@@ -270,7 +273,7 @@ export class ManagedProcess {
 
   /** Reads the child's output while the connection is not congested, the client does not hold it, and credit is left. */
   private updateReading(): void {
-    const read = !this.congested && !this.held && !this.credit?.exhausted && !this.spoolBusy;
+    const read = !this.congested && !this.held && !this.creditHolds() && !this.spoolBusy;
     if (read === this.reading) return;
     this.reading = read;
     for (const s of [this.stdout, this.stderr]) {
@@ -282,15 +285,27 @@ export class ManagedProcess {
   }
 
   /**
+   * A full credit window holds the process, except while nobody is attached to a session that
+   * spools: its output then goes to the spool (whose writes hold it back instead), so a detached
+   * terminal's command runs on; the client that comes back replays it and acknowledges on by seq.
+   */
+  private creditHolds(): boolean {
+    return !!this.credit?.exhausted && !this.detachedSpooling();
+  }
+
+  /** Nobody is attached and the session spools: a full credit window does not hold the process. */
+  private detachedSpooling(): boolean {
+    return this.sink.attached?.() === false && this.options.spooling?.() === true;
+  }
+
+  /**
    * The sink changed (a client attached or left): a process must not wait on the old one's
-   * congestion. A client's pause stays: nothing is evicted while its client is away, and the
+   * congestion, and a credit window holds again (or no more, see `creditHolds`). A client's pause stays: nothing is evicted while its client is away, and the
    * session's TTL still ends a process whose client never comes back.
    */
   sinkChanged(): void {
-    if (this.congested && !this.sink.congested()) {
-      this.congested = false;
-      this.updateReading();
-    }
+    if (this.congested && !this.sink.congested()) this.congested = false;
+    this.updateReading();
   }
 
   // ---- exit and close ----
@@ -372,7 +387,13 @@ export class ManagedProcess {
    * than the window is served from the spool, one bounded page per answer (`execBridgeSpooled`:
    * read on from `nextSeq`), and every answer says how many bytes were dropped.
    */
-  async read(afterSeq: number, maxBytes: number | undefined, waitMs: number, spooled = false): Promise<ProcessReadResult> {
+  async read(
+    afterSeq: number,
+    maxBytes: number | undefined,
+    waitMs: number,
+    spooled = false,
+    spoolMaxBytes?: number,
+  ): Promise<ProcessReadResult> {
     const deadline = Date.now() + waitMs;
     const fromSpool = () => {
       const s = this.spool;
@@ -400,9 +421,18 @@ export class ManagedProcess {
     }
     const spool = fromSpool();
     if (spool) {
-      const page = await spool.read(afterSeq, Math.min(maxBytes ?? SPOOL_PAGE_BYTES, MAX_SPOOL_PAGE));
+      const page = await spool.read(afterSeq, Math.min(spoolMaxBytes ?? maxBytes ?? SPOOL_PAGE_BYTES, MAX_SPOOL_PAGE));
       // Empty: a cap dropped the range meanwhile; the window answers (with the gap and the count).
       if (page.chunks.length > 0) return { ...this.readStatus(true), chunks: page.chunks, nextSeq: page.nextSeq, execBridgeSpooled: true };
+    }
+    if (spooled && spoolMaxBytes !== undefined) {
+      // A page of the window too when it holds more than the budget: a replay stays within the reader's room.
+      const all = this.window.after(afterSeq);
+      const some = this.window.after(afterSeq, spoolMaxBytes);
+      if (some.length < all.length) {
+        const chunks = some.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') }));
+        return { ...this.readStatus(true), chunks, nextSeq: some[some.length - 1]!.seq + 1, execBridgeSpooled: true };
+      }
     }
     const chunks = this.window.after(afterSeq, maxBytes);
     const nextSeq = maxBytes !== undefined && chunks.length > 0 ? chunks[chunks.length - 1]!.seq + 1 : this.nextSeq;

@@ -5,7 +5,9 @@ import type { RequestContext } from './connection';
 export function registerProcessMethods(router: Router<RequestContext>): void {
   router
     .on('process/start', (p, ctx) => ctx.session.startProcess(p))
-    .on('process/read', (p, ctx) => ctx.session.read(p.processId, p.afterSeq ?? 0, p.maxBytes ?? undefined, p.waitMs ?? 0, ctx.outputSpool))
+    .on('process/read', (p, ctx) =>
+      ctx.session.read(p.processId, p.afterSeq ?? 0, p.maxBytes ?? undefined, p.waitMs ?? 0, ctx.outputSpool, p.execBridgeSpoolMaxBytes),
+    )
     .on('process/write', async (p, ctx) => ({ status: await ctx.session.write(p.processId, Buffer.from(p.chunk, 'base64'), p.writeId) }))
     .on('process/signal', (p, ctx) => {
       ctx.session.interrupt(p.processId);

@@ -14,6 +14,8 @@ export interface ProcessSink {
   congested(): boolean;
   /** Calls `cb` once the congestion clears, or the client detaches. */
   whenUncongested(cb: () => void): void;
+  /** Whether a client is attached (undefined: unknown; a credit window then holds as always). */
+  attached?(): boolean;
 }
 
 export const MAX_CHUNK = 64 * 1024;

@@ -65,6 +65,7 @@ export class Session {
         else sent?.();
       },
       congested: () => this.connection?.congested() ?? false,
+      attached: () => this.connection !== undefined,
       whenUncongested: (cb) => {
         if (this.connection) this.connection.whenUncongested(cb);
         else cb();
@@ -129,6 +130,7 @@ export class Session {
         fifos: this.options.fifos,
         prewarm: this.options.prewarm,
         spool: () => (this.spooling ? this.options.spool?.create() : undefined),
+        spooling: () => this.spooling,
         onClosed: () => this.scheduleRelease(id, proc),
       });
     } finally {
@@ -165,8 +167,15 @@ export class Session {
   }
 
   /** `spooled`: the asking connection negotiated `execBridgeOutputSpool`. */
-  read(id: string, afterSeq: number, maxBytes: number | undefined, waitMs: number, spooled = false): Promise<ProcessReadResult> {
-    return this.get(id).read(afterSeq, maxBytes, waitMs, spooled);
+  read(
+    id: string,
+    afterSeq: number,
+    maxBytes: number | undefined,
+    waitMs: number,
+    spooled = false,
+    spoolMaxBytes?: number,
+  ): Promise<ProcessReadResult> {
+    return this.get(id).read(afterSeq, maxBytes, waitMs, spooled, spoolMaxBytes);
   }
 
   /** A client asked for spooled output (`initialize`): the store, if this server spools (else undefined). */

@@ -188,6 +188,43 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
     assert.deepEqual(spoolDirs(server), [], 'the spool directory is gone after the server stopped');
   });
 
+  test('a credit window (a terminal) does not hold a detached process of a spooling session: it runs on, and all of it replays', async () => {
+    const server = await startServer('ours', ['--session-ttl-ms', '600000']);
+    try {
+      const total = 8 * MiB;
+      const pidFile = join(base, 'credit.pid');
+      const a = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: server.url } });
+      // Nothing is consumed: attached, the process blocks at its 512 KiB window.
+      await a.startProcess({ processId: 'term', argv: generator(total, pidFile), cwd: base, creditWindow: 512 * 1024 });
+      const pid = Number(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8'), 60_000, 'the generator to start'));
+      a.dispose('window reload');
+      await until(() => !isAlive(pid), 120_000, 'the detached process to print everything and exit');
+      const b = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: server.url }, resumeSessionId: a.sessionId });
+      try {
+        const attached = await b.attachProcess('term', { tty: false, stdinWritable: false, creditWindow: 512 * 1024 });
+        let off = 0;
+        const done = new Promise<number>((resolve, reject) =>
+          attached.handle.onEvent((e) => {
+            if (e.type === 'output') {
+              if (!e.data.equals(expected(off, e.data.length))) reject(new Error(`bytes at ${off} differ`));
+              off += e.data.length;
+              attached.handle.outputConsumed(e.data.length);
+            } else if (e.type === 'exited') resolve(e.exitCode);
+            else if (e.type === 'failed') reject(e.error);
+          }),
+        );
+        assert.equal(await done, 0);
+        assert.equal(off, total);
+        assert.equal(attached.droppedBytes, 0);
+        assert.equal(attached.evictedBefore, 0);
+      } finally {
+        b.dispose();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+
   test('a codex-style client (no opt-in) sees the 1 MiB window and its seq gap; nothing of it is spooled', async () => {
     const server = await startServer('ours');
     try {
