@@ -67,3 +67,67 @@ test('a closed without seq (older servers) goes after everything seen', () => {
   o.push(out(3));
   assert.equal(o.seqForUnnumberedClosed(), 4);
 });
+
+test('spool pages (execBridgeSpooled): published in order, the exit placed by execBridgeExitSeq, the last answer merged as a read', () => {
+  const o = new SeqOrderer();
+  // Output 1..3, exit 4, output 5 (drained after the exit), closed 7 after output 6.
+  const p1 = o.mergeSpooled(read({ chunks: [chunk(1), chunk(2)], nextSeq: 3, execBridgeSpooled: true, execBridgeDroppedBytes: 0 }), true);
+  assert.deepEqual(seqs(p1.events), ['o1', 'o2']);
+  const p2 = o.mergeSpooled(
+    read({
+      chunks: [chunk(3), chunk(5)],
+      nextSeq: 6,
+      exited: true,
+      exitCode: 2,
+      execBridgeSpooled: true,
+      execBridgeExitSeq: 4,
+      execBridgeDroppedBytes: 0,
+    }),
+    true,
+  );
+  assert.deepEqual(seqs(p2.events), ['o3', 'e4', 'o5']);
+  const last = o.mergeSpooled(
+    read({ chunks: [chunk(6)], nextSeq: 8, exited: true, exitCode: 2, closed: true, execBridgeExitSeq: 4, execBridgeDroppedBytes: 0 }),
+    true,
+  );
+  assert.deepEqual(seqs(last.events), ['o6', 'c7']);
+  assert.equal(last.lost, undefined);
+});
+
+test('spool pages: what a cap dropped is skipped on an attach (the exit in it kept) and lost on a catch-up', () => {
+  const attach = new SeqOrderer();
+  // Seqs 1..9 dropped, among them the exit (5); the page starts at 10.
+  const r = read({
+    chunks: [chunk(10), chunk(11)],
+    nextSeq: 12,
+    exited: true,
+    exitCode: 0,
+    execBridgeSpooled: true,
+    execBridgeExitSeq: 5,
+    execBridgeDroppedBytes: 900,
+  });
+  assert.deepEqual(seqs(attach.mergeSpooled(r, true).events), ['e5', 'o10', 'o11']);
+  assert.equal(attach.lastPublished, 11);
+  const catchUp = new SeqOrderer();
+  catchUp.push(out(1));
+  const lost = catchUp.mergeSpooled(r, false);
+  assert.deepEqual(lost.events, []);
+  assert.deepEqual(lost.lost, { fromSeq: 2, toSeq: 9 });
+  // Only the exit between: nothing was dropped.
+  const exitOnly = new SeqOrderer();
+  exitOnly.push(out(1));
+  const ok = exitOnly.mergeSpooled(
+    read({
+      chunks: [chunk(3)],
+      nextSeq: 4,
+      exited: true,
+      exitCode: 0,
+      execBridgeSpooled: true,
+      execBridgeExitSeq: 2,
+      execBridgeDroppedBytes: 0,
+    }),
+    false,
+  );
+  assert.equal(ok.lost, undefined);
+  assert.deepEqual(seqs(ok.events), ['e2', 'o3']);
+});
