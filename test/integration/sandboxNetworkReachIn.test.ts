@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,10 +112,15 @@ interface Ran {
 }
 
 /** Spawns a pipe plan as the runner does (its launch without a shell). */
-function runPlan(plan: SandboxedSpawnPlan, timeoutMs = 30_000): Promise<Ran> {
+function runPlan(plan: SandboxedSpawnPlan, asUser?: number, timeoutMs = 30_000): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const launch = plan.pipeLaunch ?? { file: plan.file, args: plan.args, files: [] };
-    const child = spawn(launch.file, launch.args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    // As root, asUser runs it as that uid instead (setpriv), as a server of that user would.
+    const [file, args] =
+      asUser === undefined
+        ? [launch.file, launch.args]
+        : ['setpriv', [`--reuid=${asUser}`, `--regid=${asUser}`, '--clear-groups', launch.file, ...launch.args]];
+    const child = spawn(file, args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => chunks.push(d));
     child.stderr.on('data', (d: Buffer) => chunks.push(d));
@@ -198,8 +203,8 @@ describe(
     }
 
     /** Runs the attack's plan as the runner would and checks every way in it tried. */
-    async function attack(plan: SandboxedSpawnPlan): Promise<void> {
-      await check(await runPlan(plan));
+    async function attack(plan: SandboxedSpawnPlan, asUser?: number): Promise<void> {
+      await check(await runPlan(plan, asUser));
     }
 
     /** Checks the attack's report (its output and exit code) and what the host socket received. */
@@ -242,6 +247,42 @@ describe(
         await attack(plan);
       } finally {
         plan.dispose();
+      }
+    });
+
+    test('a server run by an unprivileged user (no CAP_SETFCAP needed to map its uid): the same', async () => {
+      // As root, drop to nobody; as anyone else, we already are the unprivileged user.
+      const asRoot = process.getuid?.() === 0;
+      const nobody = 65534;
+      chmodSync(base, 0o755);
+      chmodSync(hostSocket, 0o777); // the injected code could connect, as nobody, if it ran
+      const state = join(base, 'nobody-state');
+      mkdirSync(state, { mode: 0o700 });
+      // Root's private directories (other suites' servers) may lie where nobody cannot look; a server
+      // run by nobody would hide nobody's.
+      const own = new SandboxPlanner({ stateDir: state, hiddenDirs: () => ({ own: [], others: [] }) });
+      const preface = `CONNECT 127.0.0.1:${heldPort} HTTP/1.1\r\nHost: 127.0.0.1:${heldPort}\r\n\r\n`;
+      const plan = await own.plan({
+        argv: ['/usr/bin/perl', '-e', ATTACK, '3128', preface, CODE],
+        cwd: ws,
+        env: ENV,
+        tty: false,
+        sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+        managedNetwork: { allow: [`127.0.0.1:${heldPort}`] },
+      });
+      try {
+        if (asRoot) {
+          // The proxy's socket folder is made by this (root) process: give it to nobody, as its own server's would be.
+          const chownAll = (p: string): void => {
+            chownSync(p, nobody, nobody);
+            if (!p.endsWith('.sock')) for (const f of readdirSync(p)) chownAll(join(p, f));
+          };
+          chownAll(state);
+        }
+        await attack(plan, asRoot ? nobody : undefined);
+      } finally {
+        plan.dispose();
+        own.close();
       }
     });
 
