@@ -5,6 +5,8 @@ import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/planner';
 import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, type DaemonState } from '../client/daemonStart';
 import { tuneYoungGeneration } from '../rpc/youngGc';
+import { ExecServerClient, formatDuration } from '../client';
+import { errorMessage } from '../util/errorMessage';
 import { exitWhenIdle } from './serve';
 
 /** The exec-server's own default (src/server/execServer.ts). */
@@ -26,6 +28,7 @@ async function runDaemon(argv: string[]): Promise<number> {
   let idleMs = DAEMON_IDLE_MS;
   const spool: { processBytes?: number; totalBytes?: number } = {};
   let ttlMs: number | undefined;
+  let maxTtlMs: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1];
     if (argv[i] === '--key' && v) key = argv[++i];
@@ -34,6 +37,7 @@ async function runDaemon(argv: string[]): Promise<number> {
     // The output spool's caps, as `serve`'s --spool-process-bytes / --spool-total-bytes (defaults 64 MiB, 1 GiB).
     else if (argv[i] === '--spool-process-bytes' && v) spool.processBytes = Number(argv[++i]);
     else if (argv[i] === '--spool-total-bytes' && v) spool.totalBytes = Number(argv[++i]);
+    else if (argv[i] === '--max-session-ttl-ms' && v) maxTtlMs = Number(argv[++i]);
     else {
       process.stderr.write(`exec-bridge daemon run: unknown option ${argv[i]}\n`);
       return 2;
@@ -55,6 +59,7 @@ async function runDaemon(argv: string[]): Promise<number> {
     sessionTtlMs: ttlMs,
     spoolProcessBytes: spool.processBytes,
     spoolTotalBytes: spool.totalBytes,
+    maxSessionTtlMs: maxTtlMs,
     planner: sandbox.planner,
     sandboxAvailable: sandbox.sandboxAvailable,
     log,
@@ -108,7 +113,8 @@ export const DAEMON_USAGE = `usage: exec-bridge daemon [status | stop]
 
   The per-user executor daemon (started on demand by "exec-bridge connect"): one exec-server per
   user and version on a unix socket in the private directory, token beside it (0600).
-  status  prints the running daemon's pid and socket (exit 1 if none)
+  status  prints the running daemon's pid and socket, and each session: its client, attached or
+          detached, how long it is kept once detached, and when a detached one ends (exit 1 if none)
   stop    stops it (SIGTERM: every process it runs is killed)`;
 
 /** `exec-bridge daemon status|stop|run`. */
@@ -126,12 +132,44 @@ export async function daemonCommand(argv: string[]): Promise<number> {
       process.kill(live.pid, 'SIGTERM');
       process.stdout.write(`stopped the exec-bridge daemon (pid ${live.pid})\n`);
     } else {
-      const ttl = live.sessionTtlMs !== undefined ? `detached sessions live ${Math.round(live.sessionTtlMs / 1000)} s\n` : '';
+      const ttl =
+        live.sessionTtlMs !== undefined
+          ? `detached sessions live ${Math.round(live.sessionTtlMs / 1000)} s unless their client asks otherwise\n`
+          : '';
       const idle = live.idleExitMs !== undefined ? `exits after ${Math.round(live.idleExitMs / 1000)} s idle\n` : '';
       process.stdout.write(`pid ${live.pid}\nsocket ${live.socket}\nversion ${live.key}\n${ttl}${idle}`);
+      process.stdout.write(await sessionLines(live.url, live.token));
     }
     return 0;
   }
   process.stderr.write(`exec-bridge daemon: unknown subcommand ${sub}\n${DAEMON_USAGE}\n`);
   return 2;
+}
+
+/** The daemon's sessions (but the one this status call opens), a line each: `execBridge/sessions`. */
+async function sessionLines(url: string, token: string): Promise<string> {
+  let client: ExecServerClient | undefined;
+  try {
+    client = await ExecServerClient.connect({
+      endpoint: { kind: 'websocket', url, token },
+      clientName: 'exec-bridge-daemon-status',
+      // Nothing to keep: this session ends as soon as the status is printed.
+      sessionTtlMs: 1,
+      deadlineMs: 5_000,
+    });
+    const { now, sessions } = await client.call('execBridge/sessions', {}, { signal: AbortSignal.timeout(10_000) });
+    const others = sessions.filter((x) => x.sessionId !== client!.sessionId);
+    const lines = others.map((x) => {
+      const kept = `kept ${formatDuration(x.ttlMs)} once detached`;
+      const state = x.attached
+        ? `attached, ${kept}`
+        : `detached ${formatDuration(now - (x.detachedAt ?? now))} ago, ends ${new Date(x.expiresAt ?? now).toISOString()} (in ${formatDuration((x.expiresAt ?? now) - now)})`;
+      return `session ${x.sessionId} ${x.clientName || '?'}: ${state}, ${x.processes} process(es)\n`;
+    });
+    return `sessions ${others.length}\n${lines.join('')}`;
+  } catch (e) {
+    return `sessions: unknown (${errorMessage(e)})\n`;
+  } finally {
+    client?.dispose();
+  }
 }

@@ -3,7 +3,16 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ExecServerClient, isExecClientError, redact, type ConnectionState, type Connector, type ProcessHandle } from '../client';
+import {
+  DEFAULT_SESSION_TTL_MS,
+  ExecServerClient,
+  formatDuration,
+  isExecClientError,
+  redact,
+  type ConnectionState,
+  type Connector,
+  type ProcessHandle,
+} from '../client';
 import { sshConnector } from '../client/sshConnector';
 import { executorPath } from '../client/executorPaths';
 import { sandboxForPolicy } from '../protocol/sandbox';
@@ -66,6 +75,8 @@ export async function runCommand(argv: string[]): Promise<number> {
       ...(connector ? { connector, attemptTimeoutMs: 60_000 } : {}),
       clientName: 'exec-bridge-run',
       deadlineMs: args.deadlineMs,
+      // Never giving up is worth it only if the executor keeps the command that long: ask for a night.
+      sessionTtlMs: args.sessionTtlMs ?? (args.deadlineMs === 0 ? DEFAULT_SESSION_TTL_MS : null),
       log: args.verbose ? (line) => say(line) : undefined,
     });
     debug(`connected to ${redact(url)} (session ${client.sessionId})`);
@@ -175,7 +186,9 @@ function watchConnection(client: ExecServerClient, say: (line: string) => void):
   client.onDidChangeState((s: ConnectionState) => {
     if (s.kind === 'recovering' && s.attempt === 0) {
       lostAt = Date.now();
-      say(`connection lost (${s.cause}); resuming…`);
+      const limit =
+        s.until !== undefined ? `for up to ${formatDuration(s.until - s.since)}` : 'until the executor says the session is gone';
+      say(`connection lost (${s.cause}); resuming ${limit} — the command keeps running on the executor`);
     } else if (s.kind === 'connected' && lostAt > 0) {
       say(`resumed after ${Date.now() - lostAt} ms`);
       lostAt = 0;

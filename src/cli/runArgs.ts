@@ -8,7 +8,7 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled | --ssh 
                       [--token-file FILE] [--tty] [--cwd DIR]
                       [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
                       [--sandbox-network-allow HOST[:PORT],...] [--sandbox-network-deny HOST[:PORT],...]
-                      [--no-stdin] [--deadline-ms N] [--verbose] -- COMMAND [ARG]...
+                      [--no-stdin] [--deadline-ms N] [--session-ttl-ms N] [--verbose] -- COMMAND [ARG]...
 
   Runs COMMAND on an executor through the resilient client: streams its stdout/stderr to ours,
   forwards our stdin, turns Ctrl-C into an interrupt, and exits with its exit code. A dropped
@@ -32,7 +32,12 @@ export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled | --ssh 
                  the command). Repeat it or separate with commas. --sandbox-network-deny wins over it.
   --no-stdin     give the command /dev/null as stdin. (The protocol cannot forward end-of-file, so a
                  command that reads stdin to its end waits forever unless it is interrupted.)
-  --deadline-ms  how long to try resuming a lost connection before giving up (default 25000).
+  --deadline-ms  how long to try resuming a lost connection before giving up (default 25000). 0: never
+                 give up — retry (back-off up to 30 s between attempts) for as long as the executor
+                 keeps the session (asked for 10 h unless --session-ttl-ms says otherwise; the
+                 command keeps running there meanwhile), then fail with the executor's answer.
+  --session-ttl-ms  how long the executor should keep the session and the command if the connection
+                 drops (default: the executor's own, 30 s; with --deadline-ms 0: 10 h).
   --verbose      log connection details on stderr.
 
   Exit status: the command's; 127 if it was not found; 255 if the connection failed.`;
@@ -47,6 +52,7 @@ export interface RunArgs {
   cwd?: string;
   stdin: boolean;
   deadlineMs?: number;
+  sessionTtlMs?: number;
   verbose: boolean;
   sandbox?: SandboxPolicyName;
   sandboxNetwork: boolean;
@@ -116,8 +122,16 @@ export function parseRunArgs(args: string[]): RunArgs {
       case '--deadline-ms': {
         const v = value();
         const n = Number(v);
-        if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--deadline-ms must be a positive integer, got ${v}`);
+        if (!Number.isSafeInteger(n) || n < 0)
+          throw new UsageError(`--deadline-ms must be 0 (never give up) or a positive integer, got ${v}`);
         out.deadlineMs = n;
+        break;
+      }
+      case '--session-ttl-ms': {
+        const v = value();
+        const n = Number(v);
+        if (!Number.isSafeInteger(n) || n <= 0) throw new UsageError(`--session-ttl-ms must be a positive integer, got ${v}`);
+        out.sessionTtlMs = n;
         break;
       }
       case '--verbose':

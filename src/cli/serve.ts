@@ -6,7 +6,7 @@ import { errorMessage } from '../util/errorMessage';
 import { readTokenFile } from './tokenFile';
 
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | unix:PATH | stdio] [--token-file FILE]
-                        [--session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH]
+                        [--session-ttl-ms N] [--max-session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH]
                         [--sandbox-prewarm-ms N] [--exit-with-stdin] [--idle-exit-ms N] [--verbose]
                         [--spool-process-bytes N] [--spool-total-bytes N]
 
@@ -19,7 +19,10 @@ export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | 
                     The file must be yours and not accessible by group or others (chmod 600).
                     The environment variable EXEC_BRIDGE_TOKEN works too. Without a token, any
                     local user can connect: serve warns on stderr.
-  --session-ttl-ms  how long a detached session (and an exited process) is kept (default 30000).
+  --session-ttl-ms  how long a detached session is kept when its client asks for nothing (codex-style
+                    clients), and an exited process while its session is attached (default 30000).
+  --max-session-ttl-ms  the most a client may ask a detached session to be kept (initialize's
+                    execBridgeSessionTtlMs; default 604800000, 7 days).
   --allow-origin    a browser Origin allowed to connect (by default any request with Origin is refused).
   --bwrap-path      bubblewrap binary for sandboxed commands (default: bwrap on PATH).
   --sandbox-prewarm-ms
@@ -42,6 +45,7 @@ interface ServeArgs {
   listen: string;
   tokenFile?: string;
   ttlMs?: number;
+  maxTtlMs?: number;
   allowOrigins: string[];
   bwrapPath?: string;
   prewarmMs?: number;
@@ -72,6 +76,9 @@ function parseServeArgs(args: string[]): ServeArgs {
         break;
       case '--session-ttl-ms':
         out.ttlMs = nonNegativeInt(flag, value());
+        break;
+      case '--max-session-ttl-ms':
+        out.maxTtlMs = nonNegativeInt(flag, value());
         break;
       case '--sandbox-prewarm-ms':
         out.prewarmMs = nonNegativeInt(flag, value());
@@ -147,6 +154,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     token,
     allowOrigins: args.allowOrigins,
     sessionTtlMs: args.ttlMs,
+    maxSessionTtlMs: args.maxTtlMs,
     sandboxPrewarmMs: args.prewarmMs,
     spoolProcessBytes: args.spoolProcessBytes,
     spoolTotalBytes: args.spoolTotalBytes,

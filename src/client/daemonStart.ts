@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { errorMessage } from '../util/errorMessage';
 import { pidAlive, privateDir } from '../util/privateDir';
@@ -81,6 +81,26 @@ export async function liveDaemon(paths: DaemonPaths): Promise<DaemonInfo | undef
     return undefined;
   }
   return { ...st, token, url: `ws+unix:${st.socket}:/`, started: false };
+}
+
+/**
+ * The live daemons of this user other than `key`'s (other versions: an extension update leaves the
+ * older one running what it ran), newest-started first. Each is checked as `liveDaemon` does.
+ */
+export async function otherLiveDaemons(key: string, env: NodeJS.ProcessEnv = process.env): Promise<DaemonInfo[]> {
+  let names: string[];
+  try {
+    names = readdirSync(privateDir(env));
+  } catch {
+    return [];
+  }
+  const found: DaemonInfo[] = [];
+  for (const name of names) {
+    if (!name.startsWith('daemon-') || name === `daemon-${key}`) continue;
+    const live = await liveDaemon(daemonPaths(name.slice('daemon-'.length), env));
+    if (live) found.push(live);
+  }
+  return found.sort((a, b) => b.startedAt - a.startedAt);
 }
 
 /** Takes the lock file (O_EXCL, holding our pid); a lock whose holder is dead is broken. */

@@ -26,7 +26,7 @@ import {
 import { adoptRead, replaySpool, SessionExpiredError, type AttachedProcess } from './processAttach';
 import { ProcessHandleImpl, type HandleHost, type ProcessHandle } from './processHandle';
 import { ProcessTable } from './processTable';
-import { SessionLink } from './sessionLink';
+import { DEFAULT_SESSION_TTL_MS, SessionLink } from './sessionLink';
 import type { CallOptions, ClientOptions, ConnectionState, StartProcessOptions } from './types';
 
 /** Calls whose answer has no size bound but the file's: the only ones an oversized answer can be. */
@@ -110,9 +110,10 @@ export class ExecServerClient implements Disposable {
       .padStart(8, '0');
     const settings = {
       clientName: options.clientName ?? 'exec-bridge',
-      deadlineMs: options.deadlineMs ?? 25_000,
+      deadlineMs: options.deadlineMs,
+      sessionTtlMs: options.sessionTtlMs === undefined ? DEFAULT_SESSION_TTL_MS : options.sessionTtlMs,
       attemptTimeoutMs: options.attemptTimeoutMs ?? 5_000,
-      backoff: options.backoff ?? { stepMs: 100, maxMs: 2000 },
+      backoff: options.backoff ?? { stepMs: 100, maxMs: 2000, longMaxMs: 30_000 },
       keepalive: options.keepalive ?? { intervalMs: 5_000, timeoutMs: 5_000 },
       jitter,
       binaryOutput: options.binaryOutput ?? true,
@@ -168,6 +169,21 @@ export class ExecServerClient implements Disposable {
   /** From the `initialize` result (or `environment/info` on servers that do not embed it). */
   get environmentInfo(): EnvironmentInfo | undefined {
     return this.link.environmentInfo;
+  }
+  /** How long the executor keeps this session (and what runs in it) once the connection drops; undefined: it did not say (codex). */
+  get sessionTtlMs(): number | undefined {
+    return this.link.sessionTtlMs;
+  }
+  /** How long recovery goes on after a drop before the client fails; undefined: until the executor says the session is gone. */
+  get recoveryDeadlineMs(): number | undefined {
+    return this.link.recoveryDeadlineMs;
+  }
+  /**
+   * While recovering, try to resume now instead of waiting out the back-off (the network may be
+   * back: the window got focus, the user acted on this executor). Returns whether it woke an attempt.
+   */
+  retryNow(): boolean {
+    return this.link.retryNow();
   }
   /** Server capabilities (`processResize`, `concurrentRequests`, …); missing ones are false. */
   get capabilities(): Readonly<Record<string, boolean>> {

@@ -2,7 +2,7 @@ import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { requests } from '../protocol/methods';
-import { InitializeResult, SESSION_TAKEN_OVER } from '../protocol/session';
+import { InitializeResult, SESSION_TAKEN_OVER, SESSION_TTL_FIELD } from '../protocol/session';
 import { RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
 import { backoffDelay } from '../util/backoff';
@@ -10,6 +10,7 @@ import type { Clock, TimerHandle } from '../util/clock';
 import { Deferred } from '../util/deferred';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import { formatDuration } from '../util/duration';
 import { errorMessage } from '../util/errorMessage';
 import { AbortedError, DisconnectedError } from './errors';
 import { SessionExpiredError } from './processAttach';
@@ -24,11 +25,21 @@ export interface Live {
   store: DisposableStore;
 }
 
+/** What our client asks an executor to keep a detached session by default: a night away (10 h). */
+export const DEFAULT_SESSION_TTL_MS = 10 * 3600_000;
+/** Recovery's deadline when the server tells no TTL (codex: its sessions live ~30–80 s). */
+export const CODEX_DEADLINE_MS = 25_000;
+/** How long after the start of an outage attempts stay at most `backoff.maxMs` apart (then `longMaxMs`). */
+const SHORT_OUTAGE_MS = 30_000;
+
 export interface LinkSettings {
   clientName: string;
-  deadlineMs: number;
+  /** undefined: the session's TTL (+1 min), or CODEX_DEADLINE_MS; 0: never. */
+  deadlineMs: number | undefined;
+  /** Asked in `initialize` (`execBridgeSessionTtlMs`); null: not asked. */
+  sessionTtlMs: number | null;
   attemptTimeoutMs: number;
-  backoff: { stepMs: number; maxMs: number };
+  backoff: { stepMs: number; maxMs: number; longMaxMs?: number };
   keepalive: { intervalMs: number; timeoutMs: number } | false;
   /** Per-client factor in [0, 0.3) on the back-off: clients of one server do not retry in lock-step. */
   jitter: number;
@@ -76,6 +87,8 @@ export class SessionLink {
   private readonly waiters = new Set<Deferred<Live>>();
 
   private session = '';
+  /** The TTL the server applies to this session once detached (its `initialize` answer); undefined: it did not say. */
+  private ttl: number | undefined;
   private envInfo: EnvironmentInfo | undefined;
   private spool: InitializeResult['execBridgeOutputSpool'];
   private caps: Record<string, boolean> = {};
@@ -98,6 +111,27 @@ export class SessionLink {
   }
   get sessionId(): string {
     return this.session;
+  }
+  /** How long the executor keeps this session once the connection drops (undefined: it did not say, e.g. codex). */
+  get sessionTtlMs(): number | undefined {
+    return this.ttl;
+  }
+  /** How long recovery goes on after a drop before it fails (undefined: until the executor says the session is gone). */
+  get recoveryDeadlineMs(): number | undefined {
+    const d = this.settings.deadlineMs;
+    if (d === 0) return undefined;
+    if (d !== undefined) return d;
+    return this.ttl !== undefined ? this.ttl + 60_000 : CODEX_DEADLINE_MS;
+  }
+  /**
+   * Recovering: stop waiting out the back-off and try now (the network may be back: the window got
+   * focus, the user asked for something on this executor). Returns whether an attempt was woken.
+   */
+  retryNow(): boolean {
+    if (this.stateValue.kind !== 'recovering' || !this.cancelSleep) return false;
+    this.log('retrying now');
+    this.cancelSleep();
+    return true;
   }
   get environmentInfo(): EnvironmentInfo | undefined {
     return this.envInfo;
@@ -167,6 +201,7 @@ export class SessionLink {
     }
     const { live, init } = opened;
     this.session = init.sessionId;
+    this.ttl = init[SESSION_TTL_FIELD];
     this.envInfo = init.environmentInfo;
     if (!this.envInfo) {
       try {
@@ -224,6 +259,7 @@ export class SessionLink {
         resolve();
       }, ms);
       this.cancelSleep = () => {
+        this.cancelSleep = undefined;
         this.clock.clearTimeout(timer);
         resolve();
       };
@@ -254,6 +290,7 @@ export class SessionLink {
             ...(resumeSessionId ? { resumeSessionId } : {}),
             ...(resumeSessionId && takeOver ? { execBridgeTakeOver: true } : {}),
             ...(this.settings.outputSpool !== false ? { execBridgeOutputSpool: true } : {}),
+            ...(this.settings.sessionTtlMs !== null ? { [SESSION_TTL_FIELD]: this.settings.sessionTtlMs } : {}),
             // Only a connection that delivers binary messages may ask for them (a wrapper without `onBinary` would drop them).
             ...(this.settings.binaryOutput !== false && conn.onBinary ? { [BINARY_OUTPUT_FIELD]: true } : {}),
           },
@@ -325,24 +362,33 @@ export class SessionLink {
 
   private async recover(cause: string): Promise<void> {
     const since = this.clock.now();
-    this.setState({ kind: 'recovering', since, attempt: 0, cause });
-    this.deadlineTimer = this.clock.setTimeout(() => {
-      this.fail(
-        new DisconnectedError(
-          'recoveryDeadline',
-          `lost the connection to the exec-server and could not resume within ${Math.round(this.settings.deadlineMs / 1000)} s (${cause}); processes may still be running on the executor`,
-        ),
-      );
-    }, this.settings.deadlineMs);
+    const deadlineMs = this.recoveryDeadlineMs;
+    const until = deadlineMs !== undefined ? since + deadlineMs : undefined;
+    this.setState({ kind: 'recovering', since, attempt: 0, cause, until });
+    if (deadlineMs !== undefined) {
+      this.deadlineTimer = this.clock.setTimeout(() => {
+        this.fail(
+          new DisconnectedError(
+            'recoveryDeadline',
+            `lost the connection to the exec-server and could not resume within ${formatDuration(deadlineMs)} (${cause}); processes may still be running on the executor`,
+          ),
+        );
+      }, deadlineMs);
+      this.deadlineTimer.unref?.();
+    }
     for (let attempt = 1; !this.failedValue; attempt++) {
-      this.setState({ kind: 'recovering', since, attempt, cause });
+      this.setState({ kind: 'recovering', since, attempt, cause, until });
       let live: Live | undefined;
       try {
-        live = (await this.openAttempt(this.session)).live;
+        const opened = await this.openAttempt(this.session);
+        live = opened.live;
+        // A resume says the TTL that applies now (the ask may have changed, or the server capped it).
+        this.ttl = opened.init[SESSION_TTL_FIELD] ?? this.ttl;
         await this.hooks.catchUp(live);
         if (live.peer.isClosed) throw new Error('the connection closed during catch-up');
         if (this.failedValue) return;
-        this.clock.clearTimeout(this.deadlineTimer);
+        if (this.deadlineTimer !== undefined) this.clock.clearTimeout(this.deadlineTimer);
+        this.deadlineTimer = undefined;
         this.log(`resumed session after ${this.clock.now() - since} ms (attempt ${attempt})`);
         this.becomeConnected(live);
         return;
@@ -360,8 +406,11 @@ export class SessionLink {
           return;
         }
         this.log(`resume attempt ${attempt} failed: ${errorMessage(e)}`);
-        // Doubling steps (stepMs, 2×, 4×, … up to maxMs): a blip resumes at once, an outage is not hammered.
-        await this.sleep(backoffDelay(2 ** Math.min(attempt - 1, 20), { ...this.settings.backoff, jitter: this.settings.jitter }));
+        // Doubling steps (stepMs, 2×, 4×, … up to maxMs; after 30 s of outage up to longMaxMs): a
+        // blip resumes at once, a night away is not hammered; `retryNow` cuts a wait short.
+        const { stepMs, maxMs, longMaxMs = 30_000 } = this.settings.backoff;
+        const cap = this.clock.now() - since < SHORT_OUTAGE_MS ? maxMs : Math.max(maxMs, longMaxMs);
+        await this.sleep(backoffDelay(2 ** Math.min(attempt - 1, 20), { stepMs, maxMs: cap, jitter: this.settings.jitter }));
       }
     }
   }

@@ -19,6 +19,11 @@ export type ConnectionState =
       attempt: number;
       /** Why the connection was lost (transport close reason). */
       cause: string;
+      /**
+       * `clock.now()` when recovery gives up (the session's TTL on the executor, or the client's
+       * `deadlineMs`); undefined: it never gives up while the executor may still have the session.
+       */
+      until?: number;
     }
   | { kind: 'failed'; error: DisconnectedError };
 
@@ -65,12 +70,26 @@ export interface ClientOptions {
   connector?: Connector;
   /** Sent in `initialize`. Default `exec-bridge`. */
   clientName?: string;
-  /** How long recovery may take before the client goes `failed`. Default 25 000 ms. */
+  /**
+   * How long recovery may take before the client goes `failed`. Default: as long as the executor
+   * keeps the session (the TTL its `initialize` answered, plus a minute; a server that tells none,
+   * such as codex: 25 000 ms). `0`: never give up (recovery ends only when the executor says it no
+   * longer knows the session).
+   */
   deadlineMs?: number;
+  /**
+   * How long the executor should keep this session once the connection drops (asked in
+   * `initialize`, capped by the server; codex ignores it). Default 10 h (DEFAULT_SESSION_TTL_MS);
+   * `null`: ask for nothing (the server's default applies).
+   */
+  sessionTtlMs?: number | null;
   /** One connect + `initialize` attempt is abandoned after this. Default 5 000 ms. */
   attemptTimeoutMs?: number;
-  /** Reconnect back-off: `stepMs`, doubling per attempt, capped at `maxMs`, plus per-client jitter. Default 100 / 2 000 ms. */
-  backoff?: { stepMs: number; maxMs: number };
+  /**
+   * Reconnect back-off: `stepMs`, doubling per attempt, capped at `maxMs` for the first 30 s of an
+   * outage and at `longMaxMs` after, plus per-client jitter. Default 100 / 2 000 / 30 000 ms.
+   */
+  backoff?: { stepMs: number; maxMs: number; longMaxMs?: number };
   /**
    * Client-side keepalive: ping every `intervalMs`; no pong within `timeoutMs` ⇒ the connection is
    * treated as dead (a half-open socket must not stall recovery). Default 5 000 / 5 000 ms; `false` disables.

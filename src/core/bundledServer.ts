@@ -1,4 +1,4 @@
-import { ensureDaemon, type DaemonInfo } from '../client/daemonStart';
+import { bundleKey, ensureDaemon, otherLiveDaemons, type DaemonInfo } from '../client/daemonStart';
 import { Emitter, type Event } from '../util/emitter';
 import { pidAlive } from '../util/privateDir';
 
@@ -23,11 +23,10 @@ export interface BundledServerInfo {
   /** Bearer token (from the daemon's 0600 token file). Never log it. */
   token: string;
   pid: number;
-}
-
-/** The first `ws://` URL a server prints on stdout (docs/protocol.md §1). */
-export function parseListenUrl(text: string): string | undefined {
-  return /ws:\/\/[0-9A-Za-z.:[\]-]+/.exec(text)?.[0];
+  /** `<version>-<hash>` of the daemon's bundle. */
+  key?: string;
+  socket?: string;
+  startedAt?: number;
 }
 
 /**
@@ -39,6 +38,8 @@ export function parseListenUrl(text: string): string | undefined {
  */
 export class BundledServer {
   private info: DaemonInfo | undefined;
+  /** `info` is another version's daemon, chosen by `useDaemon`. */
+  private pinned = false;
   private starting: Promise<BundledServerInfo> | undefined;
   private readonly exited = new Emitter<{ pid: number }>();
   /** Fires once when the daemon we used is found gone (killed, crashed, stopped). */
@@ -63,9 +64,49 @@ export class BundledServer {
     return this.info?.sessionTtlMs;
   }
 
+  /**
+   * The daemons of other versions that still run (an extension update leaves the older one with
+   * what it ran): where a remembered session may live on. Newest-started first.
+   */
+  olderDaemons(): Promise<BundledServerInfo[]> {
+    let key: string;
+    try {
+      key = bundleKey(this.options.cliPath);
+    } catch {
+      return Promise.resolve([]);
+    }
+    return otherLiveDaemons(key, this.options.env);
+  }
+
+  /**
+   * Uses `daemon` (another version's, found by `olderDaemons`) instead of this version's, until it
+   * exits or `useOwnVersion` is called: the window's session lives there (docs/architecture.md,
+   * "An extension update").
+   */
+  useDaemon(daemon: BundledServerInfo): void {
+    this.info = { ...daemon, started: false, key: daemon.key ?? '', socket: daemon.socket ?? '', startedAt: daemon.startedAt ?? 0 };
+    this.pinned = true;
+    this.options.log?.(
+      `bundled executor: using the exec-bridge daemon of another version (${daemon.key ?? '?'}, pid ${daemon.pid}), which still runs this window's session`,
+    );
+  }
+
+  /** Back to this version's daemon (a new session: Reconnect). */
+  useOwnVersion(): void {
+    if (!this.pinned) return;
+    this.pinned = false;
+    this.info = undefined;
+  }
+
+  /** Whether the daemon in use is another version's (`useDaemon`). */
+  get usingOtherVersion(): boolean {
+    return this.pinned && this.info !== undefined;
+  }
+
   /** Finds the daemon, or starts it; resolves with its URL and token. */
   ensureStarted(): Promise<BundledServerInfo> {
     if (this.info && this.checkAlive()) return Promise.resolve(this.info);
+    this.pinned = false;
     this.starting ??= this.start().finally(() => (this.starting = undefined));
     return this.starting;
   }
@@ -96,7 +137,8 @@ export class BundledServer {
     this.info = info;
     log?.(
       `bundled executor: ${info.started ? 'started' : 'using'} the exec-bridge daemon (pid ${info.pid}, ${info.socket}` +
-        `${info.sessionTtlMs !== undefined ? `, detached sessions live ${Math.round(info.sessionTtlMs / 1000)} s` : ''})`,
+        // Each window asks for its own session's TTL (execBridge.sessionTtlSeconds); this is the daemon's default.
+        `${info.sessionTtlMs !== undefined ? `, detached sessions of clients that ask for no TTL live ${Math.round(info.sessionTtlMs / 1000)} s` : ''})`,
     );
     return info;
   }

@@ -145,3 +145,12 @@ export function defaultExecutorProblem(configured: string | undefined, known: re
   if (!configured || known.includes(configured)) return undefined;
   return `execBridge.defaultExecutor is "${configured}", which is not an executor (known: ${known.join(', ')}); using ${BUNDLED_EXECUTOR}`;
 }
+
+/** The default of execBridge.sessionTtlSeconds: a night away (10 h). */
+export const DEFAULT_SESSION_TTL_SECONDS = 36_000;
+
+/** execBridge.sessionTtlSeconds → ms: a positive number of seconds, else the default. */
+export function sessionTtlMsFromSetting(seconds: unknown): number {
+  const s = typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_SESSION_TTL_SECONDS;
+  return Math.round(s * 1000);
+}

@@ -8,6 +8,7 @@ import type { ClientOptions, ConnectionState, Connector, Endpoint } from '../cli
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
+import { pidAlive } from '../util/privateDir';
 import type { BundledServer } from './bundledServer';
 import { describeExecutor, redactUrl, type ExecutorConfig } from './executorConfig';
 import type { RememberedProcess, SessionMemory, TerminalInfo } from './sessionMemory';
@@ -21,7 +22,8 @@ export type ExecutorState =
   | { kind: 'idle' }
   | { kind: 'connecting' }
   | { kind: 'connected'; sessionId: string }
-  | { kind: 'recovering'; since: number; attempt: number; cause: string }
+  /** `until`: when recovery gives up (the session's TTL on the executor); undefined: never while it may exist. */
+  | { kind: 'recovering'; since: number; attempt: number; cause: string; until?: number }
   | { kind: 'failed'; message: string };
 
 export interface ExecutorConnectionDeps {
@@ -42,6 +44,11 @@ export interface ExecutorConnectionDeps {
   sshAskpass?: (executor: string, request: AskpassRequest, signal: AbortSignal) => Promise<string | undefined>;
   /** Where the session ids and their processes are remembered (a window reload resumes them). */
   memory?: SessionMemory;
+  /**
+   * How long this executor should keep the window's session (its commands, shells, MCP servers)
+   * once the connection drops: asked in `initialize` (setting execBridge.sessionTtlSeconds).
+   */
+  sessionTtlMs?(): number;
   /** Client tuning (deadline, keepalive); tests shorten them. */
   clientOptions?: Partial<Omit<ClientOptions, 'endpoint' | 'connector' | 'log'>>;
   log?(line: string): void;
@@ -95,15 +102,31 @@ export class ExecutorConnection {
   /** Connects (or returns the current client); rejects with a message fit for the user. */
   connect(): Promise<ExecServerClient> {
     if (this.disposed) return Promise.reject(new Error('Exec Bridge is shutting down'));
-    if (this.clientValue && this.clientValue.state.kind !== 'failed') return Promise.resolve(this.clientValue);
+    if (this.clientValue && this.clientValue.state.kind !== 'failed') {
+      // Asked for while offline: the network may be back, so do not wait out the back-off.
+      this.clientValue.retryNow();
+      return Promise.resolve(this.clientValue);
+    }
     this.connecting ??= this.open().finally(() => (this.connecting = undefined));
     return this.connecting;
+  }
+
+  /** Recovering: try to resume now rather than after the back-off (window focus, the network came back). */
+  retryNow(): boolean {
+    return this.clientValue?.retryNow() ?? false;
+  }
+
+  /** How long the executor keeps this window's session once detached (undefined: it did not say, e.g. codex). */
+  get sessionTtlMs(): number | undefined {
+    return this.clientValue?.sessionTtlMs;
   }
 
   /** Drops the current client (processes keep running on the executor until the TTL) and connects to a new session. */
   async reconnect(): Promise<ExecServerClient> {
     await this.connecting?.catch(() => undefined);
     this.takenOver = false;
+    // A new session goes to this version's daemon (an older one, kept after an update, retires once idle).
+    if (this.config.kind === 'bundled') this.deps.bundled?.useOwnVersion();
     this.deps.memory?.forget(this.name);
     this.dropClient(
       `${this.name} was reconnected; what ran through the old connection may still be running on the executor, but this terminal no longer follows it`,
@@ -160,8 +183,10 @@ export class ExecutorConnection {
       // Taken over by another window: neither resume (that would take the session back) nor write the
       // workspace's memory (it is that window's now) until the user reconnects here.
       const memory = this.resumable && !this.takenOver ? this.deps.memory : undefined;
+      const ttl = this.deps.sessionTtlMs?.();
       const options: ClientOptions = {
         clientName: 'exec-bridge-vscode',
+        ...(ttl !== undefined ? { sessionTtlMs: ttl } : {}),
         ...this.deps.clientOptions,
         ...(endpoint ? { endpoint } : target),
         onProcessTracking: (e) => {
@@ -182,9 +207,15 @@ export class ExecutorConnection {
         });
       } catch (e) {
         if (!(e instanceof SessionExpiredError)) throw e;
-        expired = e.message;
-        log?.(`${this.name}: ${e.message}; starting a new session`);
-        client = await ExecServerClient.connect(options);
+        // After an extension update the session may live on in the older version's daemon.
+        const older =
+          remembered && this.config.kind === 'bundled' ? await this.resumeOnOlderDaemon(options, remembered.sessionId) : undefined;
+        if (older) client = older;
+        else {
+          expired = e.message;
+          log?.(`${this.name}: ${e.message}; starting a new session`);
+          client = await ExecServerClient.connect(options);
+        }
       }
       if (this.disposed) {
         client.dispose();
@@ -235,7 +266,7 @@ export class ExecutorConnection {
             });
             break;
           }
-          this.setState({ kind: 'recovering', since: s.since, attempt: s.attempt, cause: s.cause });
+          this.setState({ kind: 'recovering', since: s.since, attempt: s.attempt, cause: s.cause, until: s.until });
           break;
         case 'failed':
           if (s.error.reason === 'takenOver') this.takenOver = true;
@@ -272,6 +303,37 @@ export class ExecutorConnection {
   }
 
   /** The daemon's socket; each (re)connect attempt first checks that the daemon still runs. */
+  /**
+   * A remembered session this version's daemon does not know: try the daemons of other versions
+   * that still run (an extension update, docs/architecture.md "An extension update"). The first
+   * that knows it becomes the bundled executor's daemon for this window until its session ends.
+   */
+  private async resumeOnOlderDaemon(options: ClientOptions, sessionId: string): Promise<ExecServerClient | undefined> {
+    const bundled = this.deps.bundled;
+    if (!bundled) return undefined;
+    for (const daemon of await bundled.olderDaemons()) {
+      const open = websocketConnector(daemon.url, daemon.token);
+      try {
+        const client = await ExecServerClient.connect({
+          ...options,
+          connector: (signal) =>
+            pidAlive(daemon.pid) ? open(signal) : Promise.reject(new Error(`the exec-bridge daemon (pid ${daemon.pid}) is gone`)),
+          resumeSessionId: sessionId,
+          takeOverSession: true,
+        });
+        bundled.useDaemon(daemon);
+        this.deps.log?.(
+          `${this.name}: resumed session ${sessionId} on the exec-bridge daemon of version ${daemon.key ?? '?'} (pid ${daemon.pid}), kept from before the update; Reconnect moves to this version's daemon (a new session)`,
+        );
+        return client;
+      } catch (e) {
+        if (!(e instanceof SessionExpiredError))
+          this.deps.log?.(`${this.name}: the daemon ${daemon.key ?? '?'} (pid ${daemon.pid}): ${errorMessage(e)}`);
+      }
+    }
+    return undefined;
+  }
+
   private async bundledConnector(): Promise<Connector> {
     const bundled = this.deps.bundled;
     if (!bundled) throw new Error('the bundled exec-server is not available in this build');

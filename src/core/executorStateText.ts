@@ -12,7 +12,13 @@ export interface StateText {
   detail?: string;
 }
 
-export function stateText(state: ExecutorState): StateText {
+/** `10:42` (the user's locale): when an outage began or ends. */
+function clockTime(ms: number): string {
+  return new Date(ms).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+}
+
+/** `name`: the executor's, for "processes keep running on devbox". */
+export function stateText(state: ExecutorState, name = 'the executor'): StateText {
   switch (state.kind) {
     case 'idle':
       return { icon: 'debug-disconnect', label: 'not connected' };
@@ -20,12 +26,19 @@ export function stateText(state: ExecutorState): StateText {
       return { icon: 'sync~spin', label: 'connecting…' };
     case 'connected':
       return { icon: 'vm-active', label: 'connected' };
-    case 'recovering':
+    case 'recovering': {
+      const until =
+        state.until !== undefined
+          ? `${name} keeps them, and Exec Bridge keeps retrying, until ${clockTime(state.until)}`
+          : `Exec Bridge keeps retrying for as long as ${name} keeps them`;
       return {
         icon: 'sync',
-        label: 'reconnecting…',
-        detail: `The connection was lost at ${new Date(state.since).toLocaleTimeString()} (${state.cause}) and is being resumed; running commands continue and their output is kept.`,
+        label: `offline since ${clockTime(state.since)}, retrying`,
+        detail:
+          `The connection was lost at ${clockTime(state.since)} (${state.cause}). Processes keep running on ${name} and their output is kept; ` +
+          `${until}. It retries at once when this window gets focus or you use ${name}.`,
       };
+    }
     case 'failed':
       return { icon: 'error', label: `failed: ${state.message}` };
   }

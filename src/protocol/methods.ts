@@ -4,7 +4,7 @@ import { EnvironmentInfo, EnvironmentInfoParams, EnvironmentStatusParams, Enviro
 import * as fs from './fs';
 import { HttpBodyDeltaNotification, HttpRequestParams, HttpRequestResult } from './http';
 import * as p from './process';
-import { InitializeParams, InitializeResult } from './session';
+import { InitializeParams, InitializeResult, SessionsParams, SessionsResult } from './session';
 
 /**
  * The one method table (docs/style.md §1): it drives the client's typed `call()` and the server's
@@ -39,6 +39,8 @@ export const requests = {
   'environment/info': { params: EnvironmentInfoParams, result: EnvironmentInfo },
   'environment/status': { params: EnvironmentStatusParams, result: EnvironmentStatusResult },
   'http/request': { params: HttpRequestParams, result: HttpRequestResult },
+  /** Ours: the server's sessions, their TTLs and when detached ones end (`exec-bridge daemon status`). */
+  'execBridge/sessions': { params: SessionsParams, result: SessionsResult },
 } as const;
 
 export type RequestMethod = keyof typeof requests;

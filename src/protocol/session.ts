@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { EnvironmentInfo } from './environment';
 
+/** `initialize`'s field (params and result) for a session's detached lifetime, ours (docs/protocol-extensions.md). */
+export const SESSION_TTL_FIELD = 'execBridgeSessionTtlMs';
+
 export const InitializeParams = z.object({
   clientName: z.string(),
   /** Reattach a detached session (it keeps its processes and retained output). */
@@ -15,6 +18,13 @@ export const InitializeParams = z.object({
   execBridgeTakeOver: z.unknown().optional(),
   /** Ours: `true` asks `process/read` to serve spooled output (docs/protocol-extensions.md "Output spool"). Any other value is ignored. */
   execBridgeOutputSpool: z.unknown().optional(),
+  /**
+   * Ours: how long (ms) the client wants this session kept once its connection drops. A positive
+   * integer is honoured up to the server's maximum (the answer says what applies); anything else,
+   * or no field, keeps the server's default (codex's 30 s on `serve`). Sent again on a resume, it
+   * replaces the session's TTL. Any other value is ignored, as codex ignores the field.
+   */
+  [SESSION_TTL_FIELD]: z.unknown().optional(),
 });
 export type InitializeParams = z.infer<typeof InitializeParams>;
 
@@ -26,9 +36,29 @@ export const InitializeResult = z.object({
   execBridgeBinaryOutput: z.boolean().optional(),
   /** Ours: the client asked and `process/read` serves spooled output, with these caps (bytes per process, per server). */
   execBridgeOutputSpool: z.object({ processBytes: z.number().int().nonnegative(), totalBytes: z.number().int().nonnegative() }).optional(),
+  /** Ours: how long (ms) this server keeps the session once detached (what the client asked, capped; or the default). */
+  [SESSION_TTL_FIELD]: z.number().int().nonnegative().optional(),
 });
 export type InitializeResult = z.infer<typeof InitializeResult>;
 
 /** Ours: sent to a connection whose session another connection took over (`execBridgeTakeOver`); the connection is closed next. */
 export const SESSION_TAKEN_OVER = 'execBridge/sessionTakenOver';
 export const SessionTakenOverParams = z.object({ sessionId: z.string() });
+
+/** Ours: `execBridge/sessions` lists the server's sessions (`exec-bridge daemon status`). */
+export const SessionsParams = z.object({}).passthrough();
+export const SessionSummary = z.object({
+  sessionId: z.string(),
+  clientName: z.string(),
+  attached: z.boolean(),
+  /** How long the session is kept once detached. */
+  ttlMs: z.number(),
+  /** While detached: when it detached and when it ends unless resumed (ms since the epoch, the server's clock). */
+  detachedAt: z.number().nullable(),
+  expiresAt: z.number().nullable(),
+  /** Processes it holds, running or retained. */
+  processes: z.number(),
+});
+export type SessionSummary = z.infer<typeof SessionSummary>;
+export const SessionsResult = z.object({ now: z.number(), sessions: z.array(SessionSummary) });
+export type SessionsResult = z.infer<typeof SessionsResult>;

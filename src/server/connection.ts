@@ -1,7 +1,7 @@
 import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import { describeZodError } from '../protocol/describeError';
-import { InitializeParams, SESSION_TAKEN_OVER, type InitializeResult } from '../protocol/session';
+import { InitializeParams, SESSION_TAKEN_OVER, SESSION_TTL_FIELD, type InitializeResult } from '../protocol/session';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { RpcError } from '../rpc/errors';
 import { encodeNotification } from '../rpc/message';
@@ -352,7 +352,10 @@ export class ServerConnection implements SessionConnection {
     const binary = parsed.data.execBridgeBinaryOutput === true && this.transport.sendBinary !== undefined;
     // A failed initialize (unknown session, -32010) may be retried on the same connection.
     const takeOver = parsed.data.execBridgeTakeOver === true;
-    const session = resumeSessionId ? this.options.registry.resume(resumeSessionId, this, takeOver) : this.options.registry.create(this);
+    const askedTtl = parsed.data[SESSION_TTL_FIELD];
+    const session = resumeSessionId
+      ? this.options.registry.resume(resumeSessionId, this, takeOver, askedTtl)
+      : this.options.registry.create(this, askedTtl, parsed.data.clientName);
     if (this.peer.isClosed) {
       this.options.registry.detach(session, this);
       throw RpcError.internal('connection closed during initialize');
@@ -370,6 +373,8 @@ export class ServerConnection implements SessionConnection {
       this.outputSpool = true;
       result.execBridgeOutputSpool = { processBytes: spool.processBytes, totalBytes: spool.totalBytes };
     }
+    // Only to a client that asked: codex-style clients see codex's answer.
+    if (askedTtl !== undefined) result[SESSION_TTL_FIELD] = session.ttlMs;
     return result;
   }
 }

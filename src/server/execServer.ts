@@ -27,8 +27,10 @@ export interface ExecServerOptions {
   token?: string;
   /** Browser origins allowed to connect; any other request carrying `Origin` is refused. */
   allowOrigins?: string[];
-  /** Detached-session and exited-process retention (default 30 s). */
+  /** Detached-session TTL of clients that ask for none, and exited-process retention (default 30 s, codex's). */
   sessionTtlMs?: number;
+  /** The most a client may ask a detached session to be kept (`execBridgeSessionTtlMs`; default 7 days). */
+  maxSessionTtlMs?: number;
   planner?: SpawnPlanner;
   /** Output a process keeps for replay, memory window included: beyond the window it is spooled to disk (default 64 MiB; 0: no spool). */
   spoolProcessBytes?: number;
@@ -102,6 +104,7 @@ export class ExecServer {
     this.spool = new SpoolStore({ processBytes: options.spoolProcessBytes, totalBytes: options.spoolTotalBytes }, options.log);
     this.registry = new SessionRegistry({
       ttlMs: options.sessionTtlMs ?? 30_000,
+      maxTtlMs: options.maxSessionTtlMs,
       clock: options.clock ?? systemClock,
       planner: options.planner ?? planUnsandboxed,
       fifos: this.fifos,
@@ -111,6 +114,7 @@ export class ExecServer {
     registerProcessMethods(this.router);
     registerFsMethods(this.router);
     registerHttpMethods(this.router);
+    this.router.on('execBridge/sessions', () => ({ now: this.registry.clock.now(), sessions: this.registry.summaries() }));
     this.router.on('environment/info', () => this.envInfo()).on('environment/status', () => ({ status: 'ready' }));
     const sandbox = options.sandboxAvailable ?? false;
     const info = environmentInfo({ sandbox: typeof sandbox === 'boolean' ? sandbox : sandbox() });

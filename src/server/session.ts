@@ -18,7 +18,11 @@ export interface SessionConnection extends ProcessSink {
 }
 
 export interface SessionOptions {
-  /** Detached sessions and exited processes are kept this long (default 30 s). */
+  /**
+   * The server's default TTL (30 s on `serve`): a detached session whose client asked for none is
+   * kept this long, and an exited process stays readable this long after `closed` while its
+   * session is attached (a detached session keeps its exited processes until it is resumed or ends).
+   */
   ttlMs: number;
   clock: Clock;
   planner: SpawnPlanner;
@@ -40,6 +44,12 @@ type StartingState = { terminate: boolean; held?: boolean; ack?: { seq: number; 
  */
 export class Session {
   readonly id = randomUUID();
+  /** How long this session is kept once detached (the registry sets it from the client's ask). */
+  ttlMs: number;
+  /** `initialize`'s clientName (for `execBridge/sessions`). */
+  clientName = '';
+  /** Closed processes waiting for their release (timers run only while attached). */
+  private readonly closed = new Map<string, ManagedProcess>();
   private readonly processes = new Map<string, ManagedProcess>();
   /** Ids whose start is in progress, and whether a terminate (or a pause) arrived meanwhile. */
   private readonly starting = new Map<string, StartingState>();
@@ -53,6 +63,7 @@ export class Session {
   readonly fileHandles = new FileHandleTable();
 
   constructor(private readonly options: SessionOptions) {
+    this.ttlMs = options.ttlMs;
     this.sink = {
       notify: (method, params) => this.connection?.notify(method, params),
       notifyFrame: (frame, sent) => {
@@ -84,6 +95,8 @@ export class Session {
   attach(conn: SessionConnection): void {
     this.connection = conn;
     this.sinkChanged();
+    // What closed while nobody was attached is released a TTL after someone could read it.
+    for (const [id, proc] of this.closed) if (!this.retention.has(id)) this.scheduleRelease(id, proc);
   }
 
   /** A resume found the session attached: the holder must prove it is alive, or let go. */
@@ -103,6 +116,9 @@ export class Session {
     if (this.connection !== conn) return false;
     this.connection = undefined;
     this.sinkChanged();
+    // A detached session keeps its exited processes (their output unread) until it is resumed or ends.
+    for (const t of this.retention.values()) this.options.clock.clearTimeout(t);
+    this.retention.clear();
     return true;
   }
 
@@ -131,7 +147,10 @@ export class Session {
         prewarm: this.options.prewarm,
         spool: () => (this.spooling ? this.options.spool?.create() : undefined),
         spooling: () => this.spooling,
-        onClosed: () => this.scheduleRelease(id, proc),
+        onClosed: () => {
+          this.closed.set(id, proc);
+          if (this.connection) this.scheduleRelease(id, proc);
+        },
       });
     } finally {
       this.starting.delete(id);
@@ -147,10 +166,11 @@ export class Session {
     return { processId: id, sandboxType: proc.sandboxType };
   }
 
-  /** Exited processes stay readable (and their id taken) for the TTL after `closed`. */
+  /** Exited processes stay readable (and their id taken) for the server's default TTL after `closed`, while attached. */
   private scheduleRelease(id: string, proc: ManagedProcess): void {
     const timer = this.options.clock.setTimeout(() => {
       this.retention.delete(id);
+      if (this.closed.get(id) === proc) this.closed.delete(id);
       if (this.processes.get(id) === proc) {
         this.processes.delete(id);
         proc.releaseOutput();
@@ -232,6 +252,7 @@ export class Session {
     this.connection = undefined;
     for (const t of this.retention.values()) this.options.clock.clearTimeout(t);
     this.retention.clear();
+    this.closed.clear();
     for (const p of this.processes.values()) p.destroy();
     this.processes.clear();
     void this.fileHandles.closeAll().catch(() => undefined);

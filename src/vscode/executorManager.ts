@@ -38,6 +38,8 @@ export class ExecutorManager {
     private readonly log: vscode.LogOutputChannel,
     private readonly clientOptions: Partial<ClientOptions> = {},
     private readonly memory?: SessionMemory,
+    /** How long executors should keep this window's session once detached (setting execBridge.sessionTtlSeconds). */
+    private readonly sessionTtlMs?: () => number,
   ) {
     this.reload();
     this.activeName = this.resolveActive(memento.get<string>('execBridge.activeExecutor'));
@@ -123,6 +125,7 @@ export class ExecutorManager {
         sshAskpass: askSshPrompt,
         getToken: async (secret) => (await this.secrets.get(SECRET_PREFIX + secret)) || undefined,
         clientOptions: this.clientOptions,
+        ...(this.sessionTtlMs ? { sessionTtlMs: this.sessionTtlMs } : {}),
         ...(this.memory ? { memory: this.memory } : {}),
         isActive: () => this.active.name === config.name,
         log: (line) => this.log.info(line),

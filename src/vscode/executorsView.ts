@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { describeExecutor } from '../core/executorConfig';
 import { stateText } from '../core/executorStateText';
 import { isActive, type RunRecord, type RunRegistry } from '../core/runRegistry';
+import { formatDuration } from '../util/duration';
 import { describeExitCode } from '../util/exitCode';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';
@@ -66,13 +67,20 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
       case 'state': {
         const conn = this.ext.executors.get(node.executor);
         const state = conn?.state ?? { kind: 'idle' as const };
-        const { icon, label, detail } = stateText(state);
+        const { icon, label, detail } = stateText(state, node.executor);
         const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
         item.id = `state:${node.executor}`;
+        const ttl = conn?.sessionTtlMs;
+        // How long this window's work survives a lost connection on that executor.
+        const kept =
+          ttl !== undefined
+            ? `If the connection drops, ${node.executor} keeps this window's commands, shells and MCP servers for ${formatDuration(ttl)}.`
+            : `${node.executor} does not say how long it keeps a detached session (codex keeps one about a minute).`;
         if (detail) item.tooltip = detail;
         if (state.kind === 'connected') {
+          item.tooltip = kept;
           const version = conn?.client?.environmentInfo?.executorVersion;
-          item.description = `session ${state.sessionId.slice(0, 8)}${version ? ` · v${version}` : ''}`;
+          item.description = `session ${state.sessionId.slice(0, 8)}${version ? ` · v${version}` : ''}${ttl !== undefined ? ` · kept ${formatDuration(ttl)}` : ''}`;
           const remote = conn?.config.kind === 'ssh' ? conn.remote : undefined;
           if (remote && conn?.config.kind === 'ssh')
             item.description = `${conn.config.ssh} · ${remote.platform} · node ${remote.nodeVersion} · ${remote.version}`;

@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { authProblem } from '../core/authProblem';
 import { BundledServer } from '../core/bundledServer';
 import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
+import { sessionTtlMsFromSetting } from '../core/executorConfig';
 import { RunRegistry } from '../core/runRegistry';
 import { SessionMemory } from '../core/sessionMemory';
 import { DisposableStore } from '../util/disposable';
@@ -45,14 +46,16 @@ export class Extension implements CommandContext {
     this.log = vscode.window.createOutputChannel('Exec Bridge', { log: true });
     this.bundled = new BundledServer({
       cliPath: join(context.extensionPath, 'dist', 'cli.js'),
-      sessionTtlMs: () => 1000 * (vscode.workspace.getConfiguration('execBridge').get<number>('sessionTtlSeconds') ?? 120),
       ...daemonIdleFromEnv(),
       log: (line) => this.safeLog(line),
     });
     this.disposables.add(this.runs);
     this.memory = new SessionMemory(context.workspaceState);
     this.executors = this.disposables.add(
-      new ExecutorManager(context.secrets, context.workspaceState, this.bundled, this.log, {}, this.memory),
+      new ExecutorManager(context.secrets, context.workspaceState, this.bundled, this.log, {}, this.memory, () =>
+        // What every executor is asked to keep this window's session once its connection drops.
+        sessionTtlMsFromSetting(vscode.workspace.getConfiguration('execBridge').get<number>('sessionTtlSeconds')),
+      ),
     );
     this.approvals = this.disposables.add(new ApprovalService(context.workspaceState, this.log));
     this.terminals = this.disposables.add(new TerminalFeature(this));
@@ -61,6 +64,15 @@ export class Extension implements CommandContext {
     this.disposables.add(
       this.executors.onDidChangeState(({ executor, state }) => {
         if (executor === this.executors.active.name && state.kind === 'connected') this.bindActiveConnection();
+      }),
+    );
+    // The laptop woke up, the train left the tunnel: the user is back in the window, so an executor
+    // that is offline tries to resume now instead of after its back-off (up to 30 s).
+    this.disposables.add(
+      vscode.window.onDidChangeWindowState((w) => {
+        if (!w.focused) return;
+        for (const c of this.executors.all())
+          if (c.state.kind === 'recovering' && c.retryNow()) this.safeLog(`${c.name}: window focused; retrying now`);
       }),
     );
     registerStatusBar(this);

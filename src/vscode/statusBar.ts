@@ -21,12 +21,12 @@ export function registerStatusBar(ext: FeatureContext): void {
       return;
     }
     const conn = ext.executors.active;
-    const { label, detail } = stateText(conn.state);
+    const { label, detail } = stateText(conn.state, conn.name);
     const others = ext.executors.all().filter((c) => c !== conn);
     item.text = statusBarText(conn, others);
     const elsewhere = others
       .filter((c) => c.state.kind === 'recovering')
-      .map((c) => `\`${c.name}\`: ${stateText(c.state).detail ?? ''}`)
+      .map((c) => `\`${c.name}\`: ${stateText(c.state, c.name).detail ?? ''}`)
       .join('\n\n');
     item.tooltip = new vscode.MarkdownString(
       `**Exec Bridge** — executor \`${conn.name}\`: ${label}${detail ? `\n\n${detail}` : ''}\n\n${describeExecutor(conn.config)}` +
@@ -47,7 +47,7 @@ export async function showStatusMenu(ext: FeatureContext): Promise<void> {
   type Item = vscode.QuickPickItem & { action: () => unknown };
   const active = ext.executors.active.name;
   const items: Item[] = ext.executors.all().map((c) => {
-    const { icon, label } = stateText(c.state);
+    const { icon, label } = stateText(c.state, c.name);
     return {
       label: `$(${icon}) ${c.name}`,
       description: c.name === active ? `active · ${label}` : label,

@@ -7,12 +7,16 @@
  *  - `blackhole()` silently drops all bytes (and closes) on current and new connections — a
  *                  half-open path. `heal()` ends it: the black-holed connections are reset (as TCP
  *                  does once packets flow again and hit a closed socket) and new ones pass.
+ *  - `outage()`    the worst form of a long outage: the server's side of every current connection
+ *                  is reset at once (the server sees the drop), while the client's side is
+ *                  black-holed (nothing arrives, nothing closes), and new connections hang (accepted,
+ *                  never connected on, bytes dropped). `heal()` ends it as above.
  *
  * Only 127.0.0.1. Every method is synchronous; the proxy never delays bytes in `pass` mode.
  */
 import net from 'node:net';
 
-type Mode = 'pass' | 'stall' | 'blackhole';
+type Mode = 'pass' | 'stall' | 'blackhole' | 'outage';
 
 interface Pair {
   client: net.Socket;
@@ -86,6 +90,15 @@ export class FaultProxy {
     }
   }
 
+  outage(): void {
+    this.mode = 'outage';
+    for (const p of this.pairs) {
+      p.blackholed = true;
+      p.held = [];
+      reset(p.upstream);
+    }
+  }
+
   heal(): void {
     this.mode = 'pass';
     for (const p of [...this.pairs]) if (p.blackholed) this.destroy(p);
@@ -98,6 +111,16 @@ export class FaultProxy {
 
   private accept(client: net.Socket): void {
     this.accepted++;
+    if (this.mode === 'outage') {
+      // Nothing behind it: the client waits for an answer that never comes (heal resets it).
+      const upstream = new net.Socket();
+      upstream.on('error', () => undefined);
+      const pair: Pair = { client, upstream, blackholed: true, held: [] };
+      this.pairs.add(pair);
+      client.on('error', () => undefined);
+      client.on('close', () => this.destroy(pair));
+      return;
+    }
     const upstream = net.connect(this.targetPort, '127.0.0.1');
     const pair: Pair = { client, upstream, blackholed: this.mode === 'blackhole', held: [] };
     this.pairs.add(pair);
@@ -125,9 +148,14 @@ export class FaultProxy {
 
   private destroy(pair: Pair): void {
     if (!this.pairs.delete(pair)) return;
-    for (const s of [pair.client, pair.upstream]) {
-      if (typeof s.resetAndDestroy === 'function' && !s.destroyed && s.readyState === 'open') s.resetAndDestroy();
-      else s.destroy();
-    }
+    for (const s of [pair.client, pair.upstream]) reset(s);
   }
+}
+
+/** Resets a socket (RST, as a dead path does once packets flow again); a socket without a live handle is just destroyed. */
+function reset(s: net.Socket): void {
+  // Only a connected socket has something to reset (resetAndDestroy fails others with ERR_SOCKET_CLOSED).
+  if (typeof s.resetAndDestroy === 'function' && !s.destroyed && s.readyState === 'open' && s.remoteAddress !== undefined)
+    s.resetAndDestroy();
+  else s.destroy();
 }

@@ -157,7 +157,9 @@ describe('daemon and relay', () => {
     const d = tempDir();
     const run = join(d, 'run');
     const connector = stdioConnector(process.execPath, [CLI_JS, 'connect'], { env: relayEnv(run) });
-    const client = await ExecServerClient.connect({ connector, keepalive: { intervalMs: 250, timeoutMs: 750 }, deadlineMs: 20_000 });
+    // A relay that is slow to answer on a busy machine is not a frozen one: a generous keepalive
+    // (a SIGSTOPped relay never answers, however long we wait).
+    const client = await ExecServerClient.connect({ connector, keepalive: { intervalMs: 500, timeoutMs: 3_000 }, deadlineMs: 60_000 });
     const [relay] = liveProcesses().filter((p) => p.ppid === process.pid && procFile(p.pid, 'cmdline').includes('\0connect'));
     assert.ok(relay);
     try {
@@ -167,8 +169,8 @@ describe('daemon and relay', () => {
       await out.until((s) => s.includes('line 1000\n'));
       process.kill(relay.pid, 'SIGSTOP');
       writeFileSync(fifo, 'go\n');
-      await until(() => client.state.kind === 'recovering', 5_000, 'keepalive to notice the frozen relay');
-      await until(() => client.state.kind === 'connected', 18_000, 'resume through a new relay');
+      await until(() => client.state.kind === 'recovering', 20_000, 'keepalive to notice the frozen relay');
+      await until(() => client.state.kind === 'connected', 55_000, 'resume through a new relay');
       await h.completion;
       const pid = /^pid (\d+)/.exec(out.text())![1];
       assert.equal(out.text(), `pid ${pid}\n${numberedLines(2000)}pid ${pid}\n`);
@@ -183,7 +185,8 @@ describe('daemon and relay', () => {
     const connector = stdioConnector(process.execPath, [CLI_JS, 'connect', '--idle-exit-ms', '200', '--session-ttl-ms', '200'], {
       env: relayEnv(run),
     });
-    const c = await ExecServerClient.connect({ connector, keepalive: false });
+    // Asks no TTL of its own: the daemon's default (200 ms) applies to its session.
+    const c = await ExecServerClient.connect({ connector, keepalive: false, sessionTtlMs: null });
     const [pid] = daemonsIn(run);
     assert.ok(pid);
     const key = readdirDaemon(run);

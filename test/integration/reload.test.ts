@@ -17,6 +17,7 @@ import { SessionMemory, type MementoLike } from '../../src/core/sessionMemory';
 import { ensureDaemon } from '../../src/client/daemonStart';
 import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
 import { CLI_JS } from '../helpers/servers';
+import { copyBundle } from '../helpers/sshd';
 import { gather, numberedLines } from './clientHelpers';
 
 const dirs: string[] = [];
@@ -187,7 +188,14 @@ describe('window reload: ExecutorConnection with a SessionMemory', () => {
     const bundled = new BundledServer({ cliPath: CLI_JS, env, sessionTtlMs: () => ttlMs, idleExitMs: 1_000 });
     const conn = new ExecutorConnection(
       { kind: 'bundled', name: 'bundled', cwd: '/' },
-      { bundled, memory: new SessionMemory(memento), getToken: () => Promise.resolve(undefined), clientOptions: quiet },
+      // The window asks for its session's TTL (execBridge.sessionTtlSeconds in the extension).
+      {
+        bundled,
+        memory: new SessionMemory(memento),
+        getToken: () => Promise.resolve(undefined),
+        clientOptions: quiet,
+        sessionTtlMs: () => ttlMs,
+      },
     );
     const restored: RestoredSession[] = [];
     conn.onDidRestore((r) => restored.push(r));
@@ -321,5 +329,69 @@ describe('window reload: ExecutorConnection with a SessionMemory', () => {
     await until(() => !isAlive(pid), 10_000, 'the process ended after the TTL');
     await until(() => !isAlive(daemon), 10_000, 'the daemon exited when idle');
     assert.deepEqual(daemonsIn(env.EXEC_BRIDGE_RUNTIME_DIR!), []);
+  });
+
+  test("an extension update: the new version resumes the session on the older version's daemon, which retires once idle", async () => {
+    const { dir, env } = world();
+    const memento = new MapMemento();
+    // Two builds of the bundle are two versions: a daemon each (bundleKey hashes the bundle).
+    const v1 = copyBundle(join(dir, 'v1'));
+    const v2 = copyBundle(join(dir, 'v2'), '\n// version 2\n');
+    const open = (cliPath: string) => {
+      const bundled = new BundledServer({ cliPath, env, idleExitMs: 1_000 });
+      const conn = new ExecutorConnection(
+        { kind: 'bundled', name: 'bundled', cwd: '/' },
+        {
+          bundled,
+          memory: new SessionMemory(memento),
+          getToken: () => Promise.resolve(undefined),
+          clientOptions: quiet,
+          sessionTtlMs: () => 600_000,
+        },
+      );
+      const restored: RestoredSession[] = [];
+      conn.onDidRestore((r) => restored.push(r));
+      return { bundled, conn, restored, close: () => (conn.dispose('window reload'), bundled.dispose()) };
+    };
+    const w1 = open(v1);
+    const c1 = await w1.conn.connect();
+    const oldDaemon = w1.bundled.pid!;
+    const fifo = join(dir, 'gate');
+    const term = await c1.startProcess({ argv: gated(fifo), cwd: dir, tty: false });
+    w1.conn.rememberTerminal(term.processId, terminalInfo);
+    await gather(term).until((t) => t.includes('line 1000\n'), 15_000, 'the first 1000 lines');
+    const sessionId = c1.sessionId;
+    w1.close(); // the update: the old window goes, its daemon stays
+
+    const w2 = open(v2);
+    try {
+      const c2 = await w2.conn.connect();
+      assert.equal(c2.sessionId, sessionId, 'the same session, found on the older daemon');
+      assert.equal(w2.bundled.pid, oldDaemon);
+      assert.equal(w2.bundled.usingOtherVersion, true);
+      assert.equal(w2.restored.length, 1);
+      assert.equal(w2.restored[0]!.expired, undefined, 'not reported as lost');
+      assert.deepEqual(
+        w2.restored[0]!.terminals.map((p) => p.processId),
+        [term.processId],
+      );
+      const again = await c2.attachProcess(term.processId, { tty: false, stdinWritable: false });
+      const text = gather(again.handle);
+      writeFileSync(fifo, 'go\n');
+      assert.equal((await again.handle.completion).exitCode, 0);
+      assert.match(text.text(), new RegExp(`^pid \\d+\\n${numberedLines(2000)}pid \\d+\\n$`), 'complete from the first byte');
+      // New work of this window runs in its session there too.
+      const echo = await c2.startProcess({ argv: ['echo', 'after the update'], cwd: dir });
+      const eo = gather(echo);
+      await echo.completion;
+      assert.equal(eo.text(), 'after the update\n');
+      // Reconnect starts a new session on this version's daemon; the old one exits once its session is gone.
+      const c3 = await w2.conn.reconnect();
+      assert.notEqual(c3.sessionId, sessionId);
+      assert.equal(w2.bundled.usingOtherVersion, false);
+      assert.notEqual(w2.bundled.pid, oldDaemon);
+    } finally {
+      w2.close();
+    }
   });
 });

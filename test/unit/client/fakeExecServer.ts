@@ -68,6 +68,8 @@ export class FakeExecServer {
   /** Do not push notifications (e.g. to simulate events produced while detached). */
   mute = false;
   capabilities: Record<string, boolean> = { concurrentRequests: true };
+  /** Set: the server knows `execBridgeSessionTtlMs` and caps an ask at this (our server); unset: codex. */
+  maxSessionTtlMs: number | undefined;
   /** Unanswered requests right now, and the most at once. */
   inFlight = 0;
   peakInFlight = 0;
@@ -213,9 +215,13 @@ export class FakeExecServer {
       }
     }
     this.attached = req.conn;
+    const asked = req.params.execBridgeSessionTtlMs;
     this.answer(req, {
       sessionId: this.sessionId,
       environmentInfo: { shell: { name: 'bash', path: '/bin/bash' }, capabilities: this.capabilities },
+      ...(this.maxSessionTtlMs !== undefined && typeof asked === 'number'
+        ? { execBridgeSessionTtlMs: Math.min(asked, this.maxSessionTtlMs) }
+        : {}),
     });
   }
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseListenUrl } from '../../../src/core/bundledServer';
 import { hostOfTarget, managedNetworkFor, readSandboxSettings, sandboxLabel, sandboxRequest } from '../../../src/core/sandboxSettings';
 import { SandboxContext } from '../../../src/protocol/sandbox';
 
@@ -26,12 +25,6 @@ test('workspace-write without roots makes the cwd the root; full access with net
   const value = SandboxContext.parse(sandboxRequest({ policy: 'workspace-write', network: false }, '/srv/app dir'));
   assert.deepEqual(value.workspaceRoots, ['file:///srv/app%20dir']);
   assert.equal(sandboxRequest({ policy: 'full-access', network: true }, '/srv'), undefined);
-});
-
-test("the bundled server's URL line is found in its stdout", () => {
-  assert.equal(parseListenUrl('ws://127.0.0.1:39313\n'), 'ws://127.0.0.1:39313');
-  assert.equal(parseListenUrl('noise\nws://[::1]:8080\n'), 'ws://[::1]:8080');
-  assert.equal(parseListenUrl('listening...'), undefined);
 });
 
 test('"/" is never a writable root: workspace-write there falls back to read-only', () => {

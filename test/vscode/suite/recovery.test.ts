@@ -101,3 +101,71 @@ suite('recovery (a remote executor behind a relay)', () => {
     t.terminal.dispose();
   });
 });
+
+suite("recovery: an outage longer than the executor's default TTL", () => {
+  let server: Awaited<ReturnType<typeof startExecServer>>;
+  let relay: CuttableRelay;
+  let restore: () => Promise<void>;
+
+  suiteSetup(async () => {
+    // A client that asks for nothing gets 1 s here; the window asks for its own TTL.
+    server = await startExecServer(['--session-ttl-ms', '1000']);
+    relay = new CuttableRelay(server.port);
+    const port = await relay.listen();
+    restore = await withSettings({
+      executors: [{ name: 'napping', url: `ws://127.0.0.1:${port}` }],
+      sandbox: 'full-access',
+      sandboxNetwork: true,
+      sessionTtlSeconds: 600,
+    });
+    const api = await getApi();
+    await waitFor('the napping executor in the list', () => api.executorNames().includes('napping'));
+  });
+
+  suiteTeardown(async () => {
+    await restore?.();
+    relay?.close();
+    server?.stop();
+  });
+
+  test('the window asks for its own session TTL: the command outlives the default, the state says until when, the output is complete', async () => {
+    const api = await getApi();
+    assert.equal((await api.connect('napping')).kind, 'connected');
+    const gate = `/tmp/exec-bridge-nap-${process.pid}-${Date.now()}`;
+    const before = new Set(api.terminals());
+    await vscode.commands.executeCommand(
+      'execBridge.runCommand',
+      `i=0; while [ ! -e ${gate} ] && [ $i -lt 600 ]; do i=$((i+1)); echo "tick $i"; sleep 0.05; done; echo done`,
+      'napping',
+    );
+    const t = await waitFor('the terminal', () => api.terminals().find((x) => !before.has(x)));
+    await waitForText(t, /tick 3\r/);
+    relay.cut();
+    const down = await waitFor('recovering', () => {
+      const s = api.executorState('napping');
+      return s.kind === 'recovering' ? s : undefined;
+    });
+    // What the status bar and the Executors view read: since when, and until when it keeps trying.
+    assert.equal(down.until! - down.since, 600_000 + 60_000, JSON.stringify(down));
+    // Three times the server's default TTL: a session that asked for nothing would be gone.
+    await new Promise((r) => setTimeout(r, 3_000));
+    assert.equal(api.executorState('napping').kind, 'recovering');
+    relay.restore();
+    // Using the executor retries at once (no waiting out the back-off).
+    assert.equal((await api.connect('napping')).kind !== 'failed', true);
+    await waitFor('connected again', () => api.executorState('napping').kind === 'connected', 30_000);
+    await vscode.workspace.fs.writeFile(vscode.Uri.file(gate), new Uint8Array());
+    await t.done;
+    const text = plain(t.text());
+    const ticks = [...text.matchAll(/^tick (\d+)\r$/gm)].map((m) => Number(m[1]));
+    assert.ok(ticks.length > 3, text.slice(-300));
+    assert.deepEqual(
+      ticks,
+      Array.from({ length: ticks.length }, (_, i) => i + 1),
+      'every line once, in order',
+    );
+    assert.match(text, /^done\r$/m);
+    assert.equal(t.exitCode, 0);
+    t.terminal.dispose();
+  });
+});
