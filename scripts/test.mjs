@@ -58,7 +58,10 @@ for (const suite of suites) {
   if (filter.length > 0 && !filter.includes(suite)) files = files.filter((f) => filter.some((x) => f.includes(x)));
   if (files.length === 0) continue;
   console.log(`\n— ${suite}: ${files.length} files`);
-  run('node', ['--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), '--test-timeout=120000', ...files]);
+  // The timeout also bounds each file as a whole: an integration file (sshd, packaging, a long
+  // outage) may take minutes on a busy 2-core machine.
+  const timeout = suite === 'unit' ? 120_000 : 600_000;
+  run('node', ['--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), `--test-timeout=${timeout}`, ...files]);
 }
 
 // Last: the extension inside a real VS Code (code-server + chromium; scripts/vscode-test.mjs).

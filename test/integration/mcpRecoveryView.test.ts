@@ -14,10 +14,11 @@ import { configOf, manager, newTag, NODE, SERVER_MEMORY, startExecutor, tagged, 
 describe('an MCP server while its executor reconnects (ours)', () => {
   let exec: Executor;
   before(async () => {
-    // Quick failing attempts while the proxy swallows everything: several attempts per outage.
+    // Quick failing attempts while the proxy swallows everything: several attempts per outage. An
+    // attempt is given a second (not 150 ms): the first connect must get through on a busy machine.
     exec = await startExecutor('ours', {
       proxy: true,
-      client: { deadlineMs: 20_000, attemptTimeoutMs: 150, backoff: { stepMs: 20, maxMs: 40 }, keepalive: false },
+      client: { deadlineMs: 60_000, attemptTimeoutMs: 1_000, backoff: { stepMs: 20, maxMs: 40 }, keepalive: false },
     });
   });
   after(async () => {
@@ -45,13 +46,13 @@ describe('an MCP server while its executor reconnects (ours)', () => {
       });
       exec.proxy!.blackhole();
       exec.proxy!.cut();
-      await until(() => attempts >= 4, 15_000, 'several resume attempts');
+      await until(() => attempts >= 4, 30_000, 'several resume attempts');
       const item = tree.getItem(node);
       assert.equal(item.icon, 'debug-disconnect');
       assert.match(item.description ?? '', /^executor reconnecting…/, 'the words come first (a narrow sidebar cuts the end)');
       assert.match(item.tooltip ?? '', /tool calls wait until the connection is back/);
       exec.proxy!.heal();
-      await until(() => exec.client.state.kind === 'connected', 15_000, 'connected again');
+      await until(() => exec.client.state.kind === 'connected', 30_000, 'connected again');
       sub.dispose();
       assert.equal(tree.getItem(node).icon, 'pass-filled');
       const lines = s.log.all().map((e) => e.text);

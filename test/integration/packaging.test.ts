@@ -47,10 +47,14 @@ function entries(vsix: string): Entry[] {
 const file = (vsix: string, name: string) => execFileSync('unzip', ['-p', vsix, name], { maxBuffer: 64 << 20 });
 
 describe('npm run package: per-platform VSIXs', () => {
-  before(() => {
-    const r = spawnSync(process.execPath, [join(REPO, 'scripts', 'package.mjs'), '--out-dir', out], { cwd: REPO, encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stdout + r.stderr);
-  });
+  // Six vsce runs: minutes on a busy 2-core machine (the suite's 120 s default is per test).
+  before(
+    () => {
+      const r = spawnSync(process.execPath, [join(REPO, 'scripts', 'package.mjs'), '--out-dir', out], { cwd: REPO, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+    },
+    { timeout: 900_000 },
+  );
   after(() => rmSync(out, { recursive: true, force: true }));
 
   const own: Record<Target, string[]> = {

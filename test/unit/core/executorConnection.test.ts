@@ -269,7 +269,7 @@ describe('the bundled executor', () => {
     });
     t.after(async () => {
       await bundled.stop();
-      rmSync(runtime, { recursive: true, force: true });
+      rmSync(runtime, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 }); // the stopped daemon may still be removing its pipes (ENOTEMPTY)
     });
     // A long deadline: only the server's exit (not the recovery deadline) can fail it in time.
     const { conn, states, logs } = observe(
