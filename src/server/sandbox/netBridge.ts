@@ -26,6 +26,9 @@ import { SYSCALLS } from './seccomp';
  * Only builtins are used (no module loads). Errors go to stderr as `exec-bridge network bridge: …` and
  * exit 127 (setup failures, never a run without the filter or in bwrap's user namespace).
  */
+/** What every variable of the command's carries in the launcher's environment (the launcher removes it). */
+export const LAUNCHER_ENV_PREFIX = 'EXEC_BRIDGE_ENV_';
+
 const SCRIPT = String.raw`
 # No modules (Socket alone costs ~10 ms to load): Linux constants, sockaddrs packed by hand.
 my ($hex, $prctl, $seccomp, $closenr, $unshare, $capset, $n) = splice(@ARGV, 0, 7);
@@ -84,7 +87,7 @@ syscall($prctl, 38, 1, 0, 0, 0) == 0 or fail("prctl(PR_SET_NO_NEW_PRIVS): $!");
 syscall($seccomp, 1, 0, $prog) == 0 or fail("seccomp: $!");
 my $pwd = $ENV{PWD}; # bwrap's --chdir sets it, as for every sandboxed command
 # The command's environment: each prefixed name unprefixed, over what bwrap (PWD) or node-pty (TERM) set.
-for my $k (keys %ENV) { next unless index($k, 'EXEC_BRIDGE_ENV_') == 0; my $v = delete $ENV{$k}; $ENV{substr($k, 16)} = $v }
+for my $k (keys %ENV) { next unless index($k, '${LAUNCHER_ENV_PREFIX}') == 0; my $v = delete $ENV{$k}; $ENV{substr($k, ${LAUNCHER_ENV_PREFIX.length})} = $v }
 $ENV{PWD} = $pwd if defined $pwd;
 exec { $ARGV[0] } @ARGV;
 print STDERR "$ARGV[0]: $!\n"; exit 127;
@@ -138,9 +141,6 @@ export function bridgeLauncher(spec: BridgeSpec, arch: string = process.arch): s
     ...spec.routes.flatMap((r) => [String(r.port), `${BRIDGE_SOCKET_DIR}/${r.socketName}`]),
   ];
 }
-
-/** What every variable of the command's carries in the launcher's environment (the launcher removes it). */
-export const LAUNCHER_ENV_PREFIX = 'EXEC_BRIDGE_ENV_';
 
 /**
  * The environment bwrap and the launcher get for a command's `env`: every name prefixed, so nothing
