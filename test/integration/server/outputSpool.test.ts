@@ -337,7 +337,7 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
     }
   });
 
-  test('spool files go once the process record is released', async () => {
+  test('spool files go once the process record is released, and when a detached session expires', async () => {
     // Exited processes are released a TTL after `closed` while their session is attached.
     const server = await startServer('ours', ['--session-ttl-ms', '3000']);
     try {
@@ -352,6 +352,17 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
       );
       await until(() => spoolFiles(server).length === 0, 30_000, 'the spool files of the released process to go');
       s.client.close();
+
+      // A detached session that expires (its TTL, 3 s here) takes its processes' spool files along.
+      const d = await session(server.url, true);
+      const pidFile = join(base, 'exp.pid');
+      assert.equal((await d.client.call('process/start', startParams('q', generator(3 * MiB, pidFile, true)))).error, undefined);
+      await until(() => d.client.output('q').length >= 3 * MiB, 60_000, 'its output');
+      assert.ok(spoolFiles(server).length > 0);
+      d.client.close();
+      await until(() => spoolFiles(server).length === 0, 30_000, 'the spool files of the expired session to go');
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      await until(() => !isAlive(pid), 10_000, 'its process to be killed with the session');
     } finally {
       await server.stop();
     }
