@@ -39,6 +39,8 @@ export interface WarmSandbox {
 interface Entry {
   slot: string;
   fingerprint: string;
+  /** The other servers' private directories it covers (`PrewarmSpec.covers` when it was built). */
+  covers: string[];
   child: ChildProcess;
   ends: Socket[];
   control: Socket;
@@ -91,6 +93,14 @@ export class SandboxPrewarmer {
     if (!e || e.exited) return undefined;
     this.entries.delete(e.slot);
     clearTimeout(e.timer);
+    const missing = (spec.covers ?? []).filter((c) => !e.covers.includes(c));
+    if (missing.length > 0) {
+      this.log(
+        `sandbox prewarm: the waiting sandbox (pid ${e.child.pid}) does not cover ${missing.join(', ')} (another server's, new since it was built); building one on the spot`,
+      );
+      setImmediate(() => this.discard(e));
+      return undefined;
+    }
     if (e.fingerprint !== spec.fingerprint()) {
       this.log(`sandbox prewarm: the waiting sandbox (pid ${e.child.pid}) predates a change on the host; building one on the spot`);
       setImmediate(() => this.discard(e)); // off the start's path: killing scans the process table
@@ -185,6 +195,7 @@ export class SandboxPrewarmer {
     const entry: Entry = {
       slot,
       fingerprint,
+      covers: [...(spec.covers ?? [])],
       child,
       ends: ours,
       control,

@@ -59,7 +59,13 @@ export interface Launch {
  * never meets a sandbox built before it.
  */
 export interface PrewarmSpec {
+  /** What must match exactly (everything but `covers`). */
   key: string;
+  /**
+   * Other servers' private directories the sandbox covers. A waiting sandbox serves a start whose
+   * covers are all among its own (hiding more is safe; hiding less is not).
+   */
+  covers?: string[];
   /**
    * Starts the stub sandbox. Its fd 0 is the script pipe, 1–2 stdout/stderr, `files` follow from
    * fd 3, and the command's real stdin comes right after them (the script moves it to 0).

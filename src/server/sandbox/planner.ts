@@ -194,11 +194,19 @@ export class SandboxPlanner {
     // A managed network: the key names the lists (not this start's socket folder: each
     // pre-started sandbox has a folder and proxy of its own, see `managedListeners`).
     const lists = req.managedNetwork ? [req.managedNetwork.allow, req.managedNetwork.deny ?? []] : null;
-    const keyArgs = net
-      ? bwrapArgs({ ...sandbox, managedNetwork: { ...managedNetwork!, socketDir: '' }, argv: [...PREWARM_STUB], arg0: null })
-      : stubArgs;
+    // The key leaves out the covers of other servers' private directories: a waiting sandbox that
+    // covers at least this start's (`covers`, checked by the prewarmer) hides all it must, so another
+    // server starting or stopping does not throw away every sandbox built ahead of time.
+    const keyArgs = bwrapArgs({
+      ...sandbox,
+      covered: [],
+      ...(net ? { managedNetwork: { ...managedNetwork!, socketDir: '' } } : {}),
+      argv: [...PREWARM_STUB],
+      arg0: null,
+    });
     plan.prewarm = {
       key: JSON.stringify([bwrap, keyArgs, files, lists]),
+      covers: covered,
       launch: { file: bwrap, args: stubArgs, files },
       fingerprint: () => hostFingerprint(layout),
       script,
