@@ -74,12 +74,19 @@ test('another server’s directory: bound over by its cover, a tmpfs without one
 });
 
 test('a zombie is not a live process: its directory is not hidden', async () => {
-  // `true` exits under a parent that never reaps it (sh execs sleep): a zombie, for which kill(pid, 0) still succeeds.
-  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // The background `sleep 1` exits after sh has exec'd `sleep 30`, which never reaps it: a zombie, for
+  // which kill(pid, 0) still succeeds. (A child that exits before the exec may be reaped by sh itself.)
+  const parent = spawn('sh', ['-c', 'sleep 1 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
   try {
     const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
-    const state = () => readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]?.[0];
-    for (let i = 0; i < 200 && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 25));
+    const state = () => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]?.[0];
+      } catch {
+        return undefined; // reaped
+      }
+    };
+    for (let i = 0; i < 800 && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 25));
     assert.equal(state(), 'Z', 'the child is a zombie');
     const dir = join(base, 'zombie');
     mkdirSync(dir, { mode: 0o700 });
