@@ -184,8 +184,9 @@ describe('window reload: a new client resumes the session by its id', () => {
 });
 
 describe('window reload: ExecutorConnection with a SessionMemory', () => {
-  function window(memento: MapMemento, env: NodeJS.ProcessEnv, ttlMs = 30_000) {
-    const bundled = new BundledServer({ cliPath: CLI_JS, env, sessionTtlMs: () => ttlMs, idleExitMs: 1_000 });
+  /** `cliPath`: the extension's bundle (another build is another version, with a daemon of its own). */
+  function window(memento: MapMemento, env: NodeJS.ProcessEnv, ttlMs = 30_000, cliPath = CLI_JS) {
+    const bundled = new BundledServer({ cliPath, env, sessionTtlMs: () => ttlMs, idleExitMs: 1_000 });
     const conn = new ExecutorConnection(
       { kind: 'bundled', name: 'bundled', cwd: '/' },
       // The window asks for its session's TTL (execBridge.sessionTtlSeconds in the extension).
@@ -337,22 +338,7 @@ describe('window reload: ExecutorConnection with a SessionMemory', () => {
     // Two builds of the bundle are two versions: a daemon each (bundleKey hashes the bundle).
     const v1 = copyBundle(join(dir, 'v1'));
     const v2 = copyBundle(join(dir, 'v2'), '\n// version 2\n');
-    const open = (cliPath: string) => {
-      const bundled = new BundledServer({ cliPath, env, idleExitMs: 1_000 });
-      const conn = new ExecutorConnection(
-        { kind: 'bundled', name: 'bundled', cwd: '/' },
-        {
-          bundled,
-          memory: new SessionMemory(memento),
-          getToken: () => Promise.resolve(undefined),
-          clientOptions: quiet,
-          sessionTtlMs: () => 600_000,
-        },
-      );
-      const restored: RestoredSession[] = [];
-      conn.onDidRestore((r) => restored.push(r));
-      return { bundled, conn, restored, close: () => (conn.dispose('window reload'), bundled.dispose()) };
-    };
+    const open = (cliPath: string) => window(memento, env, 600_000, cliPath);
     const w1 = open(v1);
     const c1 = await w1.conn.connect();
     const oldDaemon = w1.bundled.pid!;

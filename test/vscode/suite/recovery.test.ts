@@ -43,29 +43,37 @@ class CuttableRelay {
   }
 }
 
-suite('recovery (a remote executor behind a relay)', () => {
-  let server: Awaited<ReturnType<typeof startExecServer>>;
-  let relay: CuttableRelay;
-  let restore: () => Promise<void>;
-
+/**
+ * A suite's executor `name`: our server (with `serverArgs`) behind a relay the test can cut, set
+ * as a workspace executor with `settings`; undone in the suite's teardown.
+ */
+function relayedExecutor(name: string, serverArgs: string[] = [], settings: Record<string, unknown> = {}): { relay: () => CuttableRelay } {
+  let server: Awaited<ReturnType<typeof startExecServer>> | undefined;
+  let relay: CuttableRelay | undefined;
+  let restore: (() => Promise<void>) | undefined;
   suiteSetup(async () => {
-    server = await startExecServer();
+    server = await startExecServer(serverArgs);
     relay = new CuttableRelay(server.port);
     const port = await relay.listen();
     restore = await withSettings({
-      executors: [{ name: 'relayed', url: `ws://127.0.0.1:${port}` }],
+      executors: [{ name, url: `ws://127.0.0.1:${port}` }],
       sandbox: 'full-access',
       sandboxNetwork: true,
+      ...settings,
     });
     const api = await getApi();
-    await waitFor('the relayed executor in the list', () => api.executorNames().includes('relayed'));
+    await waitFor(`the ${name} executor in the list`, () => api.executorNames().includes(name));
   });
-
   suiteTeardown(async () => {
     await restore?.();
     relay?.close();
     server?.stop();
   });
+  return { relay: () => relay! };
+}
+
+suite('recovery (a remote executor behind a relay)', () => {
+  const relayed = relayedExecutor('relayed');
 
   test('a dropped connection shows one "resuming" line and the output continues, complete and in order', async () => {
     const api = await getApi();
@@ -79,11 +87,11 @@ suite('recovery (a remote executor behind a relay)', () => {
     const states: string[] = [];
     const sub = api.onDidChangeExecutorState(({ executor, state }) => executor === 'relayed' && states.push(state.kind));
     try {
-      relay.cut();
+      relayed.relay().cut();
       await waitForText(t, /connection lost — resuming…/);
       // Output produced while disconnected is fetched after the resume.
       await new Promise((r) => setTimeout(r, 400));
-      relay.restore();
+      relayed.relay().restore();
       await t.done;
     } finally {
       sub.dispose();
@@ -103,30 +111,8 @@ suite('recovery (a remote executor behind a relay)', () => {
 });
 
 suite("recovery: an outage longer than the executor's default TTL", () => {
-  let server: Awaited<ReturnType<typeof startExecServer>>;
-  let relay: CuttableRelay;
-  let restore: () => Promise<void>;
-
-  suiteSetup(async () => {
-    // A client that asks for nothing gets 1 s here; the window asks for its own TTL.
-    server = await startExecServer(['--session-ttl-ms', '1000']);
-    relay = new CuttableRelay(server.port);
-    const port = await relay.listen();
-    restore = await withSettings({
-      executors: [{ name: 'napping', url: `ws://127.0.0.1:${port}` }],
-      sandbox: 'full-access',
-      sandboxNetwork: true,
-      sessionTtlSeconds: 600,
-    });
-    const api = await getApi();
-    await waitFor('the napping executor in the list', () => api.executorNames().includes('napping'));
-  });
-
-  suiteTeardown(async () => {
-    await restore?.();
-    relay?.close();
-    server?.stop();
-  });
+  // A client that asks for nothing gets 1 s here; the window asks for its own TTL.
+  const napping = relayedExecutor('napping', ['--session-ttl-ms', '1000'], { sessionTtlSeconds: 600 });
 
   test('the window asks for its own session TTL: the command outlives the default, the state says until when, the output is complete', async () => {
     const api = await getApi();
@@ -140,7 +126,7 @@ suite("recovery: an outage longer than the executor's default TTL", () => {
     );
     const t = await waitFor('the terminal', () => api.terminals().find((x) => !before.has(x)));
     await waitForText(t, /tick 3\r/);
-    relay.cut();
+    napping.relay().cut();
     const down = await waitFor('recovering', () => {
       const s = api.executorState('napping');
       return s.kind === 'recovering' ? s : undefined;
@@ -150,7 +136,7 @@ suite("recovery: an outage longer than the executor's default TTL", () => {
     // Three times the server's default TTL: a session that asked for nothing would be gone.
     await new Promise((r) => setTimeout(r, 3_000));
     assert.equal(api.executorState('napping').kind, 'recovering');
-    relay.restore();
+    napping.relay().restore();
     // Using the executor retries at once (no waiting out the back-off).
     assert.equal((await api.connect('napping')).kind !== 'failed', true);
     await waitFor('connected again', () => api.executorState('napping').kind === 'connected', 30_000);
