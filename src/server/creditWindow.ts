@@ -35,27 +35,37 @@ export class CreditWindow {
 
   /**
    * An output event went out (or into the retained window, with no client attached). `coalesce`
-   * (output spooled while nobody is attached): joined to the previous such event, so a detached
-   * night of output is one entry; it is acknowledged once the client consumed up to its last seq.
+   * (output spooled while nobody is attached): joined to the previous such event while the entry
+   * stays within an eighth of the window, so a detached night of output takes few entries
+   * (spool bytes / (window / 8)); an entry is acknowledged once the client consumed up to its last
+   * seq. The bound keeps the client's rule deadlock-free: a client that consumed everything
+   * delivered has less than a quarter of the window unacknowledged, so with entries of at most an
+   * eighth the server sees less than half the window unacknowledged and reads on. (One entry for
+   * all of it held a process for good: the client's last ack fell inside the entry, and it acks
+   * again only after another quarter of the window, which the held process never sends.)
    */
   sent(seq: number, bytes: number, coalesce = false): void {
+    const before = this.sentBytes;
     this.sentBytes += bytes;
     if (seq <= this.ackedSeq) {
       // Acknowledged before it was sent: cannot happen with an honest client; count it as taken.
       this.ackedBytes = this.sentBytes;
       return;
     }
-    if (coalesce && this.coalescing && this.seqs.length > this.head) {
+    if (coalesce && this.coalescing && this.seqs.length > this.head && this.sentBytes - this.entryStart <= this.windowBytes / 8) {
       this.seqs[this.seqs.length - 1] = seq;
       this.totals[this.totals.length - 1] = this.sentBytes;
       return;
     }
     this.coalescing = coalesce;
+    this.entryStart = before;
     this.seqs.push(seq);
     this.totals.push(this.sentBytes);
   }
 
   private coalescing = false;
+  /** Bytes sent before the newest entry began (its size is `sentBytes - entryStart`). */
+  private entryStart = 0;
 
   /** Everything up to `seq` was consumed. Returns whether the unacknowledged amount went down. */
   ack(seq: number): boolean {
