@@ -72,7 +72,8 @@ describe('MCP servers when recovery fails (ours, short session TTL)', () => {
   before(async () => {
     exec = await startExecutor('ours', {
       proxy: true,
-      client: { deadlineMs: 1000, keepalive: { intervalMs: 200, timeoutMs: 300 } },
+      // The client asks no TTL of its own (ours asks 10 h): the server's 1.5 s applies to its session.
+      client: { deadlineMs: 1000, keepalive: { intervalMs: 200, timeoutMs: 300 }, sessionTtlMs: null },
       serverArgs: ['--session-ttl-ms', '1500'],
     });
   });
