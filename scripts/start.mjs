@@ -9,7 +9,7 @@
 // --check (all of it, then stop code-server and exit: 0 when the headless check passed, 1 with
 // the reason otherwise; what .ci/run runs).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   cacheRoot,
@@ -96,8 +96,25 @@ const stop = async (code) => {
   stopping = true;
   log('stopping code-server');
   await killGroup(cs);
+  stopDemoDaemon();
   process.exit(code);
 };
+
+/**
+ * The demo's bundled executor is the executor daemon of the installed extension, which outlives
+ * its window by design (for 10 h with the session the window asked for): the demo is over, so
+ * stop it (`daemon stop`, with the world the extension host had) and leave nothing running.
+ */
+function stopDemoDaemon() {
+  const ext = readdirSync(extensions).find((n) => n.startsWith('exec-bridge.exec-bridge-'));
+  if (!ext) return;
+  const r = spawnSync(process.execPath, [join(extensions, ext, 'dist', 'cli.js'), 'daemon', 'stop'], {
+    env,
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  if (r.status === 0 && /stopped/.test(r.stdout)) log(r.stdout.trim());
+}
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 cs.on('exit', (code) => {
