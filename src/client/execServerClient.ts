@@ -117,7 +117,7 @@ export class ExecServerClient implements Disposable {
       keepalive: options.keepalive ?? { intervalMs: 5_000, timeoutMs: 5_000 },
       jitter,
       binaryOutput: options.binaryOutput ?? true,
-      outputSpool: options.outputSpool ?? true,
+      outputSpool: options.outputSpool ?? false,
     };
     this.link = new SessionLink(settings, connector, this.clock, this.log, {
       onNotification: (method, params) => this.processes.dispatch(method, params),

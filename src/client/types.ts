@@ -110,7 +110,10 @@ export interface ClientOptions {
   binaryOutput?: boolean;
   /**
    * Ask the executor to serve spooled output (`execBridgeOutputSpool`): an attached process then
-   * replays everything still spooled, not only the newest 1 MiB. Default true; other servers ignore it.
+   * replays everything still spooled, not only the newest 1 MiB. Default false: the executor then
+   * writes every process's output beyond its 1 MiB window to disk, which costs a fast stream about
+   * half its throughput (bench/RESULTS.md), worth it only to a client that reattaches later (the
+   * extension's terminals ask; `exec-bridge run` does not). Other servers ignore it.
    */
   outputSpool?: boolean;
   /**

@@ -187,6 +187,8 @@ export class ExecutorConnection {
       const options: ClientOptions = {
         clientName: 'exec-bridge-vscode',
         ...(ttl !== undefined ? { sessionTtlMs: ttl } : {}),
+        // A reopened terminal (a reload, a long outage) replays its whole output from the spool.
+        outputSpool: true,
         ...this.deps.clientOptions,
         ...(endpoint ? { endpoint } : target),
         onProcessTracking: (e) => {

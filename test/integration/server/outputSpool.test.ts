@@ -149,7 +149,11 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
       );
 
       // A new client (a reloaded window) resumes the session and attaches to the process.
-      const b = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: server.url }, resumeSessionId: a.sessionId });
+      const b = await ExecServerClient.connect({
+        endpoint: { kind: 'websocket', url: server.url },
+        resumeSessionId: a.sessionId,
+        outputSpool: true,
+      });
       try {
         const t0 = Date.now();
         const attached = await b.attachProcess('big', { tty: false, stdinWritable: false });
@@ -193,13 +197,17 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
     try {
       const total = 8 * MiB;
       const pidFile = join(base, 'credit.pid');
-      const a = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: server.url } });
+      const a = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: server.url }, outputSpool: true });
       // Nothing is consumed: attached, the process blocks at its 512 KiB window.
       await a.startProcess({ processId: 'term', argv: generator(total, pidFile), cwd: base, creditWindow: 512 * 1024 });
       const pid = Number(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8'), 60_000, 'the generator to start'));
       a.dispose('window reload');
       await until(() => !isAlive(pid), 120_000, 'the detached process to print everything and exit');
-      const b = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: server.url }, resumeSessionId: a.sessionId });
+      const b = await ExecServerClient.connect({
+        endpoint: { kind: 'websocket', url: server.url },
+        resumeSessionId: a.sessionId,
+        outputSpool: true,
+      });
       try {
         const attached = await b.attachProcess('term', { tty: false, stdinWritable: false, creditWindow: 512 * 1024 });
         let off = 0;

@@ -41,7 +41,8 @@ function connect(resumeSessionId?: string, o: { on?: ExecServer; outputSpool?: b
       return near;
     },
     keepalive: false,
-    ...(o.outputSpool !== undefined ? { outputSpool: o.outputSpool } : {}),
+    // As the extension's connections do (the client's default is not to ask).
+    outputSpool: o.outputSpool ?? true,
     ...(resumeSessionId ? { resumeSessionId } : {}),
   });
 }
