@@ -304,7 +304,6 @@ export class ExecutorConnection {
     this.deps.log?.(`${this.name}: connected, session ${client.sessionId}`);
   }
 
-  /** The daemon's socket; each (re)connect attempt first checks that the daemon still runs. */
   /**
    * A remembered session this version's daemon does not know: try the daemons of other versions
    * that still run (an extension update, docs/architecture.md "An extension update"). The first
@@ -336,6 +335,7 @@ export class ExecutorConnection {
     return undefined;
   }
 
+  /** The daemon's socket; each (re)connect attempt first checks that the daemon still runs. */
   private async bundledConnector(): Promise<Connector> {
     const bundled = this.deps.bundled;
     if (!bundled) throw new Error('the bundled exec-server is not available in this build');
