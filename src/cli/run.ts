@@ -217,25 +217,44 @@ function forwardStdin(handle: ProcessHandle, raw: boolean): () => void {
   };
 }
 
-/** SIGINT → interrupt (a TTY process gets the Ctrl-C byte); a second within 2 s → terminate. */
+/** How long a terminate may wait for the executor before `run` exits anyway (the connection may be down for hours). */
+const TERMINATE_WAIT_MS = 5_000;
+
+/**
+ * SIGINT → interrupt (a TTY process gets the Ctrl-C byte); a second within 2 s → terminate;
+ * SIGTERM → terminate. A terminate waits for the connection, which with `--deadline-ms 0` may be
+ * down for the night: after TERMINATE_WAIT_MS `run` exits (255) and says the command may still run.
+ */
 function forwardInterrupts(handle: ProcessHandle, say: (line: string) => void): () => void {
   let last = 0;
+  let exitTimer: NodeJS.Timeout | undefined;
+  const terminate = () => {
+    void handle.terminate().catch(() => undefined);
+    exitTimer ??= setTimeout(() => {
+      say(
+        `the executor did not answer the terminate within ${TERMINATE_WAIT_MS / 1000} s (the connection is down); exiting — the command may still run there until its session ends`,
+      );
+      process.exit(255);
+    }, TERMINATE_WAIT_MS);
+    exitTimer.unref();
+  };
   const onSigint = () => {
     const now = Date.now();
     if (now - last < 2_000) {
       say('terminating');
-      void handle.terminate().catch(() => undefined);
+      terminate();
     } else {
       void handle.write('\x03').catch(() => undefined);
     }
     last = now;
   };
-  const onSigterm = () => void handle.terminate().catch(() => undefined);
+  const onSigterm = () => terminate();
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigterm);
   return () => {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigterm);
+    if (exitTimer) clearTimeout(exitTimer);
   };
 }
 

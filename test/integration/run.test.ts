@@ -197,6 +197,43 @@ for (const kind of ['ours', 'codex'] as const) {
       rmSync(dir, { recursive: true, force: true });
     });
 
+    test('--deadline-ms 0 retries while the network is down; SIGTERM then exits in seconds, saying the command may still run', async () => {
+      const r = run(
+        [
+          '--url',
+          proxy.url,
+          '--token-file',
+          join(dir, 'token'),
+          '--no-stdin',
+          '--deadline-ms',
+          '0',
+          '--cwd',
+          '/tmp',
+          '--',
+          'sh',
+          '-c',
+          'echo started; exec sleep 300',
+        ],
+        60_000,
+      );
+      try {
+        // Started: run now forwards SIGTERM as a terminate.
+        await until(() => r.stdout().includes('started\n'), 15_000, 'the command to start');
+        proxy.blackhole();
+        await until(() => r.stderr().includes('connection lost'), 30_000, `run to notice; stderr: ${r.stderr()}`);
+        assert.match(r.stderr(), /until the executor says the session is gone/);
+        r.child.kill('SIGTERM');
+        assert.equal(await r.exit, 255, r.stderr());
+        assert.match(
+          r.stderr(),
+          /did not answer the terminate within 5 s \(the connection is down\); exiting — the command may still run there/,
+        );
+      } finally {
+        proxy.heal();
+        r.child.kill('SIGKILL');
+      }
+    });
+
     test('keeps output exact across repeated cuts and reports the recovery', async () => {
       const r = run([
         '--url',
