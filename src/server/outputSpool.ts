@@ -1,3 +1,4 @@
+import { statfsSync } from 'node:fs';
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { OutputStream } from '../protocol/common';
@@ -38,6 +39,21 @@ export interface SpoolLimits {
   totalBytes?: number;
   /** Size of one segment file (default 4 MiB; tests make it small). */
   segmentBytes?: number;
+  /** Free bytes of the file system holding `dir` (default: statfs; tests pass a small one). */
+  freeBytes?: (dir: string) => number;
+}
+
+/**
+ * Share of its file system's free space the spool may take. The private directory is often a
+ * tmpfs (`$XDG_RUNTIME_DIR`, or `/tmp` on many distributions): memory, shared with other programs'
+ * sockets and locks, usually a tenth of RAM. Filling it would break them and spend RAM the cap was
+ * meant to save.
+ */
+const FREE_SPACE_SHARE = 0.5;
+
+function statfsFreeBytes(dir: string): number {
+  const st = statfsSync(dir);
+  return st.bavail * st.bsize;
 }
 
 export interface SpooledChunk {
@@ -76,6 +92,9 @@ export class SpoolStore {
   readonly processBytes: number;
   readonly totalBytes: number;
   readonly segmentBytes: number;
+  /** The cap in force: `totalBytes`, or less where the spool's file system has less room (set with the directory). */
+  private capBytes: number;
+  private readonly freeBytes: (dir: string) => number;
   private dir: string | undefined;
   private failed = false;
   /** Every open spool, oldest first; finished ones also in `finished`, in the order they finished. */
@@ -91,6 +110,8 @@ export class SpoolStore {
     this.processBytes = limits.processBytes ?? DEFAULT_SPOOL_PROCESS_BYTES;
     this.totalBytes = limits.totalBytes ?? DEFAULT_SPOOL_TOTAL_BYTES;
     this.segmentBytes = Math.max(HEADER + 1, limits.segmentBytes ?? 4 * 1024 * 1024);
+    this.capBytes = this.totalBytes;
+    this.freeBytes = limits.freeBytes ?? statfsFreeBytes;
     for (const [name, v] of [
       ['processBytes', this.processBytes],
       ['totalBytes', this.totalBytes],
@@ -103,6 +124,11 @@ export class SpoolStore {
 
   get enabled(): boolean {
     return this.processBytes > 0 && this.totalBytes > 0 && !this.failed;
+  }
+
+  /** The per-server cap in force (at most `totalBytes`; less on a small file system). */
+  get effectiveTotalBytes(): number {
+    return this.capBytes;
   }
 
   /** Payload bytes spooled by all processes of this server. */
@@ -128,6 +154,7 @@ export class SpoolStore {
     if (this.dir || this.failed) return this.dir;
     try {
       this.dir = makePrivateSubdir(SPOOL_DIR_PREFIX);
+      this.fitCapTo(this.dir);
     } catch (e) {
       this.failed = true;
       this.log?.(`output spool disabled: ${(e as Error).message}`);
@@ -135,10 +162,27 @@ export class SpoolStore {
     return this.dir;
   }
 
+  /** At most `FREE_SPACE_SHARE` of the free space where the spool lives, measured when it is made. */
+  private fitCapTo(dir: string): void {
+    let free: number;
+    try {
+      free = this.freeBytes(dir);
+    } catch {
+      return; // no statfs here: the configured cap stands
+    }
+    const room = Math.floor(Math.max(0, free) * FREE_SPACE_SHARE);
+    if (room >= this.totalBytes) return;
+    this.capBytes = room;
+    const mib = (n: number) => (n >= 1048576 ? `${Math.round(n / 1048576)} MiB` : `${Math.round(n / 1024)} KiB`);
+    this.log?.(
+      `output spool: ${dir} has ${mib(free)} free, so this server spools at most ${mib(room)} (half of it) instead of ${mib(this.totalBytes)}; the oldest output goes first`,
+    );
+  }
+
   /** @internal */
   adjust(delta: number): void {
     this.retained += delta;
-    if (delta > 0 && this.retained > this.totalBytes) this.enforce();
+    if (delta > 0 && this.retained > this.capBytes) this.enforce();
   }
 
   /** @internal the process finished: its bytes are the first to go when the server is over its cap. */
@@ -160,8 +204,8 @@ export class SpoolStore {
   private enforce(): void {
     for (const order of [this.finished, this.spools]) {
       for (const s of order) {
-        if (this.retained <= this.totalBytes) return;
-        s.dropOldest(this.retained - this.totalBytes);
+        if (this.retained <= this.capBytes) return;
+        s.dropOldest(this.retained - this.capBytes);
       }
     }
   }

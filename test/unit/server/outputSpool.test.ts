@@ -158,3 +158,26 @@ test('SpoolStore: caps must be non-negative integers; 0 turns the spool off', ()
   assert.throws(() => new SpoolStore({ totalBytes: 1.5 }), /totalBytes must be a non-negative integer/);
   assert.equal(new SpoolStore({ processBytes: 0 }).create(), undefined);
 });
+
+test('SpoolStore: on a file system with little room (a tmpfs runtime directory) the cap is half its free space, and says so', async () => {
+  const lines: string[] = [];
+  const store = new SpoolStore({ processBytes: 1 << 30, totalBytes: 1 << 30, segmentBytes: 64 * 1024, freeBytes: () => 600_000 }, (l) =>
+    lines.push(l),
+  );
+  assert.equal(store.effectiveTotalBytes, 1 << 30, 'nothing measured before the first spooled byte');
+  const s = store.create()!;
+  for (let seq = 1; seq <= 60; seq++) s.append(seq, 'stdout', bytes(seq, 10_000));
+  assert.equal(store.effectiveTotalBytes, 300_000);
+  assert.ok(store.retainedBytes <= 300_000 && store.retainedBytes > 300_000 - 26_000, `${store.retainedBytes}`);
+  assert.equal((await readAll(s, 0, 1 << 20)).at(-1)!.seq, 60, 'the newest output is kept');
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!, /has 586 KiB free, so this server spools at most 293 KiB \(half of it\) instead of 1024 MiB/);
+  await store.dispose();
+});
+
+test('SpoolStore: with room to spare the configured cap stands', async () => {
+  const store = new SpoolStore({ processBytes: 1 << 30, totalBytes: 1_000_000, freeBytes: () => 10_000_000 });
+  store.create()!.append(1, 'stdout', bytes(1, 10));
+  assert.equal(store.effectiveTotalBytes, 1_000_000);
+  await store.dispose();
+});
