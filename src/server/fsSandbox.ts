@@ -60,8 +60,10 @@ export class FsSandbox {
   private constructor(private readonly layout: Layout) {}
 
   /**
-   * The policy of a request's `sandbox` field; undefined when it restricts nothing on disk (absent,
-   * null, `disabled`, `external`, unrestricted file system). Invalid values are -32602 as in codex.
+   * The policy of a request's `sandbox` field; undefined when it runs the command unsandboxed (absent,
+   * null, `disabled`, the whole disk with the network on). The whole disk with the network off
+   * (`external`, unrestricted file system) is still a sandbox: everything but our private
+   * directories, as for its command. Invalid values are -32602 as in codex.
    */
   static fromRequest(sandbox: unknown): FsSandbox | undefined {
     if (sandbox === undefined || sandbox === null) return undefined;
@@ -70,16 +72,19 @@ export class FsSandbox {
     if (!parsed.success) throw RpcError.invalidParams(describeZodError(parsed.error));
     const ctx = parsed.data.sandbox;
     const perms = ctx.permissions;
-    if (perms.type !== 'managed' || perms.file_system.type !== 'restricted') return undefined;
-    const dynamic = perms.file_system.entries.some(
-      (e) => e.path.type === 'special' && (e.path.value.kind === 'current_working_directory' || e.path.value.kind === 'project_roots'),
-    );
+    if (perms.type === 'disabled') return undefined;
+    const dynamic =
+      perms.type === 'managed' &&
+      perms.file_system.type === 'restricted' &&
+      perms.file_system.entries.some(
+        (e) => e.path.type === 'special' && (e.path.value.kind === 'current_working_directory' || e.path.value.kind === 'project_roots'),
+      );
     // An fs call has no cwd of its own to anchor these to.
     if (dynamic && !ctx.cwd) throw RpcError.invalidParams('file system sandbox context with dynamic permissions requires cwd');
     try {
       const env: Record<string, string> = process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {};
       const policy = resolvePolicy(sandbox, '/', env);
-      if (policy.fs === 'unrestricted') return undefined;
+      if (policy.unrestricted) return undefined;
       return new FsSandbox(computeLayout(policy));
     } catch (e) {
       if (e instanceof RpcError) throw e;
