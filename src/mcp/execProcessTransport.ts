@@ -49,7 +49,7 @@ export interface ExecProcessTransportOptions {
 }
 
 /**
- * An MCP SDK `Transport` over an exec-server process (recipe B of mcp-landscape.md §4.5):
+ * An MCP SDK `Transport` over an exec-server process (docs/mcp.md "How it works"):
  * newline-delimited JSON-RPC written with `process/write` and read from the process's stdout
  * events; stderr goes to the server log, never to the parser.
  *

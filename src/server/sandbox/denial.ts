@@ -4,7 +4,7 @@ import { isWithin } from './policy';
 /*
  * "Did the sandbox cause this failure?" — advisory, run once after a sandboxed process exits, over
  * its retained output. It only answers yes on specific evidence that the *applied* policy explains
- * (see docs/sandbox.md and sandbox-linux.md §6): a read-only-filesystem error, a permission error on
+ * (docs/sandbox.md "Denial heuristic"): a read-only-filesystem error, a permission error on
  * a path the policy blocks, or a network error while the network was off. Launcher errors from
  * bwrap itself are setup failures, never denials. Differences from codex's heuristic: no bare
  * "sandbox"/"seccomp"/"landlock" keywords (they match any output that merely talks about them).
