@@ -197,7 +197,8 @@ for (const kind of ['ours', 'codex'] as const) {
       await failedEvent;
       assert.equal(client.state.kind, 'failed');
       assert.equal(await rejection(client.readFile('/etc/hostname')), err);
-      assert.ok(elapsed < 4_000, `failed after ${elapsed} ms`);
+      // Well before the process (sleep 30) could end: recovery gave up, nothing waited for the process.
+      assert.ok(elapsed < 20_000, `failed after ${elapsed} ms`);
     } finally {
       client.dispose();
       await server.stop();

@@ -377,7 +377,8 @@ describe('errors', () => {
       code: -32603,
       message: `http/request failed: error sending request for url (${base}/hang)`,
     });
-    assert.ok(Date.now() - t0 < 3000);
+    // /hang never answers: any end at all is the timeout's (the bound leaves room for a loaded machine).
+    assert.ok(Date.now() - t0 < 20_000);
     assert.deepEqual(await fail({ method: 'GET', url: `${base}/slowbody`, requestId: 't3', timeoutMs: 100 }), {
       code: -32603,
       message: 'failed to read http/request response body: error decoding response body',
