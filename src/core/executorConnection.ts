@@ -357,6 +357,11 @@ export class ExecutorConnection {
     if (this.resumable) this.deps.memory?.describe(this.name, processId, info);
   }
 
+  /** A model read `processId`'s output up to event `seq`: after a reload its reads go on from there. */
+  rememberAgentRead(processId: string, seq: number): void {
+    if (this.resumable) this.deps.memory?.agentRead(this.name, processId, seq);
+  }
+
   private async endpoint(): Promise<Endpoint> {
     const c = this.config;
     switch (c.kind) {

@@ -18,6 +18,13 @@ const TerminalInfo = z.object({
   cwd: z.string(),
   sandboxed: z.boolean(),
   sandboxLabel: z.string(),
+  /** A task's label: it comes back as a terminal (VS Code's task system does not bring ours back). */
+  task: z.string().optional(),
+  /**
+   * Started by a language model's tool. `backgroundId`: the id the model reads it by; `readSeq`: the
+   * last output event the model has read (what a reopened terminal replays before it is new again).
+   */
+  agent: z.object({ backgroundId: z.string().optional(), readSeq: z.number().int().nonnegative().optional() }).optional(),
 });
 export type TerminalInfo = z.infer<typeof TerminalInfo>;
 
@@ -90,8 +97,23 @@ export class SessionMemory {
   describe(executor: string, processId: string, terminal: TerminalInfo): void {
     const p = this.sessions.get(executor)?.processes.find((x) => x.processId === processId);
     if (!p) return;
-    p.terminal = { ...terminal };
+    p.terminal = copyInfo(terminal);
     this.save();
+  }
+
+  /** A model read a background process's output up to event `seq` (a reload replays only what came after). */
+  agentRead(executor: string, processId: string, seq: number): void {
+    const agent = this.sessions.get(executor)?.processes.find((x) => x.processId === processId)?.terminal?.agent;
+    if (!agent || (agent.readSeq ?? 0) >= seq) return;
+    agent.readSeq = seq;
+    this.save();
+  }
+
+  /** Which executor and process a model's background id stands for (after a reload, before it is reopened). */
+  findAgentProcess(backgroundId: string): { executor: string; processId: string } | undefined {
+    for (const [executor, s] of this.sessions)
+      for (const p of s.processes) if (p.terminal?.agent?.backgroundId === backgroundId) return { executor, processId: p.processId };
+    return undefined;
   }
 
   /** The process is over for good (closed, or unknown to the executor). */
@@ -114,11 +136,20 @@ export class SessionMemory {
   }
 
   private save(): void {
-    const snapshot = Object.fromEntries([...this.sessions].map(([k, v]) => [k, { ...v, processes: v.processes.map((p) => ({ ...p })) }]));
+    const snapshot = Object.fromEntries(
+      [...this.sessions].map(([k, v]) => [
+        k,
+        { ...v, processes: v.processes.map((p) => ({ ...p, ...(p.terminal ? { terminal: copyInfo(p.terminal) } : {}) })) },
+      ]),
+    );
     this.writing = this.writing.then(
       () => this.memento.update(SESSION_MEMORY_KEY, snapshot),
       () => this.memento.update(SESSION_MEMORY_KEY, snapshot),
     ) as Promise<void>;
     this.writing.catch(() => undefined);
   }
+}
+
+function copyInfo(t: TerminalInfo): TerminalInfo {
+  return { ...t, ...(t.agent ? { agent: { ...t.agent } } : {}) };
 }

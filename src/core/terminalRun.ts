@@ -1,5 +1,5 @@
 import type { ProcessHandle } from '../client/processHandle';
-import type { ConnectionState, ProcessCompletion, StartProcessOptions } from '../client/types';
+import type { ConnectionState, ProcessCompletion, ProcessEvent, StartProcessOptions } from '../client/types';
 import { isExecClientError } from '../client/errors';
 import { DisposableStore } from '../util/disposable';
 import type { Event } from '../util/emitter';
@@ -42,14 +42,37 @@ export interface RunSpec {
   managedNetwork?: { allow: string[] };
   /** A reopened terminal (`attach`): whether its process runs sandboxed. */
   wasSandboxed?: boolean;
+  /** Started by a language model's tool (its background id, if it runs in the background). */
+  agent?: { backgroundId?: string; readSeq?: number };
+  /** Started by a task of tasks.json (its label): after a window reload it comes back as a terminal. */
+  task?: string;
+}
+
+/**
+ * What the approval rules decided for a run, in order: the question before it started, a denial (or
+ * a sandbox the executor could not build) and what was done about it. What a tool tells its model.
+ */
+export type RunDecision =
+  | { kind: 'beforeRun'; outcome: BeforeRunOutcome }
+  | { kind: 'denied'; exitCode: number; deniedHost?: string; outcome: ApprovalOutcome }
+  | { kind: 'unavailable'; reason: string; outcome: ApprovalOutcome };
+
+/** One process event of the run's current process; `attempt` counts the processes (1, then 2 after a retry). */
+export interface RunProcessEvent {
+  attempt: number;
+  sandboxed: boolean;
+  event: ProcessEvent;
 }
 
 export interface TerminalRunDeps {
   start(options: StartProcessOptions): Promise<ProcessHandle>;
   /** Asks the approval policy (and through it the user); `signal` fires when the terminal is closed first. */
   approve(denial: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome>;
-  /** Asked before a sandboxed command starts (always-allowed: start unsandboxed; `askBeforeRun`: ask). */
-  beforeRun?(run: PlannedRun, signal: AbortSignal, onAsk: () => void): Promise<BeforeRunOutcome>;
+  /**
+   * Asked before a sandboxed command starts (always-allowed: start unsandboxed; `askBeforeRun`: ask).
+   * Required, with `approve`: every run (terminal, task, tool) applies the same rules (core/executorRun.ts).
+   */
+  beforeRun(run: PlannedRun, signal: AbortSignal, onAsk: () => void): Promise<BeforeRunOutcome>;
   /** The executor's connection, for the recovery lines. */
   onConnectionState: Event<ConnectionState>;
   /** Whether `process/resize` is supported (capability `processResize`). */
@@ -83,6 +106,13 @@ export class TerminalRun {
   readonly done: Promise<void>;
   private resolveDone!: () => void;
   private readonly nameListeners = new Set<(name: string) => void>();
+  private readonly eventListeners = new Set<(e: RunProcessEvent) => void>();
+  private readonly startListeners = new Set<(handle: ProcessHandle) => void>();
+  private readonly decisionList: RunDecision[] = [];
+  private attempts = 0;
+  /** Set by `stop()`: why the run was ended by its owner (a tool's timeout, a chat's cancel). */
+  private stopReason: string | undefined;
+  private readonly stopped = new AbortController();
 
   constructor(
     readonly spec: RunSpec,
@@ -110,6 +140,55 @@ export class TerminalRun {
   }
   get sandboxed(): boolean {
     return this.sandboxedNow;
+  }
+
+  /** What the approval rules decided so far, in order. */
+  get decisions(): readonly RunDecision[] {
+    return this.decisionList;
+  }
+
+  /** Why `stop()` ended the run, if it did. */
+  get stoppedBecause(): string | undefined {
+    return this.stopReason;
+  }
+
+  /** A process now runs behind the terminal (the first, an approved retry, or the one a reopened terminal follows). */
+  onDidStart(listener: (handle: ProcessHandle) => void): { dispose(): void } {
+    this.startListeners.add(listener);
+    return { dispose: () => void this.startListeners.delete(listener) };
+  }
+
+  /**
+   * Input from the run's owner (a model's tool) for the process's stdin, shown in the terminal as a
+   * dim line, so the user sees what was typed for them. Rejects when nothing can take it.
+   */
+  async sendInput(data: string): Promise<void> {
+    const handle = this.handle;
+    if (!handle || handle.status !== 'running') throw new Error('the process is not running');
+    if (!handle.stdinWritable) throw new Error('the process has no stdin to write to');
+    this.model.notice(`› ${JSON.stringify(data).slice(1, -1)}`);
+    await handle.write(data);
+  }
+
+  /** Every event of the processes behind the terminal (output, exit), as the terminal gets them. */
+  onProcessEvent(listener: (e: RunProcessEvent) => void): { dispose(): void } {
+    this.eventListeners.add(listener);
+    return { dispose: () => void this.eventListeners.delete(listener) };
+  }
+
+  /**
+   * Ends the run for its owner (a tool's timeout, a chat's cancel, the agent's stop): a question
+   * still open is withdrawn, the process is ended, and the terminal stays with the reason in it.
+   */
+  stop(reason: string): void {
+    if (this.stopReason !== undefined || this.model.phase === 'closed') return;
+    this.stopReason = reason;
+    this.stopped.abort();
+    const handle = this.handle;
+    if (handle && handle.status === 'running') {
+      this.model.warning(`■ stopped: ${reason}`);
+      handle.terminate().catch((e: unknown) => this.deps.log?.(`terminate failed for ${handle.processId}: ${errorMessage(e)}`));
+    }
   }
 
   /** Fires when the terminal's name should change (an unsandboxed retry says so in its name). */
@@ -146,6 +225,8 @@ export class TerminalRun {
     this.model.dispose();
     this.store.dispose();
     this.nameListeners.clear();
+    this.eventListeners.clear();
+    this.startListeners.clear();
   }
 
   /**
@@ -177,26 +258,35 @@ export class TerminalRun {
       return;
     }
     this.model.notice(reopenNotice(attached));
+    if (spec.task !== undefined)
+      this.model.notice(
+        `This is the task "${spec.task}": it went on running through the reload. VS Code's task list no longer shows it (nor its problem matcher); close this terminal to stop it.`,
+      );
     const { handle } = attached;
     this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
     const dims = this.model.dimensions;
     if (handle.tty && dims && this.deps.canResize()) handle.resize(dims.cols, dims.rows).catch(() => undefined);
-    const completion = await this.follow(handle);
+    const completion = await this.follow(handle, this.sandboxedNow);
     if (!completion) return;
     this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: completion.sandboxDenied });
     this.model.finish(completion.exitCode);
   }
 
   /** Feeds the terminal from `handle` until it completes; undefined (reported) if it failed. */
-  private async follow(handle: ProcessHandle): Promise<ProcessCompletion | undefined> {
+  private async follow(handle: ProcessHandle, sandboxed: boolean): Promise<ProcessCompletion | undefined> {
     this.handle = handle;
+    const attempt = ++this.attempts;
+    for (const l of [...this.startListeners]) l(handle);
     this.model.attach({
       tty: handle.tty,
       stdinWritable: handle.stdinWritable,
       canPause: handle.canPause,
       credit: handle.creditWindow !== undefined,
     });
-    const events = handle.onEvent((ev) => this.model.processEvent(ev));
+    const events = handle.onEvent((event) => {
+      this.model.processEvent(event);
+      for (const l of [...this.eventListeners]) l({ attempt, sandboxed, event });
+    });
     try {
       return await handle.completion;
     } catch (e) {
@@ -208,6 +298,20 @@ export class TerminalRun {
     } finally {
       events.dispose();
     }
+  }
+
+  /** Withdraws questions and ends the retry loop: the terminal was closed, or the owner stopped the run. */
+  private get ended(): AbortSignal {
+    return (this.endedSignal ??= AbortSignal.any([this.closed.signal, this.stopped.signal]));
+  }
+  private endedSignal: AbortSignal | undefined;
+
+  /** A run its owner stopped before (or between) its processes: say why, and end. */
+  private endStopped(): void {
+    this.update({ status: 'failed', error: `stopped: ${this.stopReason}` });
+    if (this.closed.signal.aborted) return;
+    this.model.warning(`■ stopped: ${this.stopReason}`);
+    this.model.finish(undefined);
   }
 
   private async run(): Promise<void> {
@@ -227,7 +331,8 @@ export class TerminalRun {
       ...(spec.sandbox !== undefined ? { sandbox: spec.sandbox } : {}),
       ...(spec.sandbox !== undefined && spec.managedNetwork ? { managedNetwork: spec.managedNetwork } : {}),
     };
-    if (spec.kind === 'command' && spec.sandbox !== undefined && this.deps.beforeRun) {
+    if (this.stopReason !== undefined) return this.endStopped();
+    if (spec.kind === 'command' && spec.sandbox !== undefined) {
       const planned = {
         commandLine: spec.commandLine,
         argv: spec.argv,
@@ -236,10 +341,12 @@ export class TerminalRun {
         sandboxLabel: spec.sandboxLabel,
       };
       let asked = false;
-      const before = await this.deps.beforeRun(planned, this.closed.signal, () => {
+      const before = await this.deps.beforeRun(planned, this.ended, () => {
         asked = true;
         this.update({ status: 'awaitingApproval' });
       });
+      if (before.reason !== 'default') this.decisionList.push({ kind: 'beforeRun', outcome: before });
+      if (this.stopReason !== undefined && !this.closed.signal.aborted) return this.endStopped();
       if (this.closed.signal.aborted || before.decision === 'cancel') {
         this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : before.note });
         if (!this.closed.signal.aborted) {
@@ -259,6 +366,7 @@ export class TerminalRun {
     // Each "Allow HOST for this workspace" re-runs in the sandbox once more (bounded); an unsandboxed retry ends it.
     for (let attempt = 0, hostRetries = 0; attempt < 2; attempt++) {
       if (this.closed.signal.aborted) return;
+      if (this.stopReason !== undefined) return this.endStopped();
       const sandboxed = options.sandbox !== undefined;
       let handle: ProcessHandle;
       try {
@@ -268,13 +376,14 @@ export class TerminalRun {
         const message = errorMessage(e);
         // The executor cannot sandbox at all: the same question as a denial (the command never ran).
         const unavailable = sandboxed && spec.kind === 'command' && attempt === 0 ? sandboxUnavailableReason(e) : undefined;
-        if (unavailable !== undefined && !this.closed.signal.aborted) {
+        if (unavailable !== undefined && !this.ended.aborted) {
           this.model.warning(`The executor cannot run this command in the sandbox (${spec.sandboxLabel}): ${unavailable}`);
           this.update({ status: 'awaitingApproval' });
           if ((await this.retryUnsandboxed({ unavailable })) === true) {
             options = unsandboxedRetry(options);
             continue;
           }
+          if (this.stopReason !== undefined && !this.closed.signal.aborted) return this.endStopped();
           this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : message });
           if (!this.closed.signal.aborted) this.model.finish(undefined);
           return;
@@ -286,26 +395,31 @@ export class TerminalRun {
       }
       this.handle = handle;
       this.update({ status: 'running', processId: handle.processId, sandboxed });
-      if (this.closed.signal.aborted) {
-        // Closed while the start was in flight: the model no longer asks, so stop it here.
+      if (this.ended.aborted) {
+        // Closed (or stopped) while the start was in flight: the model no longer asks, so stop it here.
         void handle.terminate().catch(() => undefined);
-        this.update({ status: 'failed', error: 'terminal closed' });
+        if (this.closed.signal.aborted) this.update({ status: 'failed', error: 'terminal closed' });
+        else this.endStopped();
         return;
       }
       this.deps.onStarted?.(handle, sandboxed);
-      const completion = await this.follow(handle);
+      const completion = await this.follow(handle, sandboxed);
       if (!completion) return;
       // Only a run that really ran sandboxed can be denied by the sandbox.
       const denied = reportedDenial({ sandboxed, sandboxDenied: completion.sandboxDenied });
-      if (denied && spec.kind === 'command' && attempt === 0 && !this.closed.signal.aborted) {
+      if (denied && spec.kind === 'command' && attempt === 0 && !this.ended.aborted) {
         this.model.warning(
           `The sandbox (${spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}); what it did before that is done.`,
         );
         this.update({ status: 'awaitingApproval', exitCode: completion.exitCode, sandboxDenied: true });
         const deniedHost = completion.sandboxDeniedTarget ? hostOfTarget(completion.sandboxDeniedTarget) : undefined;
         const retry = await this.retryUnsandboxed({ exitCode: completion.exitCode, ...(deniedHost ? { deniedHost } : {}) });
-        if (this.closed.signal.aborted) {
+        if (this.ended.aborted) {
           this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: true });
+          if (!this.closed.signal.aborted) {
+            this.model.warning(`■ stopped: ${this.stopReason}`);
+            this.model.finish(completion.exitCode);
+          }
           return;
         }
         if (typeof retry === 'string' && options.managedNetwork && hostRetries < 5) {
@@ -342,9 +456,14 @@ export class TerminalRun {
         sandboxLabel: spec.sandboxLabel,
         ...blocked,
       },
-      this.closed.signal,
+      this.ended,
     );
-    if (this.closed.signal.aborted) return false;
+    this.decisionList.push(
+      blocked.unavailable !== undefined
+        ? { kind: 'unavailable', reason: blocked.unavailable, outcome }
+        : { kind: 'denied', exitCode: blocked.exitCode ?? -1, ...(blocked.deniedHost ? { deniedHost: blocked.deniedHost } : {}), outcome },
+    );
+    if (this.ended.aborted) return false;
     if (!outcome.approved) {
       this.model.notice(outcome.note);
       return outcome.allowedHost ?? false;

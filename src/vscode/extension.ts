@@ -15,6 +15,7 @@ import { ExecutorManager } from './executorManager';
 import { registerMcpFeature, type McpFeature } from './mcpFeature';
 import { registerExecutorFiles } from './executorFiles';
 import { registerExecutorsView } from './executorsView';
+import { registerLmTools } from './lmTools';
 import { registerStatusBar } from './statusBar';
 import { registerTasks } from './tasks';
 import { TerminalFeature } from './terminals';
@@ -78,6 +79,8 @@ export class Extension implements CommandContext {
     registerStatusBar(this);
     registerExecutorsView(this);
     registerTasks(this);
+    // Before restoreSessions (activate): a background process a model started is known again after a reload.
+    registerLmTools(this, this.terminals, this.memory);
     registerExecutorFiles(this, () => this.terminals.terminals());
     this.mcp = registerMcpFeature(this);
   }

@@ -3,9 +3,11 @@ import { inheritAllEnv } from '../client/envPolicy';
 import { outputRewriter, type StreamReplacer } from '../core/pathMapping';
 import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork, type SandboxSettings } from '../core/sandboxSettings';
 import { EXEC_TASK_TYPE, parseTaskDefinition, resolveTask } from '../core/taskDefinition';
-import { TerminalRun, type RunSpec } from '../core/terminalRun';
+import { executorRun } from '../core/executorRun';
+import type { RunSpec, TerminalRun } from '../core/terminalRun';
 import { errorMessage } from '../util/errorMessage';
 import type { FeatureContext } from './context';
+import { runServices } from './terminals';
 
 /**
  * After the last output, this long before the task is reported finished: VS Code feeds problem
@@ -13,6 +15,9 @@ import type { FeatureContext } from './context';
  * (microsoft/vscode#92868). Measured in the harness; see test/vscode/suite/tasks.test.ts.
  */
 export const TASK_EXIT_SETTLE_MS = 300;
+
+/** How long a closed task terminal waits before it ends its process (a window reload must not end it). */
+const CLOSE_GRACE_MS = 300;
 
 const RED = '\x1b[31m';
 const RESET = '\x1b[0m';
@@ -36,7 +41,11 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
     private readonly ext: FeatureContext,
     private readonly definition: vscode.TaskDefinition,
     private readonly folder: vscode.WorkspaceFolder | undefined,
-  ) {}
+    private readonly label: string,
+    private readonly lifetime: TaskLifetime,
+  ) {
+    lifetime.live.add(this);
+  }
 
   open(d: vscode.TerminalDimensions | undefined): void {
     if (d) this.dims = { cols: d.columns, rows: d.rows };
@@ -61,6 +70,7 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
     setTimeout(() => {
       if (this.closed) return;
       this.closed = true;
+      this.lifetime.live.delete(this);
       this.closeEmitter.fire(code);
     }, TASK_EXIT_SETTLE_MS);
   }
@@ -115,16 +125,11 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
       sandbox: t.sandbox === 'none' ? undefined : sandboxRequest(settings, t.cwd, roots),
       sandboxLabel: t.sandbox === 'none' ? 'none' : sandboxLabel(settings),
       ...(t.sandbox === 'none' ? {} : withManagedNetwork(settings)),
+      task: this.label,
     };
     const rewriter: StreamReplacer | undefined = t.mapping ? outputRewriter(t.mapping) : undefined;
-    const run = new TerminalRun(spec, {
-      start: async (options) => (await conn.connect()).startProcess(options),
-      approve: (denial, signal) => this.ext.approvals.approve(denial, signal),
-      onConnectionState: conn.onClientState,
-      canResize: () => false,
-      registry: this.ext.runs,
-      log: (line) => this.ext.log.info(`${conn.name}: task: ${line}`),
-    });
+    // The same rules as a terminal's command: asked first under askBeforeRun, an always-allowed task starts once unsandboxed.
+    const run = executorRun(conn, spec, runServices(this.ext), { resizable: false, logPrefix: 'task: ' });
     this.run = run;
     run.model.onWrite((text) => {
       // Our terminals end with "press any key to close"; a task terminal closes by itself. Only that
@@ -155,8 +160,20 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
     this.run?.model.setDimensions(d.columns, d.rows);
   }
 
-  /** The task was stopped (Terminate Task) or its terminal closed. */
+  /**
+   * The task was stopped (Terminate Task) or its terminal closed — or the window goes away (reload,
+   * close), which closes every terminal too: after a moment to tell them apart, a window that goes
+   * away leaves the process running (the next window reopens it as a terminal), anything else ends it.
+   */
   close(): void {
+    setTimeout(() => {
+      if (this.lifetime.shuttingDown) this.detach();
+      else this.end();
+    }, CLOSE_GRACE_MS);
+  }
+
+  private end(): void {
+    this.lifetime.live.delete(this);
     this.run?.close();
     if (!this.closed) {
       this.closed = true;
@@ -166,6 +183,19 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
     this.writeEmitter.dispose();
     this.closeEmitter.dispose();
   }
+
+  /** The window goes away: the process keeps running in the detached session (remembered as a terminal). */
+  detach(): void {
+    this.lifetime.live.delete(this);
+    this.closed = true;
+    this.run?.detach();
+  }
+}
+
+/** The task terminals of this window, and whether it is going away (then they detach, not end). */
+interface TaskLifetime {
+  readonly live: Set<TaskPseudoterminal>;
+  shuttingDown: boolean;
 }
 
 function folderOf(scope: vscode.Task['scope']): vscode.WorkspaceFolder | undefined {
@@ -174,10 +204,10 @@ function folderOf(scope: vscode.Task['scope']): vscode.WorkspaceFolder | undefin
 }
 
 /** A tasks.json entry as a runnable task: our execution, the user's matchers and settings kept. */
-export function execTask(ext: FeatureContext, task: vscode.Task): vscode.Task {
+export function execTask(ext: FeatureContext, task: vscode.Task, lifetime: TaskLifetime): vscode.Task {
   const scope = task.scope ?? vscode.TaskScope.Workspace;
   const folder = folderOf(scope);
-  const execution = new vscode.CustomExecution(async (resolved) => new TaskPseudoterminal(ext, resolved, folder));
+  const execution = new vscode.CustomExecution(async (resolved) => new TaskPseudoterminal(ext, resolved, folder, task.name, lifetime));
   const t = new vscode.Task(task.definition, scope, task.name, task.source || 'Exec Bridge', execution, task.problemMatchers);
   t.isBackground = task.isBackground;
   t.group = task.group;
@@ -189,10 +219,19 @@ export function execTask(ext: FeatureContext, task: vscode.Task): vscode.Task {
 
 /** The `execBridge` task type: tasks.json entries run on an executor (README "Tasks"). */
 export function registerTasks(ext: FeatureContext): void {
+  const lifetime: TaskLifetime = { live: new Set(), shuttingDown: false };
   ext.disposables.add(
     vscode.tasks.registerTaskProvider(EXEC_TASK_TYPE, {
       provideTasks: () => [],
-      resolveTask: (task) => (task.definition.type === EXEC_TASK_TYPE ? execTask(ext, task) : undefined),
+      resolveTask: (task) => (task.definition.type === EXEC_TASK_TYPE ? execTask(ext, task, lifetime) : undefined),
     }),
   );
+  // Shutdown (window reload or close): a running task's process stays for the next window, which
+  // reopens it as one of our terminals (issue 24: a reload used to end it without a word).
+  ext.disposables.add({
+    dispose: () => {
+      lifetime.shuttingDown = true;
+      for (const t of [...lifetime.live]) t.detach();
+    },
+  });
 }

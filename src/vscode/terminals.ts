@@ -6,7 +6,8 @@ import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork }
 import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
 import { terminalName } from '../core/terminalNames';
 import { TERMINAL_CREDIT_WINDOW } from '../core/terminalFlow';
-import { TerminalRun, type RunSpec, type TerminalRunDeps } from '../core/terminalRun';
+import { executorRun, type RunServices } from '../core/executorRun';
+import type { RunSpec, TerminalRun, TerminalRunDeps } from '../core/terminalRun';
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
@@ -19,6 +20,11 @@ export const SHELL_PROFILE_ID = 'execBridge.shell';
 const TERMINAL_ICON = new vscode.ThemeIcon('vm');
 /** How long a closed terminal waits before it ends its process (a window reload must not end it). */
 const CLOSE_GRACE_MS = 300;
+
+/** The rules, the run list and the log every run on an executor is built with (core/executorRun.ts). */
+export function runServices(ext: FeatureContext): RunServices {
+  return { approvals: ext.approvals, registry: ext.runs, log: (line) => ext.log.info(line) };
+}
 
 /**
  * A VS Code Pseudoterminal over one TerminalRun (docs/style.md §8): it only forwards — open, input,
@@ -82,6 +88,9 @@ class RunPseudoterminal implements vscode.Pseudoterminal {
   }
 }
 
+/** One of our terminals with the run behind it (for features of this extension; the API shows less). */
+export type RunTerminal = ExecTerminal & { readonly run: TerminalRun };
+
 class ExecTerminalImpl implements ExecTerminal {
   constructor(
     readonly terminal: vscode.Terminal,
@@ -135,10 +144,14 @@ export class TerminalFeature {
   private readonly unadopted = new Set<RunPseudoterminal>();
   private readonly opened = new vscode.EventEmitter<ExecTerminal>();
   readonly onDidOpenTerminal = this.opened.event;
+  private readonly reopened = new vscode.EventEmitter<RunTerminal>();
+  /** A terminal came back after a window reload (after onDidOpenTerminal), following its process again. */
+  readonly onDidReopenTerminal = this.reopened.event;
   private shuttingDown = false;
 
   constructor(private readonly ext: FeatureContext) {
     ext.disposables.add(this.opened);
+    ext.disposables.add(this.reopened);
     ext.disposables.add(
       vscode.window.onDidOpenTerminal((t) => {
         const pty = (t.creationOptions as vscode.ExtensionTerminalOptions).pty;
@@ -220,6 +233,42 @@ export class TerminalFeature {
     return this.createTerminal(conn, spec, terminalName(spec));
   }
 
+  /**
+   * A language model's run (lmTools.ts) on `conn`, which is connected: a command terminal named
+   * `agent: … · executor`, shown without taking the focus from the chat, in the executor's sandbox
+   * as the workspace's settings say — the same rules as the user's own commands. Its writable roots
+   * are the workspace's (or the executor's default folder), never a folder the model picked as cwd.
+   */
+  openAgentRun(conn: ExecutorConnection, commandLine: string, cwd: string, agent: NonNullable<RunSpec['agent']>): RunTerminal {
+    const settings = this.sandboxSettings();
+    const roots = this.workspaceRoots(conn);
+    const spec: RunSpec = {
+      kind: 'command',
+      executor: conn.name,
+      commandLine,
+      argv: [conn.shellPath(), '-c', commandLine],
+      cwd,
+      tty: false,
+      // A foreground command gets no stdin (it must not wait for input nobody gives); a background one takes the tool's writes.
+      pipeStdin: agent.backgroundId !== undefined,
+      sandbox: sandboxRequest(settings, cwd, roots.length > 0 ? roots : [conn.defaultCwd()]),
+      sandboxLabel: sandboxLabel(settings),
+      ...withManagedNetwork(settings),
+      agent,
+    };
+    this.closeOldAgentTerminals();
+    const pty = new RunPseudoterminal(this.newRun(conn, spec), () => this.shuttingDown);
+    const terminal = vscode.window.createTerminal({ name: terminalName(spec), pty, iconPath: TERMINAL_ICON, isTransient: true });
+    terminal.show(true);
+    return this.track(terminal, pty);
+  }
+
+  /** A model runs many commands: of its finished foreground terminals the newest few stay open. */
+  private closeOldAgentTerminals(keep = 4): void {
+    const finished = this.open.filter((t) => t.run.spec.agent && t.run.spec.agent.backgroundId === undefined && t.phase === 'finished');
+    for (const t of finished.slice(0, Math.max(0, finished.length - keep))) t.terminal.dispose();
+  }
+
   /** An interactive shell on `conn`, which is connected (the command table connects it first). */
   newShell(conn: ExecutorConnection): ExecTerminal {
     const { pty, name } = this.prepareShell(conn);
@@ -293,6 +342,8 @@ export class TerminalFeature {
       pipeStdin: !p.tty && p.stdinWritable,
       sandboxLabel: info.sandboxLabel,
       wasSandboxed: info.sandboxed,
+      ...(info.task !== undefined ? { task: info.task } : {}),
+      ...(info.agent ? { agent: { ...info.agent } } : {}),
     };
     const run = this.newRun(conn, spec, () =>
       restored.client.attachProcess(p.processId, {
@@ -304,37 +355,22 @@ export class TerminalFeature {
     );
     const pty = new RunPseudoterminal(run, () => this.shuttingDown);
     const terminal = vscode.window.createTerminal({ name: info.title, pty, iconPath: TERMINAL_ICON, isTransient: true });
-    return this.track(terminal, pty);
+    const t = this.track(terminal, pty);
+    this.reopened.fire(t);
+    return t;
   }
 
   private newRun(conn: ExecutorConnection, spec: RunSpec, attach?: TerminalRunDeps['attach']): TerminalRun {
     const { ext } = this;
-    return new TerminalRun(spec, {
+    return executorRun(conn, spec, runServices(ext), {
       ...(attach ? { attach } : {}),
-      onStarted: (handle, sandboxed) =>
-        conn.rememberTerminal(handle.processId, {
-          title: terminalName(spec, { unsandboxed: spec.sandbox !== undefined && !sandboxed }),
-          kind: spec.kind,
-          commandLine: spec.commandLine,
-          cwd: spec.cwd,
-          sandboxed,
-          sandboxLabel: spec.sandboxLabel,
-        }),
-      start: async (options) => {
-        const client = await conn.connect();
-        const log = (line: string) => ext.log.info(`${conn.name}: ${line}`);
-        return client.startProcess(spec.kind === 'shell' ? await injectShellIntegration(client, options, log) : options);
-      },
-      approve: (denial, signal) => ext.approvals.approve(denial, signal),
-      beforeRun: (run, signal, onAsk) => ext.approvals.beforeRun(run, signal, onAsk),
-      onConnectionState: conn.onClientState,
-      canResize: () => conn.client?.capabilities['processResize'] === true,
-      registry: ext.runs,
-      log: (line) => ext.log.info(`${conn.name}: ${line}`),
+      ...(spec.kind === 'shell'
+        ? { prepareStart: (client, options) => injectShellIntegration(client, options, (line) => ext.log.info(`${conn.name}: ${line}`)) }
+        : {}),
     });
   }
 
-  private track(terminal: vscode.Terminal, pty: RunPseudoterminal): ExecTerminal {
+  private track(terminal: vscode.Terminal, pty: RunPseudoterminal): ExecTerminalImpl {
     this.unadopted.delete(pty);
     const existing = this.open.find((x) => x.terminal === terminal);
     if (existing) return existing;

@@ -88,6 +88,7 @@ describe(
       const run = new TerminalRun(spec, {
         start: (options) => client.startProcess(options),
         approve: (denial, signal) => policy.approve(denial, signal),
+        beforeRun: (planned, signal, onAsk) => policy.beforeRun(planned, signal, onAsk),
         onConnectionState: client.onDidChangeState,
         canResize: () => false,
       });

@@ -84,6 +84,7 @@ function reopen(client: ExecServerClient, processId: string, s = spec()) {
       return { ...attached, handle };
     },
     approve: () => Promise.reject(new Error('no approvals here')),
+    beforeRun: () => Promise.reject(new Error('a reopened terminal asks nothing')),
     onConnectionState: client.onDidChangeState,
     canResize: () => true,
   });

@@ -1,0 +1,174 @@
+import { posix } from 'node:path';
+import * as vscode from 'vscode';
+import { AGENT_TOOL_NAMES, AgentTools, commandSketch, type OpenedRun } from '../core/agentTools';
+import { describeExecutor } from '../core/executorConfig';
+import { stateText } from '../core/executorStateText';
+import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
+import type { SessionMemory } from '../core/sessionMemory';
+import { errorMessage } from '../util/errorMessage';
+import type { FeatureContext } from './context';
+import type { RunTerminal, TerminalFeature } from './terminals';
+
+type Input = Record<string, unknown>;
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v : undefined);
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/**
+ * The language-model tools (issue 22): thin — the logic, the bounds and the words for the model are
+ * core/agentTools.ts; this file opens each run in one of our terminals (TerminalFeature.openAgentRun,
+ * built through core/executorRun.ts like every run) and maps VS Code's tool API onto it. Declared in
+ * package.json `contributes.languageModelTools` (names, descriptions and schemas for the model).
+ */
+export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature, memory: SessionMemory): AgentTools | undefined {
+  const lm = vscode.lm as Partial<typeof vscode.lm>;
+  if (typeof lm.registerTool !== 'function') {
+    ext.log.info(`VS Code ${vscode.version} has no vscode.lm.registerTool: the language-model tools are not offered`);
+    return undefined;
+  }
+  const opened = (t: RunTerminal, cwd: string): OpenedRun => ({ run: t.run, executor: t.executor, cwd, terminalName: t.terminal.name });
+  const tools = new AgentTools({
+    open: async (request) => {
+      if (!vscode.workspace.isTrusted)
+        throw new Error('Exec Bridge runs commands only in a trusted workspace; the user has not trusted it.');
+      const conn = ext.connection(request.executor);
+      try {
+        await conn.connect();
+      } catch (e) {
+        throw new Error(`Could not connect to the executor ${conn.name}: ${errorMessage(e)}`);
+      }
+      const base = conn.defaultCwd();
+      const cwd = request.cwd ? posix.resolve(base, request.cwd) : base;
+      const t = terminals.openAgentRun(conn, request.commandLine, cwd, request.backgroundId ? { backgroundId: request.backgroundId } : {});
+      return opened(t, cwd);
+    },
+    executors: () =>
+      ext.executors.all().map((c) => ({
+        name: c.name,
+        active: c === ext.executors.active,
+        state: stateText(c.state, c.name).label,
+        description: describeExecutor(c.config),
+        ...(c.state.kind === 'connected' ? { cwd: c.defaultCwd() } : {}),
+      })),
+    registry: ext.runs,
+    rememberRead: (executor, processId, seq) => ext.executors.get(executor)?.rememberAgentRead(processId, seq),
+    // An id from before a window reload: its executor's session is resumed (which reopens its terminal).
+    restore: async (id) => {
+      const found = memory.findAgentProcess(id);
+      const conn = found && ext.executors.get(found.executor);
+      if (conn && vscode.workspace.isTrusted) await conn.connect().catch(() => undefined);
+    },
+  });
+  ext.disposables.add({ dispose: () => tools.dispose() });
+  // After a reload: a background process of a model is known again by its id, its reads go on.
+  ext.disposables.add(
+    terminals.onDidReopenTerminal((t) => {
+      const agent = t.run.spec.agent;
+      if (agent?.backgroundId) tools.adopt(agent.backgroundId, opened(t, t.run.spec.cwd), agent.readSeq ?? 0);
+    }),
+  );
+
+  const register = (name: string, tool: vscode.LanguageModelTool<Input>) => ext.disposables.add(vscode.lm.registerTool(name, tool));
+  const answer = (text: string) => new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(text)]);
+  const where = (input: Input) => str(input['executor']) ?? ext.executors.active.name;
+
+  register(AGENT_TOOL_NAMES.run, {
+    prepareInvocation: (o) => prepareRun(o.input, where(o.input), false),
+    invoke: async (o, token) =>
+      answer(
+        await tools.runCommand(
+          {
+            command: str(o.input['command']) ?? '',
+            ...opt('executor', str(o.input['executor'])),
+            ...opt('cwd', str(o.input['cwd'])),
+            ...opt('timeoutSeconds', num(o.input['timeoutSeconds'])),
+          },
+          signalOf(token),
+        ),
+      ),
+  });
+  register(AGENT_TOOL_NAMES.startBackground, {
+    prepareInvocation: (o) => prepareRun(o.input, where(o.input), true),
+    invoke: async (o, token) =>
+      answer(
+        await tools.startBackground(
+          {
+            command: str(o.input['command']) ?? '',
+            ...opt('executor', str(o.input['executor'])),
+            ...opt('cwd', str(o.input['cwd'])),
+            ...opt('waitSeconds', num(o.input['waitSeconds'])),
+          },
+          signalOf(token),
+        ),
+      ),
+  });
+  register(AGENT_TOOL_NAMES.readBackground, {
+    prepareInvocation: (o) => ({ invocationMessage: `Reading the output of ${str(o.input['id']) ?? 'a background process'}` }),
+    invoke: async (o, token) =>
+      answer(
+        await tools.readBackground({ id: str(o.input['id']) ?? '', ...opt('waitSeconds', num(o.input['waitSeconds'])) }, signalOf(token)),
+      ),
+  });
+  register(AGENT_TOOL_NAMES.writeBackground, {
+    prepareInvocation: (o) => ({
+      invocationMessage: new vscode.MarkdownString(
+        `Typing \`${commandSketch(String(o.input['text'] ?? ''), 80)}\` into ${str(o.input['id']) ?? 'a background process'}`,
+      ),
+    }),
+    invoke: async (o) =>
+      answer(
+        await tools.writeBackground({
+          id: str(o.input['id']) ?? '',
+          text: typeof o.input['text'] === 'string' ? o.input['text'] : '',
+          ...(o.input['newline'] === false ? { newline: false } : {}),
+        }),
+      ),
+  });
+  register(AGENT_TOOL_NAMES.stopBackground, {
+    prepareInvocation: (o) => ({ invocationMessage: `Stopping ${str(o.input['id']) ?? 'a background process'}` }),
+    invoke: async (o) => answer(await tools.stopBackground({ id: str(o.input['id']) ?? '' })),
+  });
+  register(AGENT_TOOL_NAMES.listExecutors, {
+    prepareInvocation: () => ({ invocationMessage: 'Listing the executors' }),
+    invoke: () => answer(tools.listExecutors()),
+  });
+  return tools;
+}
+
+/**
+ * What the chat shows before a run: the command, the executor and the sandbox. A sandboxed run
+ * needs no confirmation here (the sandbox holds it; a denial, or `askBeforeRun`, asks through our
+ * notification, as for the user's own commands); a run the settings leave unsandboxed is confirmed.
+ */
+function prepareRun(input: Input, executor: string, background: boolean): vscode.PreparedToolInvocation {
+  const c = vscode.workspace.getConfiguration('execBridge');
+  const settings = readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'), c.get('sandboxNetworkAllow'));
+  const sandboxed = sandboxRequest(settings, '/') !== undefined;
+  const command = commandSketch(String(input['command'] ?? ''));
+  const cwd = str(input['cwd']);
+  const sandbox = sandboxed ? `sandbox: ${sandboxLabel(settings)}` : 'no sandbox';
+  const what = `\`${command}\` on **${executor}**${cwd ? ` in \`${cwd}\`` : ''} (${sandbox})`;
+  return {
+    invocationMessage: new vscode.MarkdownString(`${background ? 'Starting in the background' : 'Running'} ${what}`),
+    ...(sandboxed
+      ? {}
+      : {
+          confirmationMessages: {
+            title: 'Run without a sandbox?',
+            message: new vscode.MarkdownString(
+              `Run ${what}? The workspace's setting \`execBridge.sandbox\` is full-access with the network on, so this command runs without the sandbox.`,
+            ),
+          },
+        }),
+  };
+}
+
+function opt<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {
+  return (v === undefined ? {} : { [key]: v }) as { [k in K]?: V };
+}
+
+function signalOf(token: vscode.CancellationToken): AbortSignal {
+  const c = new AbortController();
+  if (token.isCancellationRequested) c.abort();
+  else token.onCancellationRequested(() => c.abort());
+  return c.signal;
+}
