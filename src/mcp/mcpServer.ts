@@ -12,7 +12,8 @@ import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import { formatDiagnostic, type McpServerDefinition, type McpServerEntry } from './config';
 import type { McpExecutor } from './executorHost';
-import { REMOTE_HOST, resolveLaunchOn } from './mcpSession';
+import { isSignInRequired, McpAuthSession } from './authSession';
+import { REMOTE_HOST, resolveLaunchOn, resolveRemoteOf } from './mcpSession';
 import { RestartSchedule } from './restartSchedule';
 import { connectRun, describeClose, endState, type RunEnd } from './serverConnect';
 import type { McpServerChange, McpServerContext } from './serverContext';
@@ -28,6 +29,8 @@ import { McpServerView } from './serverView';
  */
 export class McpServer extends McpServerView {
   readonly log = new ServerLog();
+  /** Sign-in for a remote (http/sse) server: status, "Sign in…", "Sign out" (./authSession.ts). */
+  readonly auth: McpAuthSession;
   private readonly restarts: RestartSchedule;
   private disposed = false;
 
@@ -37,6 +40,8 @@ export class McpServer extends McpServerView {
   constructor(entry: McpServerEntry, ctx: McpServerContext) {
     super(entry, ctx);
     this.restarts = new RestartSchedule(ctx.clock, ctx.timings, this.log);
+    this.auth = new McpAuthSession(entry.name, ctx.auth, (line) => this.log.lifecycle(line), 'Exec Bridge');
+    this.auth.onDidChange(() => this.changed.fire('meta'));
     for (const e of entry.errors) this.log.lifecycle(`configuration error: ${formatDiagnostic(e)}`);
   }
 
@@ -135,6 +140,32 @@ export class McpServer extends McpServerView {
     await this.start();
   }
 
+  /**
+   * Signs in to this remote server (the browser, or client credentials without one) and starts it
+   * unless it runs; a running one uses the new tokens from its next request (a step-up).
+   */
+  async signIn(signal: AbortSignal = new AbortController().signal): Promise<void> {
+    const def = this.remoteDefinition();
+    const { url, oauth } = await resolveRemoteOf(def, this.ctx);
+    await this.auth.signIn(new URL(url), oauth, signal);
+    if (!this.run) await this.start();
+  }
+
+  /** Deletes the stored sign-in and stops the server if it runs (its session was signed in). */
+  async signOut(): Promise<void> {
+    const def = this.remoteDefinition();
+    const { url, oauth } = await resolveRemoteOf(def, this.ctx);
+    await this.auth.bind(new URL(url), oauth);
+    await this.auth.signOut();
+    if (this.run) await this.stop('signed out');
+  }
+
+  private remoteDefinition(): McpServerDefinition {
+    const def = this.entryValue.definition;
+    if (!def?.remote) throw new Error(`MCP server "${this.name}" is not a remote (http or sse) server: nothing to sign in to`);
+    return def;
+  }
+
   async callTool(name: string, args: Record<string, unknown>, options: RequestOptions = {}): Promise<CallToolResult> {
     const sdk = this.readyClient();
     return (await sdk.callTool({ name, arguments: args }, undefined, options)) as CallToolResult;
@@ -178,6 +209,7 @@ export class McpServer extends McpServerView {
     this.disposed = true;
     this.restarts.cancel();
     this.changed.dispose();
+    this.auth.dispose();
     this.log.dispose();
   }
 
@@ -226,6 +258,7 @@ export class McpServer extends McpServerView {
         log: this.log,
         onListChanged: (kind) => this.onListChanged(run, kind),
         onClosed: () => this.onTransportClosed(run),
+        auth: this.auth,
         onInitialized: (client) => {
           this.capabilitiesValue = client.getServerCapabilities();
           this.serverInfoValue = client.getServerVersion();
@@ -291,14 +324,16 @@ export class McpServer extends McpServerView {
     }
     const exit = run.transport.exit;
     if (exit && !exit.requested) return; // onTransportClosed reports it as a crash
-    await this.failRun(run, 'crashed', `failed to start: ${message}`);
+    // Waiting for the user to sign in is no crash (and no reason to restart on its own).
+    if (isSignInRequired(e)) await this.failRun(run, 'stopped', message);
+    else await this.failRun(run, 'crashed', `failed to start: ${message}`);
   }
 
-  private async failRun(run: Run, kind: 'timedOut' | 'crashed', reason: string): Promise<void> {
+  private async failRun(run: Run, kind: 'timedOut' | 'crashed' | 'stopped', reason: string): Promise<void> {
     if (run.stopping) return run.done.promise;
     run.stopping = { reason, final: 'stopped' };
     this.setState({ kind: 'stopping', since: this.ctx.clock.now(), reason });
-    this.log.lifecycle(`${kind === 'timedOut' ? 'timed out' : 'start failed'}: ${reason}; stopping the process`);
+    this.log.lifecycle(`${kind === 'timedOut' ? 'timed out' : kind === 'stopped' ? 'not started' : 'start failed'}: ${reason}; stopping`);
     await closeRun(run);
     this.finalize(run, { kind, reason, exitCode: run.transport?.exit?.exitCode });
     return undefined;
@@ -312,7 +347,9 @@ export class McpServer extends McpServerView {
     const clientFailed = run.executor?.client.state.kind === 'failed';
     // Close the SDK side too (pending requests reject with "connection closed").
     void run.sdk?.close().catch(() => undefined);
-    this.finalize(run, { kind: 'crashed', reason, exitCode: exit?.exitCode, waitingForExecutor: clientFailed });
+    // A remote server that refused us before we signed in (the SDK closes on a failed initialize): no crash.
+    const kind = isSignInRequired(exit?.error) ? 'stopped' : 'crashed';
+    this.finalize(run, { kind, reason, exitCode: exit?.exitCode, waitingForExecutor: clientFailed });
   }
 
   private finalize(run: Run, end: RunEnd): void {

@@ -7,6 +7,7 @@ import { clientCapabilities, installClientFeatures } from './clientFeatures';
 import { resolveLaunch, resolveRemote, type McpLaunch, type McpServerDefinition } from './config';
 import { ExecProcessTransport } from './execProcessTransport';
 import { pathFromUri, type McpExecutor } from './executorHost';
+import type { McpAuthSession } from './authSession';
 import { RemoteMcpTransport } from './remoteTransport';
 import type { McpServerContext } from './serverContext';
 import type { ListKind } from './serverLists';
@@ -65,23 +66,39 @@ export async function createRemoteSession(
   ctx: McpServerContext,
   log: ServerLog,
   onListChanged: (kind: ListKind) => void,
+  auth?: McpAuthSession,
 ): Promise<{ transport: RemoteMcpTransport; sdk: Client; features: { dispose(): void } }> {
   const remote = def.remote!;
-  const { url, headers } = await resolveRemote(def, ctx.inputs(), {
+  const { url, headers, oauth } = await resolveRemoteOf(def, ctx);
+  const u = new URL(url);
+  // Header names only: values may be tokens.
+  const names = Object.keys(headers);
+  log.lifecycle(`connecting to ${u.origin}${u.pathname} (${remote.type}${names.length ? `; headers ${names.join(', ')}` : ''})`);
+  // OAuth unless the configuration authorizes the requests itself (or says "oauth": false).
+  const ownAuthorization = names.some((n) => n.toLowerCase() === 'authorization');
+  const useOAuth = auth && oauth?.enabled !== false && !ownAuthorization;
+  if (useOAuth) await auth.bind(u, oauth);
+  const transport = new RemoteMcpTransport(
+    u,
+    headers,
+    remote.type,
+    (line) => log.lifecycle(line),
+    useOAuth ? { authProvider: auth.provider, fetch: auth.fetch } : undefined,
+  );
+  const caps = clientCapabilities(ctx.client);
+  const sdk = newSdkClient(ctx, caps, log, onListChanged);
+  const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line));
+  return { transport, sdk, features };
+}
+
+/** A remote definition's URL, headers and `oauth` with their variables filled in (inputs asked for). */
+export function resolveRemoteOf(def: McpServerDefinition, ctx: McpServerContext): ReturnType<typeof resolveRemote> {
+  return resolveRemote(def, ctx.inputs(), {
     userHome: ctx.env['HOME'] ?? '/',
     env: ctx.env,
     resolveInput: (i) => ctx.resolveInput(i),
     readFile: () => Promise.reject(new Error('no files for a remote server')),
   });
-  const u = new URL(url);
-  // Header names only: values may be tokens.
-  const names = Object.keys(headers);
-  log.lifecycle(`connecting to ${u.origin}${u.pathname} (${remote.type}${names.length ? `; headers ${names.join(', ')}` : ''})`);
-  const transport = new RemoteMcpTransport(u, headers, remote.type, (line) => log.lifecycle(line));
-  const caps = clientCapabilities(ctx.client);
-  const sdk = newSdkClient(ctx, caps, log, onListChanged);
-  const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line));
-  return { transport, sdk, features };
 }
 
 /** The definition's launch with its variables filled in for `executor` (its home, its path separator, files read there). */

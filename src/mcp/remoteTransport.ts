@@ -1,14 +1,22 @@
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { FetchLike, Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { Deferred } from '../util/deferred';
+import { isSignInRequired } from './authSession';
 import { errorMessage } from '../util/errorMessage';
 import type { TransportExit } from './execProcessTransport';
 
-/** A remote server that wants a sign-in: we say so instead of showing a bare 401. */
+/** A 401 where we do not sign in (an `Authorization` header is configured, or `"oauth": false`). */
 export const OAUTH_MESSAGE =
-  'the server asks for a sign-in (HTTP 401, OAuth). Exec Bridge does not sign in to MCP servers: use VS Code\'s built-in MCP support for this one (VS Code signs in for it), or give a token in "headers"';
+  'the server refused the request (HTTP 401): the configured "headers" do not authorize it. Remove the Authorization header (and any "oauth": false) to sign in with OAuth instead';
+
+/** How a remote server authenticates: the session's SDK OAuth provider and the fetch that records its challenges. */
+export interface RemoteAuth {
+  authProvider: OAuthClientProvider;
+  fetch: FetchLike;
+}
 
 /**
  * An `http` (Streamable HTTP; on a 4xx to the first request it falls back to the older HTTP+SSE
@@ -38,6 +46,7 @@ export class RemoteMcpTransport implements Transport {
     private readonly headers: Record<string, string>,
     type: 'http' | 'sse',
     private readonly log: (line: string) => void,
+    private readonly auth?: RemoteAuth,
   ) {
     this.kind = type;
   }
@@ -69,10 +78,11 @@ export class RemoteMcpTransport implements Transport {
       await inner.send(message, options);
       this.answered = true;
     } catch (e) {
-      if (is401(e)) throw this.failedToStart(new Error(OAUTH_MESSAGE));
+      if (!this.auth && is401(e)) throw this.failedToStart(new Error(OAUTH_MESSAGE));
       const status = e instanceof StreamableHTTPError ? e.code : undefined;
       // A server from before Streamable HTTP answers its POST with 404/405 (or 400): try HTTP+SSE.
-      if (!this.answered && this.kind === 'http' && status !== undefined && status >= 400 && status < 500) {
+      // (Not on 401/403: that is about authorization, which the SDK's provider handles.)
+      if (!this.answered && this.kind === 'http' && (status === 400 || status === 404 || status === 405)) {
         this.log(`Streamable HTTP refused (HTTP ${status}); trying the HTTP+SSE transport`);
         this.kind = 'sse';
         const old = inner;
@@ -111,20 +121,27 @@ export class RemoteMcpTransport implements Transport {
 
   private make(kind: 'http' | 'sse'): Transport {
     const requestInit: RequestInit = { headers: this.headers };
+    // OAuth: the SDK's transports ask the provider for tokens, refresh them on a 401 and step up on
+    // a 403 `insufficient_scope`; `fetch` lets the session see the server's challenges.
+    const auth = this.auth ? { authProvider: this.auth.authProvider, fetch: this.auth.fetch } : {};
+    const base = this.auth?.fetch ?? fetch;
     const t: Transport =
       kind === 'http'
-        ? new StreamableHTTPClientTransport(this.url, { requestInit })
+        ? new StreamableHTTPClientTransport(this.url, { requestInit, ...auth })
         : new SSEClientTransport(this.url, {
             requestInit,
+            ...auth,
             // The SSE GET carries the headers too (the SDK's EventSource only sends them through fetch).
             eventSourceInit: {
-              fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...this.headers } }),
+              fetch: (u, init) => base(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...this.headers } }),
             },
           });
     if (this.version) t.setProtocolVersion?.(this.version);
     t.onmessage = (m) => this.onmessage?.(m);
     t.onerror = (e) => {
-      if (is401(e)) this.onerror?.(new Error(OAUTH_MESSAGE));
+      // "Sign-in required" is said once, by the session, and again by whatever request it stopped.
+      if (isSignInRequired(e)) return;
+      if (!this.auth && is401(e)) this.onerror?.(new Error(OAUTH_MESSAGE));
       else this.onerror?.(e);
     };
     t.onclose = () => {

@@ -1,4 +1,5 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { McpAuthSession } from './authSession';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { describeExitCode } from '../util/exitCode';
 import type { McpLaunch, McpServerDefinition } from './config';
@@ -19,6 +20,8 @@ export interface ConnectHooks {
   onClosed(): void;
   /** `initialize` was answered: read the server's info, capabilities and instructions from `sdk`. */
   onInitialized(sdk: Client): void;
+  /** A remote server's sign-in (its transports authenticate through it). */
+  auth?: McpAuthSession;
 }
 
 /**
@@ -39,7 +42,7 @@ export async function connectRun(
   if (on) {
     session = createMcpSession({ def, runId: run.id, ...on, ctx, log, onListChanged: hooks.onListChanged });
   } else {
-    const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged);
+    const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged, hooks.auth);
     throwIfStopped(run);
     over = ` over ${remote.transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}`;
     session = remote;

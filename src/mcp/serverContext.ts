@@ -1,5 +1,6 @@
 import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock } from '../util/clock';
+import type { McpAuthHooks } from './authSession';
 import type { McpClientFeatures } from './clientFeatures';
 import type { McpInputDefinition } from './config';
 import type { McpExecutorHost } from './executorHost';
@@ -44,6 +45,8 @@ export interface McpServerContext {
   reapOrphans: boolean;
   /** Roots, elicitation, sampling (absent parts are not announced). */
   client: McpClientFeatures | undefined;
+  /** Sign-in to remote servers: where sign-ins are kept, how the browser opens. */
+  auth: McpAuthHooks;
 }
 
 export type McpServerChange = 'state' | 'lists' | 'meta';

@@ -2,6 +2,8 @@ import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 import { systemClock, type Clock } from '../util/clock';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import type { McpAuthHooks } from './authSession';
+import { MemoryAuthStore } from './authStore';
 import type { McpConfig, McpDiagnostic, McpInputDefinition } from './config';
 import type { McpClientFeatures } from './clientFeatures';
 import type { McpExecutorHost } from './executorHost';
@@ -24,6 +26,8 @@ export interface McpManagerOptions {
   reapOrphans?: boolean;
   /** Roots, elicitation, sampling: what the client announces and answers (clientFeatures.ts). Default none. */
   client?: McpClientFeatures;
+  /** Sign-in to remote servers (src/mcp/authSession.ts). Default: kept in memory, no browser. */
+  auth?: McpAuthHooks;
 }
 
 export interface McpServerChangeEvent {
@@ -44,6 +48,7 @@ export class McpServerManager {
   private readonly serverSubscriptions = new Map<McpServer, { dispose(): void }>();
   private readonly timings: McpTimings;
   private shuttingDown = false;
+  private auth: McpAuthHooks | undefined;
 
   private readonly serversChanged = new Emitter<void>();
   /** The set or order of servers changed (config reload). */
@@ -180,6 +185,10 @@ export class McpServerManager {
       trace: o.trace ?? (() => false),
       reapOrphans: o.reapOrphans ?? true,
       client: o.client,
+      auth: (this.auth ??= o.auth ?? {
+        store: new MemoryAuthStore(),
+        openBrowser: () => Promise.reject(new Error('there is no browser to sign in with here')),
+      }),
     });
     this.serverSubscriptions.set(
       server,

@@ -2,7 +2,7 @@
  * Remote (http/sse) servers from the configuration, connected from the extension host through the
  * SDK's client transports, against an MCP server the test runs on 127.0.0.1: headers with
  * `${input:}`, tools and Call Tool, a stop that ends the session, the HTTP+SSE fallback, and a 401
- * that says a sign-in is needed.
+ * (sign-in required without a configured Authorization header; the header refused with one).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -84,16 +84,31 @@ describe('remote MCP servers (http, sse) from mcp.json', () => {
     await until(() => sseOnly.openSessions() === 0, 5000, 'the SSE session ended');
   });
 
-  test('a 401 says the server needs a sign-in and points at VS Code', async () => {
+  test('a 401 without a configured Authorization header: sign-in required (stopped, not crashed)', async () => {
     const m = managerFor({ servers: { locked: { type: 'http', url: http.url } } }, {});
     try {
       const s = m.get('locked')!;
       const before = http.refused();
       await s.start();
-      assert.equal(s.state.kind, 'crashed');
+      assert.equal(s.state.kind, 'stopped', s.describe());
       assert.ok(http.refused() > before);
+      assert.equal(s.auth.status.kind, 'signInRequired');
+      const reason = s.state.kind === 'stopped' ? (s.state.reason ?? '') : '';
+      assert.match(reason, /sign-in required/);
+    } finally {
+      await m.shutdown();
+    }
+  });
+
+  test('a 401 to a configured Authorization header says the header does not authorize (no OAuth then)', async () => {
+    const m = managerFor({ servers: { locked: { type: 'http', url: http.url, headers: { Authorization: 'Bearer wrong' } } } }, {});
+    try {
+      const s = m.get('locked')!;
+      await s.start();
+      assert.equal(s.state.kind, 'crashed');
       const reason = s.state.kind === 'crashed' ? s.state.reason : '';
       assert.ok(reason.includes(OAUTH_MESSAGE), reason);
+      assert.equal(s.auth.status.kind, 'none');
     } finally {
       await m.shutdown();
     }

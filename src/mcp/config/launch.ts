@@ -1,4 +1,5 @@
 import { errorMessage } from '../../util/errorMessage';
+import { resolveOAuthSettings, type McpOAuthSettings } from './auth';
 import { parseEnvFile } from './envFile';
 import { keyIn, McpConfigError, VARIABLE, type McpInputDefinition, type McpServerDefinition } from './types';
 
@@ -70,7 +71,7 @@ export async function resolveRemote(
   def: McpServerDefinition,
   inputs: readonly McpInputDefinition[],
   ctx: VariableContext,
-): Promise<{ url: string; headers: Record<string, string> }> {
+): Promise<{ url: string; headers: Record<string, string>; oauth?: McpOAuthSettings }> {
   const fail = launchFailure(def);
   if (!def.remote) return fail('url', 'not a remote server');
   const sub = variableSubstituter(inputs, ctx, ctx.workspaceFolder ?? def.source.workspaceFolder, fail);
@@ -83,7 +84,8 @@ export async function resolveRemote(
   }
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(def.remote.headers)) headers[k] = await sub(v, `headers.${k}`);
-  return { url, headers };
+  if (!def.remote.oauth) return { url, headers };
+  return { url, headers, oauth: await resolveOAuthSettings(def.remote.oauth, sub) };
 }
 
 type Fail = (key: string, message: string) => never;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { oauthStrings } from './auth';
 import {
   DEFAULT_STARTUP_TIMEOUT_MS,
   keyIn,
@@ -128,7 +129,10 @@ function toEntry(slot: Slot, inputs: readonly McpInputDefinition[], diagnostics:
     }
   }
   const entry: McpServerEntry = { name: slot.name, source: slot.source, errors: slot.errors };
-  const remote = f.transport !== undefined && f.url !== undefined ? { type: f.transport, url: f.url, headers: f.headers ?? {} } : undefined;
+  const remote =
+    f.transport !== undefined && f.url !== undefined
+      ? { type: f.transport, url: f.url, headers: f.headers ?? {}, ...(f.oauth ? { oauth: f.oauth } : {}) }
+      : undefined;
   if (slot.errors.length === 0 && (f.command !== undefined || remote)) {
     const def: Omit<McpServerDefinition, 'fingerprint'> = {
       name: slot.name,
@@ -160,6 +164,7 @@ function* allVariableStrings(f: Partial<ServerFields>): Generator<[string, strin
   if (f.cwd !== undefined) yield ['cwd', f.cwd];
   if (f.url !== undefined) yield ['url', f.url];
   for (const [k, v] of Object.entries(f.headers ?? {})) yield [`headers.${k}`, v];
+  yield* oauthStrings(f.oauth);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { readOAuthSettings } from './auth';
 import { findNodeAtLocation, parseTree, printParseErrorCode, type Node as JsonNode, type ParseError } from 'jsonc-parser';
 import {
   IGNORED_VSCODE_KEYS,
@@ -183,8 +184,8 @@ function readServer(
   }
   if (type === 'http' || type === 'sse' || (type === undefined && raw['url'] !== undefined && raw['command'] === undefined)) {
     readRemoteFields(raw, server.fields, type === 'sse' ? 'sse' : 'http', error);
-  } else if (raw['url'] !== undefined) {
-    error('url', '"url" belongs to an "http" or "sse" server; a stdio server has a "command"');
+  } else if (raw['url'] !== undefined || raw['oauth'] !== undefined) {
+    error(raw['url'] !== undefined ? 'url' : 'oauth', '"url" belongs to an "http" or "sse" server; a stdio server has a "command"');
   }
   for (const key of Object.keys(raw)) {
     if (!STDIO_KEYS.has(key) && !OUR_KEYS.has(key) && !IGNORED_VSCODE_KEYS.has(key) && key !== 'url' && key !== 'headers') {
@@ -209,6 +210,10 @@ function readRemoteFields(raw: Record<string, unknown>, f: Partial<ServerFields>
   if (typeof url !== 'string' || url.trim() === '') error('url', `"url" must be a non-empty string, got ${describe(url)}`);
   else if (!/^(https?:\/\/|\$\{)/i.test(url)) error('url', `"url" must start with http:// or https://, got "${url}"`);
   else if (checkVariables(url, 'url', ['url'], error)) f.url = url;
+  if (raw['oauth'] !== undefined) {
+    const oauth = readOAuthSettings(raw['oauth'], error, (v, key, path) => checkVariables(v, key, path, error));
+    if (oauth) f.oauth = oauth;
+  }
   const headers = raw['headers'];
   if (headers === undefined) return;
   if (!isObject(headers)) {

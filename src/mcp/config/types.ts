@@ -1,4 +1,6 @@
 /** The MCP configuration's shapes, limits and diagnostics (see index.ts for the sources and rules). */
+import type { McpOAuthSettings } from './auth';
+
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 /** Bounds for `startupTimeoutMs`; below 100 ms not even `node` starts. */
 export const MIN_STARTUP_TIMEOUT_MS = 100;
@@ -71,6 +73,8 @@ export interface McpRemoteDefinition {
   /** May hold `${input:…}`/`${env:…}` until resolved. */
   url: string;
   headers: Record<string, string>;
+  /** The `oauth` key (sign-in settings); absent = the standard flow on a 401. */
+  oauth?: McpOAuthSettings;
 }
 
 /** One server as the tree shows it: valid (`definition`) or not (`errors`). */
@@ -114,6 +118,7 @@ export interface ServerFields {
   transport: 'http' | 'sse';
   url: string;
   headers: Record<string, string>;
+  oauth: McpOAuthSettings;
 }
 
 export interface McpConfig {
@@ -126,7 +131,7 @@ export interface McpConfig {
 
 /** Keys of VS Code's format that we accept but do not use (no warning for them). */
 export const IGNORED_VSCODE_KEYS = new Set(['dev', 'gallery', 'version']);
-export const OUR_KEYS = new Set(['executor', 'startupTimeoutMs', 'autoStart', 'restart', 'enabledTools', 'disabledTools']);
+export const OUR_KEYS = new Set(['executor', 'startupTimeoutMs', 'autoStart', 'restart', 'enabledTools', 'disabledTools', 'oauth']);
 export const STDIO_KEYS = new Set(['type', 'command', 'args', 'env', 'envFile', 'cwd']);
 
 /** `${name}` or `${name:arg}`; names are letters only. */

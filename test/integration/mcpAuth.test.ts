@@ -1,0 +1,151 @@
+/**
+ * Sign-in to a remote MCP server that requires OAuth, through the manager as the tree uses it,
+ * against a local authorization + resource server (test/helpers/oauthTestServer.ts): a start
+ * without a sign-in stops with "sign-in required" (no browser, no registration); Sign in… opens
+ * the browser once (dynamic registration, PKCE, loopback redirect) and the server is ready as
+ * the account; the sign-in is kept (a restart and a new window need no browser); an expired
+ * token is refreshed without the user; Sign out deletes the stored entry and stops the server.
+ * No code, token or secret ever reaches the server's log.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { McpAuthStatus } from '../../src/mcp/authSession';
+import { MemoryAuthStore } from '../../src/mcp/authStore';
+import type { McpServer } from '../../src/mcp/mcpServer';
+import { mergeMcpConfig, parseMcpJson } from '../../src/mcp/config';
+import { McpServerManager } from '../../src/mcp/serverManager';
+import { followRedirects, startOAuthTestServer, type OAuthTestServer } from '../helpers/oauthTestServer';
+import { TestExecutorHost, text, TIMINGS } from './mcpFixtures';
+
+/** Read afresh (assert.equal narrows what it checked, and these change between awaits). */
+const state = (s: McpServer): string => s.state.kind;
+const auth = (s: McpServer): McpAuthStatus => s.auth.status;
+
+function managerFor(url: string, store: MemoryAuthStore, opened: URL[], extra: object = {}): McpServerManager {
+  const m = new McpServerManager({
+    host: new TestExecutorHost(),
+    timings: TIMINGS,
+    clientInfo: { name: 'exec-bridge-test', version: '0' },
+    auth: {
+      store,
+      openBrowser: async (_server, u) => {
+        opened.push(u);
+        await followRedirects(u);
+      },
+    },
+  });
+  const layer = parseMcpJson(JSON.stringify({ servers: { tracker: { type: 'http', url, ...extra } } }), {
+    kind: 'mcpJson',
+    file: '/w/.vscode/mcp.json',
+    workspaceFolder: '/w',
+  });
+  const config = mergeMcpConfig([layer]);
+  assert.deepEqual(
+    config.diagnostics.filter((d) => d.severity === 'error'),
+    [],
+  );
+  m.applyConfig(config, { autoStart: false });
+  return m;
+}
+
+describe('OAuth sign-in to a remote MCP server', () => {
+  let as: OAuthTestServer;
+  before(async () => {
+    as = await startOAuthTestServer();
+  });
+  after(async () => {
+    await as?.close();
+  });
+
+  test('start → sign-in required; Sign in… → ready as the account; kept, refreshed, signed out; nothing secret logged', async () => {
+    const store = new MemoryAuthStore();
+    const opened: URL[] = [];
+    const m = managerFor(as.url, store, opened);
+    const logs: string[] = [];
+    try {
+      const s = m.get('tracker')!;
+      s.log.onDidAppend((e) => logs.push(e.text));
+
+      await s.start();
+      assert.equal(state(s), 'stopped', s.describe());
+      assert.equal(auth(s).kind, 'signInRequired');
+      assert.equal(opened.length, 0, 'a start never opens the browser');
+      assert.equal(as.counts().registrations, 0, 'nor registers a client');
+
+      await s.signIn();
+      assert.equal(state(s), 'ready', s.describe());
+      assert.equal(opened.length, 1);
+      const page = opened[0]!;
+      assert.equal(page.searchParams.get('code_challenge_method'), 'S256');
+      assert.equal(page.searchParams.get('resource'), as.url, 'the RFC 8707 resource is the server');
+      assert.equal(page.searchParams.get('scope'), 'mcp', 'the scope the server advertises');
+      assert.match(page.searchParams.get('redirect_uri') ?? '', /^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+      const st = auth(s);
+      assert.equal(st.kind, 'signedIn');
+      assert.equal(st.kind === 'signedIn' && st.account, as.account);
+      assert.equal(text(await s.callTool('whoami', {})), as.account);
+      assert.equal(store.values.size, 1, 'one stored entry for the server');
+
+      await s.restart();
+      assert.equal(state(s), 'ready', s.describe());
+      assert.equal(opened.length, 1, 'a restart uses the stored sign-in');
+
+      as.expireAccessTokens();
+      assert.equal(text(await s.callTool('whoami', {})), as.account, 'the call goes through after a refresh');
+      assert.equal(as.counts().refreshes, 1);
+      assert.equal(opened.length, 1, 'a refresh needs no browser');
+
+      await s.signOut();
+      assert.equal(store.values.size, 0, 'Sign out deletes the stored entry');
+      assert.equal(state(s), 'stopped');
+      assert.equal(auth(s).kind, 'none');
+      await s.start();
+      assert.equal(state(s), 'stopped', 'signed out: a start needs a sign-in again');
+      assert.equal(auth(s).kind, 'signInRequired');
+    } finally {
+      await m.shutdown();
+    }
+    const all = logs.join('\n');
+    assert.match(all, /signed in as alice@example\.test/);
+    for (const secret of as.secrets()) assert.ok(!all.includes(secret), 'no code, token or secret in the log');
+    assert.ok(as.secrets().length >= 5);
+  });
+
+  test('a new window (a new manager on the same store) starts signed in', async () => {
+    const store = new MemoryAuthStore();
+    const opened: URL[] = [];
+    const first = managerFor(as.url, store, opened);
+    try {
+      await first.get('tracker')!.signIn();
+      assert.equal(state(first.get('tracker')!), 'ready');
+    } finally {
+      await first.shutdown();
+    }
+    const second = managerFor(as.url, store, opened);
+    try {
+      const s = second.get('tracker')!;
+      await s.start();
+      assert.equal(state(s), 'ready', s.describe());
+      assert.equal(opened.length, 1);
+      assert.equal(auth(s).kind, 'signedIn');
+    } finally {
+      await second.shutdown();
+    }
+  });
+
+  test('"oauth": false: a 401 is reported, no sign-in is offered', async () => {
+    const opened: URL[] = [];
+    const m = managerFor(as.url, new MemoryAuthStore(), opened, { oauth: false });
+    try {
+      const s = m.get('tracker')!;
+      await s.start();
+      assert.equal(state(s), 'crashed');
+      const st = s.state;
+      assert.match(st.kind === 'crashed' ? st.reason : '', /HTTP 401/);
+      await assert.rejects(s.signIn(), /turned off/);
+      assert.equal(opened.length, 0);
+    } finally {
+      await m.shutdown();
+    }
+  });
+});
