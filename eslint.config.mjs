@@ -17,7 +17,7 @@ const LAYERS = {
   mcp: ['client', 'rpc', 'protocol', 'util'],
   core: ['mcp', 'client', 'rpc', 'protocol', 'util'],
   vscode: ['core', 'mcp', 'client', 'rpc', 'protocol', 'util'],
-  cli: ['server', 'client', 'rpc', 'protocol', 'util'],
+  cli: ['core', 'server', 'client', 'rpc', 'protocol', 'util'],
 };
 // Test folders that run without VS Code: any layer but src/vscode, and no `vscode` at all.
 const PLAIN_TESTS = ['unit', 'integration', 'helpers'];

@@ -1,6 +1,7 @@
 import { askpassCommand } from './askpass';
 import { connectCommand, CONNECT_USAGE } from './connect';
 import { daemonCommand, DAEMON_USAGE } from './daemon';
+import { mcpCommand, MCP_USAGE } from './mcp';
 import { mcpProxyCommand } from './mcpProxy';
 import { runCommand, RUN_USAGE } from './run';
 import { serveCommand, SERVE_USAGE } from './serve';
@@ -14,6 +15,8 @@ ${RUN_USAGE}
 ${CONNECT_USAGE}
 
 ${DAEMON_USAGE}
+
+${MCP_USAGE}
 `;
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
@@ -21,6 +24,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   run: runCommand,
   connect: connectCommand,
   daemon: daemonCommand,
+  mcp: mcpCommand,
   'mcp-proxy': mcpProxyCommand,
   askpass: askpassCommand,
 };

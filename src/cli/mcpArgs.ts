@@ -1,0 +1,243 @@
+import { resolve } from 'node:path';
+import { parseSshTarget } from '../client/sshConnector';
+import { BUNDLED_EXECUTOR, type ExecutorConfig } from '../core/executorConfig';
+import { DEFAULT_SANDBOX, type SandboxSettings } from '../core/sandboxSettings';
+import { SandboxPolicyName } from '../protocol/sandbox';
+import { errorMessage } from '../util/errorMessage';
+import { DEFAULT_OUTPUT_LIMIT } from './mcpOutput';
+import { HelpRequested, UsageError } from './runArgs';
+
+/* `exec-bridge mcp`'s command line: the usage text and the parser (the server is in mcp.ts). */
+
+export const MCP_USAGE = `usage: exec-bridge mcp [EXECUTOR]... [--sandbox read-only|workspace-write|full-access]
+                      [--sandbox-network | --sandbox-network-allow HOST[:PORT],...] [--allow-unsandboxed]
+                      [--session-ttl-ms N] [--max-output-bytes N] [--verbose]
+  EXECUTOR:  --bundled [--cwd DIR]
+           | --url URL [--token-file FILE] [--name NAME] [--cwd DIR]
+           | --ssh [USER@]HOST[:PORT] [--ssh-option OPT]... [--name NAME] [--cwd DIR]
+           | --stdio 'COMMAND [ARG]...' [--name NAME] [--cwd DIR]
+
+  An MCP server on stdin/stdout for agents outside VS Code (Codex CLI, Claude Code, any MCP
+  client). Its tools run commands on an executor, sandboxed: run_command (exit code and bounded
+  output, with a timeout), start_process / read_process_output / write_process_input /
+  stop_process (background commands), list_executors. Register it in the agent's MCP config.
+
+  Executors: --bundled (this user's exec-bridge daemon, started if none runs; the default when no
+  executor is given), --url (any exec-server, ours or \`codex exec-server\`; the token from
+  --token-file or EXEC_BRIDGE_TOKEN), --ssh (as "exec-bridge run --ssh"), --stdio (a command that
+  speaks the protocol on its stdio, split at spaces). Repeat them for several; the first is the
+  default, the tools' "executor" argument names another. --name, --cwd, --token-file and
+  --ssh-option belong to the executor before them.
+  --cwd          where commands run when the tool call names no cwd, and the sandbox's workspace
+                 (default: this directory for --bundled, the executor user's home otherwise).
+  --sandbox      the sandbox every command runs in (default workspace-write: the workspace, /tmp
+                 and $TMPDIR are writable; network off). full-access with --sandbox-network is no
+                 sandbox at all.
+  --sandbox-network        allow the network inside the sandbox.
+  --sandbox-network-allow  only these destinations (host, *.host, IP; optional :port), through the
+                 executor's proxy. Repeat it or separate with commas.
+  --allow-unsandboxed      honour "unsandboxed": true in a tool call (the agent asks for it after a
+                 denial, when the user allowed it). Without it such calls are refused.
+  --session-ttl-ms  how long the executor keeps this server's commands after the connection drops
+                 (default 60000): a drop within it is resumed; a server killed outright leaves
+                 nothing running for longer than that. Closing stdin stops every command at once.
+  --max-output-bytes  output one tool answer carries, head and tail (default 16384, at least 1024).
+  --verbose      log connection details on stderr.
+
+  Exit status: 0 when stdin closes, 2 on a usage error.`;
+
+/** One executor from the command line, as the extension's settings describe it, plus its token file. */
+export interface McpExecutor {
+  config: ExecutorConfig;
+  /** `--url`: the bearer token's file (else EXEC_BRIDGE_TOKEN). */
+  tokenFile?: string;
+}
+
+export interface McpArgs {
+  /** The first is the default. Never empty. */
+  executors: McpExecutor[];
+  sandbox: SandboxSettings;
+  allowUnsandboxed: boolean;
+  sessionTtlMs: number;
+  maxOutputBytes: number;
+  verbose: boolean;
+}
+
+export const DEFAULT_MCP_SESSION_TTL_MS = 60_000;
+export const DEFAULT_MAX_OUTPUT_BYTES = DEFAULT_OUTPUT_LIMIT;
+const MIN_OUTPUT_BYTES = 1024;
+/** An answer the model can still take in (and far below the MCP SDK's own limits). */
+const MAX_OUTPUT_BYTES = 1024 * 1024;
+
+/** An executor while its options are read: the name comes last (a default unless --name). */
+type Draft = {
+  [K in ExecutorConfig['kind']]: Omit<Extract<ExecutorConfig, { kind: K }>, 'name'> & { name?: string };
+}[ExecutorConfig['kind']];
+
+/** `--stdio`'s value: words split at whitespace (no quoting). */
+function stdioCommand(text: string): string[] {
+  const words = text.split(/\s+/).filter((w) => w !== '');
+  if (words.length === 0) throw new UsageError('--stdio needs a command');
+  return words;
+}
+
+/** A default name: the URL's host[:port], the ssh host, the stdio command's program. */
+function defaultName(config: Draft): string {
+  switch (config.kind) {
+    case 'bundled':
+      return BUNDLED_EXECUTOR;
+    case 'websocket':
+      try {
+        return new URL(config.url).host || config.url;
+      } catch {
+        return config.url;
+      }
+    case 'ssh':
+      return config.ssh;
+    case 'stdio':
+      return config.command[0]!.split('/').pop()!;
+  }
+}
+
+export function parseMcpArgs(args: string[], localCwd = process.cwd()): McpArgs {
+  const entries: Array<{ config: Draft; tokenFile?: string; sshOptions: string[] }> = [];
+  const out: Omit<McpArgs, 'executors'> = {
+    sandbox: { ...DEFAULT_SANDBOX },
+    allowUnsandboxed: false,
+    sessionTtlMs: DEFAULT_MCP_SESSION_TTL_MS,
+    maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
+    verbose: false,
+  };
+  const networkAllow: string[] = [];
+  const last = (flag: string) => {
+    const e = entries.at(-1);
+    if (!e) throw new UsageError(`${flag} belongs to an executor: put it after --bundled, --url, --ssh or --stdio`);
+    return e;
+  };
+  const positive = (flag: string, v: string, min = 1) => {
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${flag} must be an integer of at least ${min}, got ${v}`);
+    return n;
+  };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const flag = eq > 0 ? a.slice(0, eq) : a;
+    const value = () => {
+      const v = eq > 0 ? a.slice(eq + 1) : args[++i];
+      if (v === undefined) throw new UsageError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--bundled':
+        if (entries.some((e) => e.config.kind === 'bundled')) throw new UsageError('--bundled is given twice');
+        entries.push({ config: { kind: 'bundled' }, sshOptions: [] });
+        break;
+      case '--url': {
+        const url = value();
+        if (!/^wss?:\/\/\S+$/.test(url)) throw new UsageError(`--url must start with ws:// or wss://, got ${url}`);
+        entries.push({ config: { kind: 'websocket', url, tokenSecret: '' }, sshOptions: [] });
+        break;
+      }
+      case '--ssh': {
+        const target = value();
+        try {
+          parseSshTarget(target);
+        } catch (e) {
+          throw new UsageError(errorMessage(e));
+        }
+        entries.push({ config: { kind: 'ssh', ssh: target, sshOptions: [] }, sshOptions: [] });
+        break;
+      }
+      case '--stdio':
+        entries.push({ config: { kind: 'stdio', command: stdioCommand(value()) }, sshOptions: [] });
+        break;
+      case '--name': {
+        const e = last(flag);
+        if (e.config.kind === 'bundled') throw new UsageError(`the bundled executor is always named ${BUNDLED_EXECUTOR}`);
+        const name = value().trim();
+        if (!/^[\w.@:-]{1,64}$/.test(name)) throw new UsageError(`--name may use letters, digits and . _ - @ : (at most 64), got ${name}`);
+        e.config.name = name;
+        break;
+      }
+      case '--cwd': {
+        const e = last(flag);
+        const dir = value();
+        // The bundled executor is this machine: a relative path is ours. Elsewhere only the executor knows.
+        if (e.config.kind === 'bundled') e.config.cwd = resolve(localCwd, dir);
+        else if (dir.startsWith('/')) e.config.cwd = dir;
+        else throw new UsageError(`--cwd of a remote executor must be an absolute path on it, got ${dir}`);
+        break;
+      }
+      case '--token-file': {
+        const e = last(flag);
+        if (e.config.kind !== 'websocket') throw new UsageError('--token-file belongs to --url');
+        e.tokenFile = value();
+        break;
+      }
+      case '--ssh-option': {
+        const e = last(flag);
+        if (e.config.kind !== 'ssh') throw new UsageError('--ssh-option belongs to --ssh');
+        e.sshOptions.push(value());
+        break;
+      }
+      case '--sandbox': {
+        const v = value();
+        const policy = SandboxPolicyName.safeParse(v);
+        if (!policy.success) throw new UsageError(`--sandbox must be read-only, workspace-write or full-access, got ${v}`);
+        out.sandbox.policy = policy.data;
+        break;
+      }
+      case '--sandbox-network':
+        out.sandbox.network = true;
+        break;
+      case '--sandbox-network-allow':
+        networkAllow.push(
+          ...value()
+            .split(',')
+            .map((s) => s.trim())
+            .filter((s) => s !== ''),
+        );
+        break;
+      case '--allow-unsandboxed':
+        out.allowUnsandboxed = true;
+        break;
+      case '--session-ttl-ms':
+        out.sessionTtlMs = positive(flag, value());
+        break;
+      case '--max-output-bytes':
+        out.maxOutputBytes = Math.min(MAX_OUTPUT_BYTES, positive(flag, value(), MIN_OUTPUT_BYTES));
+        break;
+      case '--verbose':
+        out.verbose = true;
+        break;
+      case '-h':
+      case '--help':
+        throw new HelpRequested();
+      default:
+        throw new UsageError(`unknown option ${a}`);
+    }
+  }
+  if (networkAllow.length > 0) {
+    if (out.sandbox.network) throw new UsageError('use either --sandbox-network (everything) or --sandbox-network-allow (a list)');
+    out.sandbox.networkAllow = [...new Set(networkAllow)];
+  }
+  if (entries.length === 0) entries.push({ config: { kind: 'bundled' }, sshOptions: [] });
+  const executors: McpExecutor[] = [];
+  const names = new Set<string>();
+  for (const e of entries) {
+    let name = e.config.name;
+    if (name !== undefined && names.has(name)) throw new UsageError(`two executors are named ${name}: give one another --name`);
+    if (name === undefined) {
+      const base = defaultName(e.config);
+      name = base;
+      for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
+    }
+    names.add(name);
+    if (e.config.kind === 'bundled' && e.config.cwd === undefined) e.config.cwd = localCwd;
+    if (e.config.kind === 'ssh') e.config.sshOptions = e.sshOptions;
+    if (e.config.kind === 'websocket') e.config.tokenSecret = name;
+    executors.push({ config: { ...e.config, name } as ExecutorConfig, ...(e.tokenFile !== undefined ? { tokenFile: e.tokenFile } : {}) });
+  }
+  return { ...out, executors };
+}

@@ -1,0 +1,297 @@
+/**
+ * `exec-bridge mcp` as an agent meets it: the MCP SDK's Client over stdio spawns `node cli.js mcp …`
+ * and calls its tools, once against our bundled daemon (in a runtime directory of its own) and once
+ * against the real `codex exec-server` (`--url`). Run, exit code and bounded output, timeout,
+ * background processes, a sandbox denial as a tool error, --allow-unsandboxed, bad input, and no
+ * process left once the client disconnects.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
+import { startExecServer, type ExecServerProcess, type ServerKind } from '../helpers/servers';
+import { copyBundle } from '../helpers/sshd';
+
+const base = realpathSync(mkdtempSync(join(tmpdir(), 'eb-agent-mcp-')));
+// A copy: a rebuild of dist/ while this file runs must not change the bundle (nor the daemon's key).
+const CLI = copyBundle(join(base, 'bundle'));
+const runtime = join(base, 'run');
+// Outside every workspace and outside /tmp, which workspace-write may write.
+const outside = mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'eb-agent-out-'));
+let tags = 0;
+/** A unique `sleep` duration: the command is found by its cmdline (inside the sandbox `$$` is another pid namespace's). */
+const tag = () => `${7000 + (process.pid % 1000)}${++tags}`;
+const sleeping = (t: string) => liveProcesses().some((p) => procFile(p.pid, 'cmdline') === `sleep\u0000${t}\u0000`);
+
+after(() => {
+  // The bundled daemon outlives its clients by design: this file's goes now.
+  for (const p of liveProcesses()) {
+    const cmd = procFile(p.pid, 'cmdline').split('\0');
+    if (cmd.includes('daemon') && cmd.includes('run') && procFile(p.pid, 'environ').includes(`EXEC_BRIDGE_RUNTIME_DIR=${runtime}\0`))
+      process.kill(p.pid, 'SIGKILL');
+  }
+  rmSync(base, { recursive: true, force: true });
+  rmSync(outside, { recursive: true, force: true });
+});
+
+interface Answer {
+  text: string;
+  isError: boolean;
+}
+
+interface Mcp {
+  client: Client;
+  /** The `exec-bridge mcp` process. */
+  pid: number;
+  stderr(): string;
+  call(name: string, args?: Record<string, unknown>): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+async function startMcp(args: string[], cwd: string): Promise<Mcp> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', '--verbose', ...args],
+    cwd,
+    env: { ...process.env, EXEC_BRIDGE_RUNTIME_DIR: runtime } as Record<string, string>,
+    stderr: 'pipe',
+  });
+  let err = '';
+  transport.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const client = new Client({ name: 'agent-mcp-test', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    client,
+    pid: transport.pid!,
+    stderr: () => err,
+    call: async (name, a = {}) => {
+      const r = (await client.callTool({ name, arguments: a })) as { content: Array<{ type: string; text?: string }>; isError?: boolean };
+      return { text: r.content.map((c) => c.text ?? '').join(''), isError: r.isError === true };
+    },
+    close: () => client.close(),
+  };
+}
+
+const KINDS: readonly ServerKind[] = ['ours', 'codex'];
+
+for (const kind of KINDS) {
+  describe(`exec-bridge mcp against ${kind === 'ours' ? 'the bundled daemon' : 'codex exec-server'}`, () => {
+    const ws = realpathSync(mkdtempSync(join(base, `ws-${kind}-`)));
+    let codex: ExecServerProcess | undefined;
+    /** The executor arguments: the bundled daemon by default (its directory: ours), or codex by URL. */
+    const executor = () => (codex ? ['--url', codex.url, '--cwd', ws] : []);
+    let mcp: Mcp;
+
+    before(async () => {
+      if (kind === 'codex') codex = await startExecServer('codex');
+      mcp = await startMcp(executor(), ws);
+    });
+    after(async () => {
+      await mcp?.close();
+      await codex?.stop();
+    });
+
+    test('lists its six tools, each described, and the executor with its sandbox', async () => {
+      const { tools } = await mcp.client.listTools();
+      assert.deepEqual(tools.map((t) => t.name).sort(), [
+        'list_executors',
+        'read_process_output',
+        'run_command',
+        'start_process',
+        'stop_process',
+        'write_process_input',
+      ]);
+      for (const t of tools) assert.ok((t.description ?? '').length > 60, `${t.name} is described`);
+      const run = tools.find((t) => t.name === 'run_command')!;
+      assert.deepEqual(run.inputSchema.required, ['command']);
+      const list = await mcp.call('list_executors');
+      assert.equal(list.isError, false);
+      assert.match(
+        list.text,
+        kind === 'ours' ? /^- bundled \(default\): this machine/m : /^- 127\.0\.0\.1:\d+ \(default\): exec-server at ws:/m,
+      );
+      assert.match(list.text, /Sandbox: workspace-write, network off; unsandboxed runs: refused/);
+    });
+
+    test('run_command: the exit code, stdout and stderr, in the default directory', async () => {
+      const r = await mcp.call('run_command', { command: 'echo out; echo err >&2; pwd; exit 3' });
+      assert.equal(r.isError, false, r.text);
+      assert.match(r.text, /^Ran `echo out; .*` on \S+ in .* \(sandbox: workspace-write, network off\)\.\nExit: exit code 3\.\n/);
+      for (const line of ['out', 'err', ws]) assert.ok(r.text.split('\n').includes(line), `${line} in ${r.text}`);
+      // A failure of the command's own is an answer, not a denial.
+      const plain = await mcp.call('run_command', { command: 'ls /nonexistent-eb-agent' });
+      assert.equal(plain.isError, false, plain.text);
+      assert.match(plain.text, /\nExit: exit code 2\.\n/);
+      assert.match((await mcp.call('list_executors')).text, /; connected; default cwd /);
+    });
+
+    test('run_command: 50 MiB of output comes back as head and tail within the bound, with the marker', async () => {
+      const r = await mcp.call('run_command', {
+        command: "echo FIRST; head -c 52428800 /dev/zero | tr '\\0' x; echo; echo LAST",
+        timeout_seconds: 120,
+      });
+      assert.equal(r.isError, false, r.text.slice(0, 300));
+      const total = 'FIRST\n'.length + 52428800 + '\nLAST\n'.length;
+      assert.ok(r.text.includes(`\nOutput (stdout and stderr, ${total.toLocaleString('en-US')} bytes):\n`), r.text.slice(0, 300));
+      const m = /\n\[… ([\d,]+) bytes left out …\]\n/.exec(r.text);
+      assert.ok(m, 'the marker');
+      assert.equal(Number(m[1]!.replace(/,/g, '')), total - 16 * 1024);
+      assert.ok(Buffer.byteLength(r.text) <= 16 * 1024 + 300, `${Buffer.byteLength(r.text)} bytes answered`);
+      assert.match(r.text, /\nFIRST\nxxx/);
+      assert.ok(r.text.endsWith('xxx\nLAST\n'));
+    });
+
+    test('run_command: a timeout kills the command and says so', async () => {
+      const t = tag();
+      const r = await mcp.call('run_command', { command: `echo started; exec sleep ${t}`, timeout_seconds: 1 });
+      assert.equal(r.isError, true);
+      assert.match(r.text, /^timed out after 1 s: the command was killed \(exit code 137 \(killed\)\)/);
+      assert.match(r.text, /\nstarted\n/);
+      assert.equal(sleeping(t), false, 'the command is gone');
+    });
+
+    test('background: start, wait for its output, write its stdin, stop it; an ended one still answers', async () => {
+      const s = await mcp.call('start_process', {
+        command: 'echo ready; while read l; do echo "got $l"; done',
+        wait_seconds: 30,
+        wait_for: 'ready',
+      });
+      assert.equal(s.isError, false, s.text);
+      const id = /^Started `echo ready; .*` in the background as "(bg-[0-9a-f]{8})" on /.exec(s.text)?.[1];
+      assert.ok(id, s.text);
+      assert.match(
+        s.text,
+        /\nState: running for \d+ s \(sandbox: workspace-write, network off\)\.\nNew output \(stdout and stderr, 6 bytes\):\nready\n$/,
+      );
+      assert.match((await mcp.call('read_process_output', { id })).text, /\nNew output: none\.$/);
+      assert.match(
+        (await mcp.call('write_process_input', { id, text: 'hello' })).text,
+        new RegExp(`^Wrote 6 bytes to the stdin of "${id}"`),
+      );
+      const got = await mcp.call('read_process_output', { id, wait_seconds: 30, wait_for: 'got hello' });
+      assert.match(got.text, /\ngot hello\n$/);
+      assert.match((await mcp.call('list_executors')).text, new RegExp(`^- ${id}: \`echo ready; .*\` on \\S+, running for `, 'm'));
+      const stop = await mcp.call('stop_process', { id });
+      assert.equal(stop.isError, false, stop.text);
+      assert.match(stop.text, new RegExp(`^Stopped "${id}"\\.\\nState: ended, exit code 130 \\(interrupted\\)\\.\\nNew output: none\\.$`));
+      const after = await mcp.call('read_process_output', { id });
+      assert.equal(after.isError, false);
+      assert.match(after.text, /^State: ended, exit code 130 \(interrupted\)\.\nNew output: none\.$/);
+      assert.match((await mcp.call('stop_process', { id })).text, new RegExp(`^"${id}" had already ended\\.`));
+
+      const b = await mcp.call('start_process', { command: 'echo bye; exit 4', wait_seconds: 30 });
+      assert.equal(b.isError, false, b.text);
+      assert.match(
+        b.text,
+        /^Started `echo bye; exit 4` in the background as "bg-[0-9a-f]{8}" on .*, and it already ended\.\nState: ended, exit code 4\.\nNew output \(stdout and stderr, 4 bytes\):\nbye\n$/,
+      );
+      const id2 = /as "(bg-[0-9a-f]{8})"/.exec(b.text)![1]!;
+      assert.match(
+        (await mcp.call('write_process_input', { id: id2, text: 'x' })).text,
+        new RegExp(`^"${id2}" has ended; nothing was written\\.`),
+      );
+    });
+
+    test('a sandbox denial is a tool error; unsandboxed: true is refused without --allow-unsandboxed', async () => {
+      const target = join(outside, `denied-${kind}`);
+      const r = await mcp.call('run_command', { command: `touch ${target}` });
+      assert.equal(r.isError, true, r.text);
+      assert.match(
+        r.text,
+        /^blocked by the sandbox: `touch .*` ended with exit code 1 because the sandbox \(workspace-write, network off\) stopped something it tried; /,
+      );
+      assert.match(r.text, /this server runs nothing outside the sandbox \(it was started without --allow-unsandboxed\)/);
+      assert.match(r.text, /Read-only file system/);
+      const again = await mcp.call('run_command', { command: `touch ${target}`, unsandboxed: true });
+      assert.equal(again.isError, true);
+      assert.match(again.text, /^unsandboxed: true is refused: /);
+      assert.equal(existsSync(target), false);
+      const bg = await mcp.call('start_process', { command: 'sleep 1', unsandboxed: true });
+      assert.match(bg.text, /^unsandboxed: true is refused: /);
+      // Inside the workspace the same command is fine.
+      assert.match((await mcp.call('run_command', { command: `touch ${join(ws, 'inside')}` })).text, /\nExit: exit code 0\.\n/);
+      // A background command is judged the same way when it ends.
+      const bgDenied = await mcp.call('start_process', { command: `touch ${target}`, wait_seconds: 30 });
+      assert.equal(bgDenied.isError, true, bgDenied.text);
+      assert.match(bgDenied.text, /^blocked by the sandbox: .*\nStarted `touch .*, and it already ended\.\nState: ended, exit code 1\./s);
+    });
+
+    test('--allow-unsandboxed: the denial says to re-run only if the user allowed it, and unsandboxed: true runs it', async () => {
+      const open = await startMcp([...executor(), '--allow-unsandboxed'], ws);
+      try {
+        const target = join(outside, `allowed-${kind}`);
+        const r = await open.call('run_command', { command: `touch ${target}` });
+        assert.equal(r.isError, true);
+        assert.match(r.text, /; re-run with unsandboxed: true only if the user allowed it\.\nRan `touch .*\nExit: exit code 1\.\n/);
+        const again = await open.call('run_command', { command: `touch ${target}`, unsandboxed: true });
+        assert.equal(again.isError, false, again.text);
+        assert.equal(existsSync(target), true);
+        assert.match((await open.call('list_executors')).text, /unsandboxed runs: allowed when the user agreed/);
+      } finally {
+        await open.close();
+      }
+    });
+
+    test('bad input is a tool error that says what is wrong', async () => {
+      const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+        ['run_command', { command: '' }, /command must not be empty/],
+        ['run_command', {}, /Invalid arguments for tool run_command: .*command/s],
+        ['run_command', { command: 5 }, /Invalid arguments for tool run_command: .*command/s],
+        ['run_command', { command: 'true', timeout_seconds: 0 }, /timeout_seconds must be more than 0/],
+        ['run_command', { command: 'true', timeout_seconds: 99999 }, /timeout_seconds may be at most 3600/],
+        ['run_command', { command: 'true', executor: 'nope' }, /^there is no executor "nope": use one of /],
+        [
+          'run_command',
+          { command: 'true', cwd: '/nonexistent-eb-agent' },
+          /^could not start the command on .* in \/nonexistent-eb-agent: /,
+        ],
+        ['start_process', { command: '  ' }, /^command is empty/],
+        ['start_process', { command: 'true', wait_seconds: 61 }, /wait_seconds may be at most 60/],
+        ['read_process_output', { id: 'bg99' }, /^there is no background process "bg99"/],
+        ['read_process_output', { id: 'bg99', wait_seconds: -1 }, /wait_seconds must not be negative/],
+        ['write_process_input', { id: 'bg99', text: 'x' }, /^there is no background process "bg99"/],
+        ['write_process_input', { id: 'bg99' }, /Invalid arguments for tool write_process_input: .*text/s],
+        ['stop_process', { id: 'bg99' }, /^there is no background process "bg99"/],
+        ['nope', {}, /Tool nope not found/],
+      ];
+      for (const [name, a, message] of cases) {
+        const r = await mcp.call(name, a);
+        assert.equal(r.isError, true, `${name} ${JSON.stringify(a)}: ${r.text}`);
+        assert.match(r.text, message, `${name} ${JSON.stringify(a)}`);
+      }
+    });
+
+    test('the client disconnects: every process it started is killed, in flight or in the background, and the server exits', async () => {
+      const m = await startMcp(executor(), ws);
+      const [bgTag, runTag] = [tag(), tag()];
+      assert.match((await m.call('start_process', { command: `exec sleep ${bgTag}`, wait_seconds: 0 })).text, /^Started `exec sleep/);
+      const inFlight = m.call('run_command', { command: `exec sleep ${runTag}`, timeout_seconds: 600 }).catch(() => undefined);
+      await until(() => sleeping(bgTag) && sleeping(runTag), 20_000, 'both commands running');
+      await m.close();
+      await inFlight;
+      await until(() => !sleeping(bgTag) && !sleeping(runTag), 10_000, 'both commands gone');
+      assert.equal(isAlive(m.pid), false, 'the mcp server exited');
+      assert.match(m.stderr(), /closing: stdin ended/);
+      assert.match(m.stderr(), /stopping 2 process\(es\)/);
+    });
+  });
+}
+
+describe('exec-bridge mcp killed outright', () => {
+  test('its processes end with its session on the bundled daemon (--session-ttl-ms)', async () => {
+    const ws = realpathSync(mkdtempSync(join(base, 'ws-killed-')));
+    const m = await startMcp(['--session-ttl-ms', '1000'], ws);
+    const t = tag();
+    assert.match((await m.call('start_process', { command: `exec sleep ${t}`, wait_seconds: 0 })).text, /^Started `exec sleep/);
+    await until(() => sleeping(t), 20_000, 'the command running');
+    process.kill(m.pid, 'SIGKILL');
+    await until(() => !isAlive(m.pid), 5_000, 'the mcp server gone');
+    // No kill from us: the daemon ends the detached session, and its processes, after the TTL.
+    await until(() => !sleeping(t), 20_000, 'the command ended with the session');
+    await m.close();
+  });
+});
