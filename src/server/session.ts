@@ -54,6 +54,8 @@ export class Session {
   /** Ids whose start is in progress, and whether a terminate (or a pause) arrived meanwhile. */
   private readonly starting = new Map<string, StartingState>();
   private readonly retention = new Map<string, TimerHandle>();
+  /** Of a closed process: the furthest `afterSeq` read since it closed (a read past it postpones the release). */
+  private readonly readTo = new Map<string, number>();
   private connection: SessionConnection | undefined;
   /** A client of this session asked for spooled output: what the windows evict from now on is spooled. */
   private spooling = false;
@@ -166,10 +168,13 @@ export class Session {
     return { processId: id, sandboxType: proc.sandboxType };
   }
 
-  /** Exited processes stay readable (and their id taken) for the server's default TTL after `closed`, while attached. */
+  /** Exited processes stay readable (and their id taken) for the server's default TTL after `closed` (or their last read), while attached. */
   private scheduleRelease(id: string, proc: ManagedProcess): void {
+    const pending = this.retention.get(id);
+    if (pending) this.options.clock.clearTimeout(pending);
     const timer = this.options.clock.setTimeout(() => {
       this.retention.delete(id);
+      this.readTo.delete(id);
       if (this.closed.get(id) === proc) this.closed.delete(id);
       if (this.processes.get(id) === proc) {
         this.processes.delete(id);
@@ -195,7 +200,15 @@ export class Session {
     spooled = false,
     spoolMaxBytes?: number,
   ): Promise<ProcessReadResult> {
-    return this.get(id).read(afterSeq, maxBytes, waitMs, spooled, spoolMaxBytes);
+    const proc = this.get(id);
+    // An exited process read further on (a reopened terminal's replay: a page whenever it has drawn
+    // the last) is kept a TTL after that read, as a replay may last longer than the TTL itself. A
+    // read that asks for nothing newer than the last one (a poll) does not keep it.
+    if (this.retention.has(id) && afterSeq > (this.readTo.get(id) ?? -1)) {
+      this.readTo.set(id, afterSeq);
+      this.scheduleRelease(id, proc);
+    }
+    return proc.read(afterSeq, maxBytes, waitMs, spooled, spoolMaxBytes);
   }
 
   /** A client asked for spooled output (`initialize`): the store, if this server spools (else undefined). */

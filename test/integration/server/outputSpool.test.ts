@@ -233,6 +233,56 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
     }
   });
 
+  test('a replay that takes longer than the server default TTL is not cut: an exited process is kept while it is read', async () => {
+    // The daemon's default is 30 s, a terminal draws a 64 MiB replay in about as long; here 1.5 s and a slow reader.
+    const server = await startServer('ours', ['--session-ttl-ms', '1500']);
+    try {
+      const total = 4 * MiB;
+      const pidFile = join(base, 'slow.pid');
+      const a = await ExecServerClient.connect({
+        endpoint: { kind: 'websocket', url: server.url },
+        outputSpool: true,
+        sessionTtlMs: 600_000,
+      });
+      await a.startProcess({ processId: 'done', argv: generator(total, pidFile), cwd: base });
+      a.dispose('window reload');
+      await waitGone(pidFile, 60_000);
+      const b = await ExecServerClient.connect({
+        endpoint: { kind: 'websocket', url: server.url },
+        resumeSessionId: a.sessionId,
+        outputSpool: true,
+        sessionTtlMs: 600_000,
+      });
+      try {
+        const attached = await b.attachProcess('done', { tty: false, stdinWritable: false, creditWindow: 128 * 1024 });
+        let off = 0;
+        let drawn = Promise.resolve();
+        const t0 = Date.now();
+        const done = new Promise<number>((resolve, reject) =>
+          attached.handle.onEvent((e) => {
+            if (e.type === 'output') {
+              if (!e.data.equals(expected(off, e.data.length))) reject(new Error(`bytes at ${off} differ`));
+              off += e.data.length;
+              // A terminal that draws 1 MiB/s, one piece after the other: the replay lasts ~4 s, more than twice the TTL.
+              const n = e.data.length;
+              drawn = drawn
+                .then(() => new Promise<void>((r) => setTimeout(r, Math.ceil(n / 1024))))
+                .then(() => attached.handle.outputConsumed(n));
+            } else if (e.type === 'exited') resolve(e.exitCode);
+            else if (e.type === 'failed') reject(e.error);
+          }),
+        );
+        assert.equal(await done, 0);
+        assert.equal(off, total);
+        assert.ok(Date.now() - t0 > 3000, `the replay took ${Date.now() - t0} ms: not slower than the TTL`);
+      } finally {
+        b.dispose();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+
   test('a codex-style client (no opt-in) sees the 1 MiB window and its seq gap; nothing of it is spooled', async () => {
     const server = await startServer('ours');
     try {
