@@ -118,10 +118,14 @@ for (const kind of KINDS) {
     });
 
     test('run_command: the exit code, stdout and stderr, in the default directory', async () => {
-      const r = await mcp.call('run_command', { command: 'echo out; echo err >&2; pwd; exit 3' });
+      const r = await mcp.call('run_command', {
+        command: 'echo out; echo err >&2; pwd; echo "v=$EB_AGENT_V ${HOME:+home}"; exit 3',
+        env: { EB_AGENT_V: 'yes' },
+      });
       assert.equal(r.isError, false, r.text);
       assert.match(r.text, /^Ran `echo out; .*` on \S+ in .* \(sandbox: workspace-write, network off\)\.\nExit: exit code 3\.\n/);
-      for (const line of ['out', 'err', ws]) assert.ok(r.text.split('\n').includes(line), `${line} in ${r.text}`);
+      // `env` is laid over the executor's environment (HOME is still there).
+      for (const line of ['out', 'err', ws, 'v=yes home']) assert.ok(r.text.split('\n').includes(line), `${line} in ${r.text}`);
       // A failure of the command's own is an answer, not a denial.
       const plain = await mcp.call('run_command', { command: 'ls /nonexistent-eb-agent' });
       assert.equal(plain.isError, false, plain.text);
@@ -147,9 +151,10 @@ for (const kind of KINDS) {
 
     test('run_command: a timeout kills the command and says so', async () => {
       const t = tag();
-      const r = await mcp.call('run_command', { command: `echo started; exec sleep ${t}`, timeout_seconds: 1 });
+      // 3 s: time enough for the first line even on a loaded machine (it must be in the answer).
+      const r = await mcp.call('run_command', { command: `echo started; exec sleep ${t}`, timeout_seconds: 3 });
       assert.equal(r.isError, true);
-      assert.match(r.text, /^timed out after 1 s: the command was killed \(exit code 137 \(killed\)\)/);
+      assert.match(r.text, /^timed out after 3 s: the command was killed \(exit code 137 \(killed\)\)/);
       assert.match(r.text, /\nstarted\n/);
       assert.equal(sleeping(t), false, 'the command is gone');
     });
@@ -280,6 +285,24 @@ for (const kind of KINDS) {
     });
   });
 }
+
+describe('exec-bridge mcp with several executors', () => {
+  test('the first is the default, "executor" names another: here a stdio launcher of our exec-server', async () => {
+    const [a, b] = [realpathSync(mkdtempSync(join(base, 'ws-a-'))), realpathSync(mkdtempSync(join(base, 'ws-b-')))];
+    const m = await startMcp(['--bundled', '--stdio', `${process.execPath} ${CLI} serve --listen stdio`, '--name', 'piped', '--cwd', b], a);
+    try {
+      const list = await m.call('list_executors');
+      assert.match(list.text, /^- bundled \(default\): this machine .*; default cwd (.*)$/m);
+      assert.match(list.text, new RegExp(`^- piped: stdio: .* serve --listen stdio; not connected; default cwd ${b}$`, 'm'));
+      assert.match((await m.call('run_command', { command: 'pwd' })).text, new RegExp(`\\n${a}\\n$`));
+      const piped = await m.call('run_command', { command: 'pwd', executor: 'piped' });
+      assert.match(piped.text, new RegExp(`^Ran \`pwd\` on piped in ${b} .*\\n${b}\\n$`, 's'));
+      assert.match((await m.call('list_executors')).text, /^- piped: .*; connected; /m);
+    } finally {
+      await m.close();
+    }
+  });
+});
 
 describe('exec-bridge mcp killed outright', () => {
   test('its processes end with its session on the bundled daemon (--session-ttl-ms)', async () => {
