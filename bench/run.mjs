@@ -7,7 +7,8 @@
 //   node bench/run.mjs --write         …and replace the generated part of bench/RESULTS.md
 //   node bench/run.mjs --quick         fewer iterations (a smoke run, not for RESULTS.md)
 //   node bench/run.mjs --only ours     one side (ours|codex|spawn), e.g. with --profile
-//   node bench/run.mjs --phases stream  some of: oneshot,parallel,echo,stream,readfile
+//   node bench/run.mjs --phases stream  some of: oneshot,parallel,echo,stream,readfile,spool
+//   node bench/run.mjs --phases spool   only the output spool's figures (ours; bench/spoolBench.ts)
 //   node bench/run.mjs --profile       start our server under `node --cpu-prof` (bench/profiles/)
 //   node bench/run.mjs --cli X.js --client-bundle Y.js   another build of our server / of clientBench
 //                                      (paired before/after runs of two bundles, alternating)
@@ -35,6 +36,8 @@ const READ_FILE_BYTES = 64 * 1024 * 1024;
 const READ_FILE = join(os.tmpdir(), `exec-bridge-bench-${process.pid}.bin`);
 /** ExecServerClient (src/client) bundled for the figures taken through our real client. */
 const CLIENT_BENCH = argValue('--client-bundle') ?? join(ROOT, 'bench', 'out', 'clientBench.js');
+/** The output spool's figures (bench/spoolBench.ts, bundled by the run). */
+const SPOOL_BENCH = join(ROOT, 'bench', 'out', 'spoolBench.js');
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
@@ -52,7 +55,9 @@ function more(cfg, i, start) {
   return i < cfg.warmup + cfg.n && (i < cfg.warmup + cfg.min || now() - start < cfg.budgetMs);
 }
 const value = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream,readfile').split(','));
+const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream,readfile,spool').split(','));
+/** The phases that compare the three sides (the spool's figures are ours alone). */
+const SIDE_PHASES = ['oneshot', 'parallel', 'echo', 'stream', 'readfile'];
 
 // ---------- small utilities ----------
 
@@ -365,17 +370,88 @@ async function clientWorker(mode, url, extra) {
   return JSON.parse(out.trim().split('\n').pop());
 }
 
-async function buildClientBench() {
+async function buildClientBench(name = 'clientBench', outfile = CLIENT_BENCH) {
   const esbuild = await import('esbuild');
   await esbuild.build({
-    entryPoints: [join(ROOT, 'bench', 'clientBench.ts')],
+    entryPoints: [join(ROOT, 'bench', `${name}.ts`)],
     bundle: true,
     platform: 'node',
     target: 'node20',
-    outfile: CLIENT_BENCH,
+    outfile,
     logLevel: 'warning',
     external: ['node-pty'],
   });
+}
+
+/** The output spool's figures: bench/spoolBench.ts in a child process (it starts servers of its own). */
+async function measureSpool() {
+  phase('spool: detached cost, replay, TTL edges…');
+  await buildClientBench('spoolBench', SPOOL_BENCH);
+  const child = spawn(process.execPath, [SPOOL_BENCH, CLI, ...(QUICK ? ['quick'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const [code] = await withTimeout(once(child, 'exit'), 600_000, 'spool bench');
+  if (code !== 0) throw new Error(`spool bench failed (${code})`);
+  phase(' done\n');
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+/** The spool's tables: medians of the rounds, ratios within this run. */
+function spoolReport(r) {
+  const med = (xs) => percentile(xs, 50);
+  const side = (spool) => r.costs.filter((c) => c.spool === spool);
+  const perMiB = (cs, key) => med(cs.map((c) => c[key] / c.mib));
+  const cost = [true, false].map((spool) => {
+    const cs = side(spool);
+    return `| ${spool ? 'spool (asked)' : 'no spool'} | ${cs.length} | ${fmt(med(cs.map((c) => c.wallS)), 2)} | ${fmt(perMiB(cs, 'cpuS') * 1000, 2)} | ${cs.map((c) => fmt(c.rssGrowthMiB, 1)).join(', ')} | ${fmt(med(cs.map((c) => c.diskMiB)), 1)} |`;
+  });
+  const mib = r.costs[0]?.mib;
+  const ratio = perMiB(side(true), 'cpuS') / perMiB(side(false), 'cpuS');
+  const rp = r.replays;
+  const names = {
+    attach: 'spool → ExecServerClient.attachProcess (no credit window)',
+    rawPages: 'spool → raw `process/read` pages (2 MiB, base64 JSON)',
+    window: 'in-memory window → raw `process/read` (1 MiB, read again and again)',
+    catServer: '`cat` of a 48 MiB file, live through the server → ExecServerClient',
+    catLocal: 'plain `cat` of that file, piped to the bench',
+  };
+  const replay = Object.entries(names).map(
+    ([k, label]) =>
+      `| ${label} | ${fmt(med(rp[k]), 0)} | ${rp[k].map((v) => fmt(v, 0)).join(', ')} | ${fmt(med(rp[k]) / med(rp.catLocal), 2)}× |`,
+  );
+  const edge = r.ttls.edge ?? [];
+  // Each trial: when the resume was really sent (from the end the server told), and what it got.
+  const sign = (v) => `${v > 0 ? '+' : ''}${fmt(v, 0)}`;
+  const byOffset = [...new Set(edge.map((e) => e.offsetMs))].map((off) => {
+    const es = edge.filter((e) => e.offsetMs === off);
+    const trials = es.map(
+      (e) => `${e.outcome === 'resumed' ? 'R' : e.outcome === 'expired' ? 'E' : e.outcome} ${sign(off + e.sentLateMs)}`,
+    );
+    return `| resume aimed at ${sign(off)} ms from the end of a 1 s TTL | resumed ${es.filter((e) => e.outcome === 'resumed').length}/${es.length} | ${trials.join(', ')} |`;
+  });
+  const one = (label, e) => e && `| ${label} | ${e.outcome} | answered TTL ${e.ttlAnswered ?? 'none (not asked)'} |`;
+  const ttl = [
+    ...byOffset,
+    one('TTL 600 000 ms asked, `--max-session-ttl-ms 1500`: resume 50 ms before the cap', r.ttls.cap?.[0]),
+    one('… 50 ms after the cap', r.ttls.cap?.[1]),
+    one('codex-style client (asks no TTL: the default 30 s): resume 100 ms before', r.ttls.codexStyle?.[0]),
+    one('… 100 ms after', r.ttls.codexStyle?.[1]),
+  ].filter(Boolean);
+  return [
+    `| ${mib} MiB printed detached (\`head -c\` of /dev/zero), fresh server each | rounds | wall s (median) | server CPU ms per MiB (median) | server RSS growth MiB (each round) | on disk MiB |`,
+    '|---|---:|---:|---:|---|---:|',
+    ...cost,
+    '',
+    `Server CPU per MiB, spool / no spool: ${fmt(ratio, 2)}×.`,
+    '',
+    '| read 48 MiB back | MiB/s (median) | rounds | vs plain `cat` |',
+    '|---|---:|---|---:|',
+    ...replay,
+    '',
+    '| TTL edge | outcome | each trial: R resumed / E expired, at the ms it was really sent |',
+    '|---|---|---|',
+    ...ttl,
+  ].join('\n');
 }
 
 // ---------- the run ----------
@@ -611,13 +687,16 @@ async function main() {
   if (PHASES.has('readfile')) writeFileSync(READ_FILE, Buffer.alloc(READ_FILE_BYTES, 'exec-bridge'));
   const results = {};
   // One side at a time, so that they don't compete for the two cores.
-  if (!only || only === 'spawn') results.spawn = await measureSpawn();
-  if (!only || only === 'ours') results.ours = await measureServer('ours');
-  if (!only || only === 'codex') results.codex = await measureServer('codex');
+  const sides = SIDE_PHASES.some((p) => PHASES.has(p));
+  if (sides && (!only || only === 'spawn')) results.spawn = await measureSpawn();
+  if (sides && (!only || only === 'ours')) results.ours = await measureServer('ours');
+  if (sides && (!only || only === 'codex')) results.codex = await measureServer('codex');
   rmSync(READ_FILE, { force: true });
-  const md = report(results, now() - t0);
+  const spool = PHASES.has('spool') && (!only || only === 'ours') ? await measureSpool() : undefined;
+  const md = (sides ? report(results, now() - t0) : '') + (spool ? `${sides ? '\n\n' : ''}${spoolReport(spool)}` : '');
   process.stdout.write(md + '\n');
-  if (flag('--write')) {
+  if (flag('--write') && !sides) process.stderr.write('--write rewrites the comparison of the sides: not written (only the spool ran)\n');
+  else if (flag('--write')) {
     const path = join(ROOT, 'bench', 'RESULTS.md');
     const begin = '<!-- bench:begin (generated by node bench/run.mjs --write) -->';
     const end = '<!-- bench:end -->';
