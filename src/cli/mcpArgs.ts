@@ -41,7 +41,7 @@ export const MCP_USAGE = `usage: exec-bridge mcp [EXECUTOR]... [--sandbox read-o
   --session-ttl-ms  how long the executor keeps this server's commands after the connection drops
                  (default 60000): a drop within it is resumed; a server killed outright leaves
                  nothing running for longer than that. Closing stdin stops every command at once.
-  --max-output-bytes  output one tool answer carries, head and tail (default 16384, at least 1024).
+  --max-output-bytes  output one tool answer carries, head and tail (default 16384; 1024 to 1048576).
   --verbose      log connection details on stderr.
 
   Exit status: 0 when stdin closes, 2 on a usage error.`;
@@ -205,9 +205,12 @@ export function parseMcpArgs(args: string[], localCwd = process.cwd()): McpArgs 
       case '--session-ttl-ms':
         out.sessionTtlMs = positive(flag, value());
         break;
-      case '--max-output-bytes':
-        out.maxOutputBytes = Math.min(MAX_OUTPUT_BYTES, positive(flag, value(), MIN_OUTPUT_BYTES));
+      case '--max-output-bytes': {
+        const n = positive(flag, value(), MIN_OUTPUT_BYTES);
+        if (n > MAX_OUTPUT_BYTES) throw new UsageError(`--max-output-bytes may be at most ${MAX_OUTPUT_BYTES} (1 MiB), got ${n}`);
+        out.maxOutputBytes = n;
         break;
+      }
       case '--verbose':
         out.verbose = true;
         break;

@@ -6,6 +6,7 @@
  * process left once the client disconnects.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -301,6 +302,18 @@ describe('exec-bridge mcp with several executors', () => {
     } finally {
       await m.close();
     }
+  });
+});
+
+describe('exec-bridge mcp command line', () => {
+  test('a usage error exits 2 with the reason on stderr, before any MCP on stdout', () => {
+    const r = spawnSync(process.execPath, [CLI, 'mcp', '--sandbox', 'none'], { encoding: 'utf8', input: '', timeout: 20_000 });
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.match(
+      r.stderr,
+      /^exec-bridge mcp: --sandbox must be read-only, workspace-write or full-access, got none\nusage: exec-bridge mcp /,
+    );
   });
 });
 

@@ -87,6 +87,7 @@ test('parseMcpArgs: mistakes are usage errors that say what to do', () => {
     [['--sandbox-network', '--sandbox-network-allow', 'a.com'], /either --sandbox-network .* or --sandbox-network-allow/],
     [['--session-ttl-ms', '0'], /--session-ttl-ms must be an integer of at least 1/],
     [['--max-output-bytes', '100'], /--max-output-bytes must be an integer of at least 1024/],
+    [['--max-output-bytes', '2000000'], /--max-output-bytes may be at most 1048576 \(1 MiB\)/],
     [['--stdio', '  '], /--stdio needs a command/],
     [['--url'], /--url needs a value/],
     [['--nope'], /unknown option --nope/],
