@@ -216,6 +216,11 @@ export class McpAuthSession {
     await this.hooks.openBrowser(this.serverName, url);
   }
 
+  /** Whether the store holds a sign-in for this server (read from the store itself, not our copy). */
+  async isStored(): Promise<boolean> {
+    return this.key !== undefined && (await this.hooks.store.get(storeKey(this.key))) !== undefined;
+  }
+
   /** Forgets the stored sign-in (the SecretStorage entry): tokens, registration, discovery. */
   async signOut(): Promise<void> {
     if (this.key) await this.hooks.store.delete(storeKey(this.key));

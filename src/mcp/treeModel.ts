@@ -236,6 +236,10 @@ export class McpTreeModel {
     if (executor && st.kind !== 'stopped') parts.push(executor);
     else if (def?.executor) parts.push(def.executor);
     if (server.stale) parts.push('restart to apply');
+    const auth = server.auth.status;
+    if (auth.kind === 'signedIn') parts.push(auth.account ? `signed in as ${auth.account}` : 'signed in');
+    else if (auth.kind === 'signInRequired') parts.push('sign-in required');
+    else if (auth.kind === 'signingIn') parts.push('signing in…');
     const caps: string[] = ['mcpServer', st.kind];
     const active = server.isActive;
     const restartPending = st.kind === 'crashed' && (st.restartAt !== undefined || st.waitingForExecutor === true);
@@ -245,6 +249,9 @@ export class McpTreeModel {
     if (!invalid && (active || (isFinal(st.kind) && st.kind !== 'stopped'))) caps.push('canRestart');
     if (server.stale) caps.push('stale');
     caps.push('canShowOutput', 'canShowConfiguration');
+    // Remote servers sign in ("Sign In…" inline when the server asks for it) and out.
+    if (def?.remote && def.remote.oauth?.enabled !== false) caps.push(auth.kind === 'signInRequired' ? 'needsSignIn' : 'canSignIn');
+    if (auth.kind === 'signedIn') caps.push('canSignOut');
     const expandable = server.entry.errors.length > 0 || st.kind === 'ready' || st.kind === 'timedOut' || st.kind === 'crashed';
     return {
       label: server.name,
@@ -271,6 +278,16 @@ export class McpTreeModel {
     blocks.push(
       `Defined in: ${escapeMd(server.entry.source.file)}${def?.adjustedBy ? ` (adjusted in ${escapeMd(def.adjustedBy.file)})` : ''}`,
     );
+    const auth = server.auth.status;
+    if (auth.kind === 'signedIn') {
+      const until = auth.expiresAt !== undefined ? `; token valid until ${new Date(auth.expiresAt).toLocaleTimeString()}` : '';
+      blocks.push(
+        `Signed in${auth.account ? ` as ${escapeMd(auth.account)}` : ''}${auth.authServer ? ` at ${escapeMd(auth.authServer)}` : ''}${auth.scope ? ` (scope ${escapeMd(auth.scope)})` : ''}${until}. "Sign Out" deletes the stored sign-in.`,
+      );
+    } else if (auth.kind === 'signInRequired')
+      blocks.push(
+        `*Sign-in required:* ${escapeMd(auth.reason)}${auth.authServer ? ` (at ${escapeMd(auth.authServer)})` : ''}. Use "Sign In…".`,
+      );
     if (server.processId) blocks.push(`Process: \`${server.processId}\``);
     if (server.serverInfo) blocks.push(`Server: ${escapeMd(`${server.serverInfo.name} ${server.serverInfo.version}`)}`);
     // A time, not a duration: a tooltip is computed once and would go stale.

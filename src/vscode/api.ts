@@ -28,6 +28,15 @@ export interface PendingApproval {
   respond(choice: ApprovalChoice): void;
 }
 
+/** A remote MCP server's sign-in page (OAuth authorization URL: client id, PKCE challenge, state; no secret). */
+export interface SignInPage {
+  /** The MCP server's name. */
+  readonly server: string;
+  readonly url: string;
+  /** Opens it yourself: the extension then does not open the browser (automation, extensions that show such pages). */
+  claim(): void;
+}
+
 /** An Exec Bridge terminal. */
 export interface ExecTerminal {
   readonly terminal: vscode.Terminal;
@@ -68,4 +77,6 @@ export interface ExecBridgeApi {
   terminals(): ExecTerminal[];
   readonly onDidOpenTerminal: vscode.Event<ExecTerminal>;
   readonly onDidRequestApproval: vscode.Event<PendingApproval>;
+  /** A sign-in to a remote MCP server is about to open its page in the browser ("Sign In…" in the MCP Servers view). */
+  readonly onWillOpenSignInPage: vscode.Event<SignInPage>;
 }

@@ -36,6 +36,8 @@ export const COMMAND_NAMES = [
   'mcp.reloadConfiguration',
   'mcp.clearInputs',
   'mcp.snapshot',
+  'mcp.signIn',
+  'mcp.signOut',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

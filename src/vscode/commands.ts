@@ -154,6 +154,8 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
   'mcp.reloadConfiguration': { needsTrust: true, needsConnection: false, run: (ext) => ext.mcp.reload() },
   'mcp.clearInputs': { needsTrust: true, needsConnection: false, run: (ext) => mcp.clearInputs(ext.mcp) },
   'mcp.snapshot': { needsTrust: false, needsConnection: false, run: (ext) => mcp.snapshot(ext.mcp) },
+  'mcp.signIn': { needsTrust: true, needsConnection: false, run: (ext, arg) => mcp.signIn(ext.mcp, arg) },
+  'mcp.signOut': { needsTrust: true, needsConnection: false, run: (ext, arg) => mcp.signOut(ext.mcp, arg) },
 };
 
 /** Runs one command: the trust gate, the connection it needs, then the handler. */

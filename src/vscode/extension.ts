@@ -269,5 +269,6 @@ function createApi(ext: Extension, activationMs: number): ExecBridgeApi {
     terminals: () => ext.terminals.terminals(),
     onDidOpenTerminal: ext.terminals.onDidOpenTerminal,
     onDidRequestApproval: approvalEvents.event,
+    onWillOpenSignInPage: ext.mcp.signIn.onWillOpenSignInPage,
   };
 }

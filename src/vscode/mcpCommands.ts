@@ -4,6 +4,7 @@ import type { McpServer } from '../mcp/mcpServer';
 import type { McpTreeNode } from '../mcp/treeModel';
 import { exampleArguments, parseToolArguments } from '../mcp/toolArguments';
 import { elicitUrlWithQuickPick } from './mcpElicitation';
+import { offerSignIn, signInToServer, signOutOfServer, withSignIn } from './mcpAuth';
 import type { McpFeature } from './mcpFeatureApi';
 
 // The handlers of the `execBridge.mcp.*` commands (registered by the table in commands.ts). The
@@ -49,6 +50,7 @@ export async function startServer(mcp: McpFeature, arg: unknown): Promise<void> 
   const s = await pickServer(mcp, arg, (x) => !x.isActive && !!x.entry.definition, 'Start MCP Server');
   if (!s) return;
   await s.start();
+  if (s.state.kind === 'stopped' && s.auth.status.kind === 'signInRequired') return offerSignIn(s);
   await explainNotReady(mcp, s);
 }
 
@@ -213,7 +215,7 @@ export async function callTool(mcp: McpFeature, arg: unknown, presetArgs: unknow
   if (text === undefined) return undefined;
   const parsed = parseToolArguments(tool, text);
   if (!parsed.ok) throw new Error(parsed.message);
-  const result = await callNeedingUrls(server, tool, parsed.args);
+  const result = await withSignIn(server, () => callNeedingUrls(server, tool, parsed.args));
   if (result === undefined) return undefined;
   await showReadOnly(JSON.stringify(result, null, 2), 'json', `${server.name} · ${tool.name}.json`);
   return result;
@@ -231,6 +233,18 @@ export async function readResource(mcp: McpFeature, arg: unknown): Promise<void>
   await showReadOnly(content, json ? 'json' : 'plaintext', `${server.name} · ${arg.uri.split('/').pop() || arg.uri}`);
 }
 
+/** "Sign In…" on a remote server (the browser, or client credentials), which then starts. */
+export async function signIn(mcp: McpFeature, arg: unknown): Promise<void> {
+  const s = await pickServer(mcp, arg, (x) => !!x.entry.definition?.remote, 'Sign In to MCP Server');
+  if (s) await signInToServer(s);
+}
+
+/** "Sign Out": deletes the server's stored sign-in (its SecretStorage entry) and stops it. */
+export async function signOut(mcp: McpFeature, arg: unknown): Promise<void> {
+  const s = await pickServer(mcp, arg, (x) => x.auth.status.kind === 'signedIn', 'Sign Out of MCP Server');
+  if (s) await signOutOfServer(s);
+}
+
 export async function clearInputs(mcp: McpFeature): Promise<void> {
   const n = await mcp.forgetInputs();
   void vscode.window.showInformationMessage(
@@ -243,7 +257,16 @@ export async function snapshot(mcp: McpFeature): Promise<unknown> {
   const list = await mcp.provider;
   return {
     tree: mcp.tree.snapshot(),
-    servers: mcp.manager.servers.map((s) => ({ name: s.name, state: s.state, tools: s.tools.map((t) => t.name) })),
+    servers: await Promise.all(
+      mcp.manager.servers.map(async (s) => ({
+        name: s.name,
+        state: s.state,
+        tools: s.tools.map((t) => t.name),
+        auth: s.auth.status,
+        // Read from SecretStorage itself: whether a sign-in is kept for it.
+        signInStored: await s.auth.isStored(),
+      })),
+    ),
     // What VS Code's own MCP list was given (undefined where VS Code has no provider API).
     vscodeList: list && {
       socket: list.gateway.socketPath,

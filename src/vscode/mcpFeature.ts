@@ -16,6 +16,7 @@ import type { McpFeature } from './mcpFeatureApi';
 import { registerMcpProvider } from './mcpProvider';
 import { McpConfigSource } from './mcpConfigSource';
 import { McpTreeProvider } from './mcpView';
+import { McpSignIn } from './mcpAuth';
 
 const INPUT_SECRET_PREFIX = 'execBridge.mcp.input.';
 
@@ -133,11 +134,14 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   const rootsChanged = new Emitter<void>();
   const sampler = new LmSampler();
   ext.disposables.add(sampler);
+  const signIn = new McpSignIn(secrets);
+  ext.disposables.add(signIn);
   const manager = new McpServerManager({
     host: new ExtensionExecutorHost(ext),
     clientInfo: { name: 'exec-bridge', version: String(ext.context.extension?.packageJSON?.version ?? '0.0.0') },
     resolveInput: (input) => resolveInput(secrets, input),
     trace: () => trace,
+    auth: signIn.hooks(),
     client: {
       roots: {
         list: (executorId) => {
@@ -226,6 +230,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
     manager,
     tree,
     provider: vscodeList,
+    signIn,
     showOutput: (server) => outputs.show(server),
     reload: async () => manager.applyConfig(await source.read(), { autoStart: false }),
     forgetInputs: async () => {

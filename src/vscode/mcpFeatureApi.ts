@@ -1,6 +1,7 @@
 import type { McpServer } from '../mcp/mcpServer';
 import type { McpServerManager } from '../mcp/serverManager';
 import type { McpTreeModel } from '../mcp/treeModel';
+import type { McpSignIn } from './mcpAuth';
 import type { McpProviderHandle } from './mcpProvider';
 
 /** What the extension (and the `execBridge.mcp.*` commands, mcpCommands.ts) use of the MCP feature. */
@@ -15,6 +16,8 @@ export interface McpFeature {
   forgetInputs(): Promise<number>;
   /** VS Code's MCP list integration, once registered (undefined on a VS Code without the API). */
   readonly provider: Promise<McpProviderHandle | undefined>;
+  /** Sign-in to remote servers (SecretStorage, the browser). */
+  readonly signIn: McpSignIn;
   /** Deactivate: drain every server (call before the executors' clients are disposed). */
   shutdown(): Promise<void>;
 }
