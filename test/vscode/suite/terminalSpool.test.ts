@@ -136,7 +136,7 @@ suite('terminal reopened from the output spool', () => {
   test('a command that printed while nobody read it: the reopened terminal shows the newest cap of it byte-exact, after one line saying what was dropped', async function () {
     this.timeout(600_000);
     const api = await getApi();
-    const config_ = vscode.workspace.getConfiguration('execBridge');
+    const settings = vscode.workspace.getConfiguration('execBridge');
     assert.equal((await api.connect('spooled')).kind, 'connected');
     // A shell on the bundled executor: typed into while the reopened terminal replays.
     const before = new Set(api.terminals());
@@ -153,7 +153,7 @@ suite('terminal reopened from the output spool', () => {
     await waitForText(first, /^armed\r?$/m, 30_000);
 
     // The window goes: its connection to the executor is disposed, the session detaches.
-    await config_.update('executors', [], vscode.ConfigurationTarget.Workspace);
+    await settings.update('executors', [], vscode.ConfigurationTarget.Workspace);
     await waitFor('the executor gone', () => !api.executorNames().includes('spooled'));
     writeFileSync(gate, '');
     const t0 = Date.now();
@@ -168,7 +168,7 @@ suite('terminal reopened from the output spool', () => {
       reopened = t;
       checker = replayChecker(t);
     });
-    await config_.update('executors', [config], vscode.ConfigurationTarget.Workspace);
+    await settings.update('executors', [config], vscode.ConfigurationTarget.Workspace);
     await waitFor('the executor back', () => api.executorNames().includes('spooled'));
     const reconnectAt = Date.now();
     assert.equal((await api.connect('spooled')).kind, 'connected');
