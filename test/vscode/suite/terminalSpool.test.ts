@@ -17,12 +17,12 @@ import { getApi, plain, startExecServer, waitFor, waitForText, withSettings } fr
  * spool), and the next connect resumes the remembered session and reopens its terminal through
  * TerminalFeature.restore, the same path a window reload takes.
  *
- * Sizes: by default 24 MiB printed against an 8 MiB per-process cap (the mocha page has 180 s
+ * Sizes: by default 12 MiB printed against a 4 MiB per-process cap (the mocha page has 180 s
  * for every suite); the issue's figure is 200 MiB against the default 64 MiB:
  *   EXEC_BRIDGE_SPOOL_PRINT_BYTES=209715200 EXEC_BRIDGE_SPOOL_CAP_BYTES=67108864 (bench/RESULTS.md).
  */
 const MiB = 1024 * 1024;
-const CAP = Number(process.env.EXEC_BRIDGE_SPOOL_CAP_BYTES ?? 8 * MiB);
+const CAP = Number(process.env.EXEC_BRIDGE_SPOOL_CAP_BYTES ?? 4 * MiB);
 const TOTAL = Number(process.env.EXEC_BRIDGE_SPOOL_PRINT_BYTES ?? 3 * CAP);
 /** Line k is k in 15 digits and "\n": the byte at any offset is known. */
 const LINE = 16;
