@@ -67,7 +67,21 @@ export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature,
     }),
   );
 
-  const register = (name: string, tool: vscode.LanguageModelTool<Input>) => ext.disposables.add(vscode.lm.registerTool(name, tool));
+  const register = (name: string, tool: vscode.LanguageModelTool<Input>) =>
+    ext.disposables.add(
+      vscode.lm.registerTool(name, {
+        ...tool,
+        invoke: async (o, token) => {
+          ext.log.info(`language-model tool ${name}: ${JSON.stringify(o.input).slice(0, 200)}`);
+          try {
+            return await tool.invoke(o, token);
+          } catch (e) {
+            ext.log.info(`language-model tool ${name} failed: ${errorMessage(e)}`);
+            throw e;
+          }
+        },
+      }),
+    );
   const answer = (text: string) => new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(text)]);
   const where = (input: Input) => str(input['executor']) ?? ext.executors.active.name;
 

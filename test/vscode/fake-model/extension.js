@@ -44,5 +44,40 @@ function enable() {
   });
 }
 
-exports.activate = () => ({ model: MODEL, requests, enable });
+/**
+ * "Exec Bridge Test: Invoke Tool From File": a UI stage (test/vscode/ui/agentReload.ui.ts) cannot
+ * call vscode.lm.invokeTool from the browser, so it writes `{id, name, input}` to
+ * `<workspace>/.eb-tool-call.json`, runs this command from the palette, and reads
+ * `<workspace>/.eb-tool-result.json` (`{id, text}` or `{id, error}`). `{id, task}` runs a tasks.json task instead.
+ */
+async function invokeToolFromFile() {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  if (!folder) return;
+  const call = JSON.parse(fs.readFileSync(path.join(folder, '.eb-tool-call.json'), 'utf8'));
+  let answer;
+  try {
+    if (call.task) {
+      // `{id, task: label}`: runs that tasks.json task (the stage's task case), answers once it started.
+      const task = (await vscode.tasks.fetchTasks()).find((t) => t.name === call.task);
+      if (!task) throw new Error(`no task ${call.task}`);
+      await vscode.tasks.executeTask(task);
+      answer = { text: 'started' };
+      fs.writeFileSync(path.join(folder, '.eb-tool-result.json'), JSON.stringify({ id: call.id, ...answer }));
+      return;
+    }
+    const result = await vscode.lm.invokeTool(call.name, { input: call.input, toolInvocationToken: undefined });
+    answer = { text: result.content.map((p) => (p instanceof vscode.LanguageModelTextPart ? p.value : '')).join('') };
+  } catch (e) {
+    answer = { error: e instanceof Error ? e.message : String(e) };
+  }
+  fs.writeFileSync(path.join(folder, '.eb-tool-result.json'), JSON.stringify({ id: call.id, ...answer }));
+}
+
+/** @param {vscode.ExtensionContext} context */
+exports.activate = (context) => {
+  context.subscriptions.push(vscode.commands.registerCommand('execBridgeTest.invokeToolFromFile', invokeToolFromFile));
+  return { model: MODEL, requests, enable };
+};
 exports.deactivate = () => undefined;
