@@ -121,6 +121,8 @@ export class Session {
     // A detached session keeps its exited processes (their output unread) until it is resumed or ends.
     for (const t of this.retention.values()) this.options.clock.clearTimeout(t);
     this.retention.clear();
+    // The next client reads them from its own start (a replay from seq 0 keeps them again).
+    this.readTo.clear();
     return true;
   }
 

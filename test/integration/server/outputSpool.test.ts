@@ -247,36 +247,39 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
       await a.startProcess({ processId: 'done', argv: generator(total, pidFile), cwd: base });
       a.dispose('window reload');
       await waitGone(pidFile, 60_000);
-      const b = await ExecServerClient.connect({
-        endpoint: { kind: 'websocket', url: server.url },
-        resumeSessionId: a.sessionId,
-        outputSpool: true,
-        sessionTtlMs: 600_000,
-      });
-      try {
-        const attached = await b.attachProcess('done', { tty: false, stdinWritable: false, creditWindow: 128 * 1024 });
-        let off = 0;
-        let drawn = Promise.resolve();
-        const t0 = Date.now();
-        const done = new Promise<number>((resolve, reject) =>
-          attached.handle.onEvent((e) => {
-            if (e.type === 'output') {
-              if (!e.data.equals(expected(off, e.data.length))) reject(new Error(`bytes at ${off} differ`));
-              off += e.data.length;
-              // A terminal that draws 1 MiB/s, one piece after the other: the replay lasts ~4 s, more than twice the TTL.
-              const n = e.data.length;
-              drawn = drawn
-                .then(() => new Promise<void>((r) => setTimeout(r, Math.ceil(n / 1024))))
-                .then(() => attached.handle.outputConsumed(n));
-            } else if (e.type === 'exited') resolve(e.exitCode);
-            else if (e.type === 'failed') reject(e.error);
-          }),
-        );
-        assert.equal(await done, 0);
-        assert.equal(off, total);
-        assert.ok(Date.now() - t0 > 3000, `the replay took ${Date.now() - t0} ms: not slower than the TTL`);
-      } finally {
-        b.dispose();
+      // Two windows one after the other (a reload during the first replay's aftermath): each replays it all.
+      for (const window of ['first', 'second']) {
+        const b = await ExecServerClient.connect({
+          endpoint: { kind: 'websocket', url: server.url },
+          resumeSessionId: a.sessionId,
+          outputSpool: true,
+          sessionTtlMs: 600_000,
+        });
+        try {
+          const attached = await b.attachProcess('done', { tty: false, stdinWritable: false, creditWindow: 128 * 1024 });
+          let off = 0;
+          let drawn = Promise.resolve();
+          const t0 = Date.now();
+          const done = new Promise<number>((resolve, reject) =>
+            attached.handle.onEvent((e) => {
+              if (e.type === 'output') {
+                if (!e.data.equals(expected(off, e.data.length))) reject(new Error(`bytes at ${off} differ`));
+                off += e.data.length;
+                // A terminal that draws 1 MiB/s, one piece after the other: the replay lasts ~4 s, more than twice the TTL.
+                const n = e.data.length;
+                drawn = drawn
+                  .then(() => new Promise<void>((r) => setTimeout(r, Math.ceil(n / 1024))))
+                  .then(() => attached.handle.outputConsumed(n));
+              } else if (e.type === 'exited') resolve(e.exitCode);
+              else if (e.type === 'failed') reject(e.error);
+            }),
+          );
+          assert.equal(await done, 0, `${window} window`);
+          assert.equal(off, total, `${window} window`);
+          assert.ok(Date.now() - t0 > 3000, `${window} window: the replay took ${Date.now() - t0} ms: not slower than the TTL`);
+        } finally {
+          b.dispose('window reload');
+        }
       }
     } finally {
       await server.stop();
