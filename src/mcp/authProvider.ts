@@ -84,9 +84,8 @@ export class McpOAuthProvider implements OAuthClientProvider {
       return { client_id: s.clientId, ...(s.clientSecret ? { client_secret: s.clientSecret } : {}), ...(issuer ? { issuer } : {}) };
     }
     const stored = this.session.data?.client;
-    // Registering a client is the first step of a browser sign-in: not in the background.
-    if (!stored && !this.session.interactive && !this.clientMetadataUrl)
-      throw this.session.needSignIn(undefined, 'the server needs a sign-in');
+    // Registering a client (or presenting a metadata document) starts a browser sign-in: not in the background.
+    if (!stored && !this.session.interactive) throw this.session.needSignIn(undefined, 'the server needs a sign-in');
     return stored;
   }
 

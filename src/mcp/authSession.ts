@@ -78,7 +78,7 @@ export class McpAuthSession {
   /** A 403 `insufficient_scope` was seen: a refresh cannot widen the grant, only a new sign-in can. */
   stepUpScope: string | undefined;
   /** Set while "Sign in…" runs: the provider may then send the user to the browser. */
-  interactive: { redirectUrl: URL; state: string; verifier?: string } | undefined;
+  interactive: { redirectUrl: URL; state: string } | undefined;
   readonly provider: McpOAuthProvider;
 
   constructor(

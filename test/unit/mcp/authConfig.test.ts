@@ -6,7 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { accountOf, isSignInRequired, McpAuthSession } from '../../../src/mcp/authSession';
-import { MemoryAuthStore } from '../../../src/mcp/authStore';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileAuthStore, MemoryAuthStore } from '../../../src/mcp/authStore';
 import { mergeMcpConfig, parseMcpJson, resolveRemote, type McpServerEntry } from '../../../src/mcp/config';
 
 const source = { kind: 'mcpJson' as const, file: '/w/.vscode/mcp.json', workspaceFolder: '/w' };
@@ -132,4 +135,20 @@ test('tokens: stored per server, refresh withheld for a step-up, the account fro
   assert.equal(await s.isStored(), false);
   assert.ok(!lines.join('\n').includes('r-secret'));
   assert.equal(accountOf({ access_token: 'opaque', token_type: 'Bearer' }), undefined);
+});
+
+test('the file store (command lines): one 0600 JSON file, saves in a row all kept, delete removes', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'auth-store-'));
+  try {
+    const path = join(dir, 'sub', 'mcp-oauth.json');
+    const store = new FileAuthStore(path);
+    await Promise.all([store.set('a', '1'), store.set('b', '2'), store.set('c', '3')]);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), { a: '1', b: '2', c: '3' });
+    await store.delete('b');
+    assert.equal(await new FileAuthStore(path).get('b'), undefined);
+    assert.equal(await new FileAuthStore(path).get('c'), '3');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
