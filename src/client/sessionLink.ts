@@ -46,7 +46,7 @@ export interface LinkSettings {
   /** Ask for binary output frames in `initialize` (a server that does not know them ignores the field). */
   binaryOutput?: boolean;
   /** Ask for spooled output in `initialize` (`execBridgeOutputSpool`; default yes; other servers ignore the field). */
-  outputSpool?: boolean;
+  outputSpool?: boolean | { processBytes: number };
 }
 
 /** What the link asks of the client that owns it. */
@@ -289,7 +289,9 @@ export class SessionLink {
             clientName: this.settings.clientName,
             ...(resumeSessionId ? { resumeSessionId } : {}),
             ...(resumeSessionId && takeOver ? { execBridgeTakeOver: true } : {}),
-            ...(this.settings.outputSpool !== false ? { execBridgeOutputSpool: true } : {}),
+            ...(this.settings.outputSpool !== false
+              ? { execBridgeOutputSpool: this.settings.outputSpool === true ? true : this.settings.outputSpool }
+              : {}),
             ...(this.settings.sessionTtlMs !== null ? { [SESSION_TTL_FIELD]: this.settings.sessionTtlMs } : {}),
             // Only a connection that delivers binary messages may ask for them (a wrapper without `onBinary` would drop them).
             ...(this.settings.binaryOutput !== false && conn.onBinary ? { [BINARY_OUTPUT_FIELD]: true } : {}),

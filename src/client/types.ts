@@ -113,9 +113,11 @@ export interface ClientOptions {
    * replays everything still spooled, not only the newest 1 MiB. Default false: the executor then
    * writes every process's output beyond its 1 MiB window to disk, which costs a fast stream about
    * half its throughput (bench/RESULTS.md), worth it only to a client that reattaches later (the
-   * extension's terminals ask; `exec-bridge run` does not). Other servers ignore it.
+   * extension's terminals ask; `exec-bridge run` does not). `{ processBytes }` asks for at most that
+   * much per process (memory window included; the server's own cap still applies). Other servers
+   * ignore it.
    */
-  outputSpool?: boolean;
+  outputSpool?: boolean | { processBytes: number };
   /**
    * If a cleanup call (`process/terminate`, `fs/close`) cannot get even the reserved permit within
    * this long, the connection is judged wedged and closed so teardown can proceed. Default 10 000 ms.

@@ -154,3 +154,19 @@ export function sessionTtlMsFromSetting(seconds: unknown): number {
   const s = typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_SESSION_TTL_SECONDS;
   return Math.round(s * 1000);
 }
+
+/** The default of execBridge.outputSpoolMiB: the executor's own per-process cap. */
+export const DEFAULT_OUTPUT_SPOOL_MIB = 64;
+
+/**
+ * execBridge.outputSpoolMiB → the client's `outputSpool` ask: how much output per process an
+ * executor keeps for a reopened terminal (memory window included). The default asks for the
+ * executor's own cap with a plain `true`, which every version of our server understands (an older
+ * daemon kept after an update included); another size asks for that many bytes; 0 asks for no
+ * spool (the newest 1 MiB only). Not a number: the default.
+ */
+export function outputSpoolFromSetting(mib: unknown): true | false | { processBytes: number } {
+  if (typeof mib !== 'number' || !Number.isFinite(mib) || mib < 0 || mib === DEFAULT_OUTPUT_SPOOL_MIB) return true;
+  if (mib === 0) return false;
+  return { processBytes: Math.round(mib * 1024 * 1024) };
+}

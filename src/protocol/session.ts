@@ -16,7 +16,11 @@ export const InitializeParams = z.object({
    * -32010. Any other value is ignored, as codex ignores the field.
    */
   execBridgeTakeOver: z.unknown().optional(),
-  /** Ours: `true` asks `process/read` to serve spooled output (docs/protocol-extensions.md "Output spool"). Any other value is ignored. */
+  /**
+   * Ours: `true` asks `process/read` to serve spooled output (docs/protocol-extensions.md "Output
+   * spool"), `{ processBytes }` the same with at most that much kept per process (within the
+   * server's cap). Any other value is ignored (`OutputSpoolAsk`), as codex ignores the field.
+   */
   execBridgeOutputSpool: z.unknown().optional(),
   /**
    * Ours: how long (ms) the client wants this session kept once its connection drops. A positive
@@ -27,6 +31,10 @@ export const InitializeParams = z.object({
   [SESSION_TTL_FIELD]: z.unknown().optional(),
 });
 export type InitializeParams = z.infer<typeof InitializeParams>;
+
+/** What `execBridgeOutputSpool` may ask: everything the server keeps, or at most `processBytes` per process. */
+export const OutputSpoolAsk = z.union([z.literal(true), z.object({ processBytes: z.number().int().nonnegative().optional() })]);
+export type OutputSpoolAsk = z.infer<typeof OutputSpoolAsk>;
 
 export const InitializeResult = z.object({
   sessionId: z.string(),

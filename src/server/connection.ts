@@ -1,7 +1,7 @@
 import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import { describeZodError } from '../protocol/describeError';
-import { InitializeParams, SESSION_TAKEN_OVER, SESSION_TTL_FIELD, type InitializeResult } from '../protocol/session';
+import { InitializeParams, OutputSpoolAsk, SESSION_TAKEN_OVER, SESSION_TTL_FIELD, type InitializeResult } from '../protocol/session';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { RpcError } from '../rpc/errors';
 import { encodeNotification } from '../rpc/message';
@@ -368,7 +368,8 @@ export class ServerConnection implements SessionConnection {
     this.options.log?.(`${resumeSessionId ? 'resumed' : 'created'} session ${session.id}`);
     const result: InitializeResult = { sessionId: session.id, environmentInfo: this.options.environmentInfo() };
     if (binary) result[BINARY_OUTPUT_FIELD] = true;
-    const spool = parsed.data.execBridgeOutputSpool === true ? session.enableSpool() : undefined;
+    const askedSpool = spoolAsk(parsed.data.execBridgeOutputSpool);
+    const spool = askedSpool ? session.enableSpool(askedSpool.processBytes) : undefined;
     if (spool) {
       this.outputSpool = true;
       result.execBridgeOutputSpool = { processBytes: spool.processBytes, totalBytes: spool.totalBytes };
@@ -377,4 +378,11 @@ export class ServerConnection implements SessionConnection {
     if (askedTtl !== undefined) result[SESSION_TTL_FIELD] = session.ttlMs;
     return result;
   }
+}
+
+/** The client's `execBridgeOutputSpool` (`OutputSpoolAsk`); anything else asks for nothing, as codex ignores fields it does not know. */
+function spoolAsk(value: unknown): { processBytes?: number } | undefined {
+  const parsed = OutputSpoolAsk.safeParse(value);
+  if (!parsed.success) return undefined;
+  return parsed.data === true ? {} : parsed.data;
 }

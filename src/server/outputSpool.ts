@@ -141,10 +141,15 @@ export class SpoolStore {
     return this.dir;
   }
 
-  /** A spool for one process (nothing is on disk until its first append). */
-  create(): OutputSpool | undefined {
-    if (!this.enabled) return undefined;
-    const s = new OutputSpool(this, ++this.seqNo);
+  /**
+   * A spool for one process (nothing is on disk until its first append), keeping at most
+   * `processBytes`: what its session's client asked for (default `processBytes` of the server),
+   * never more than the server's total.
+   */
+  create(processBytes = this.processBytes): OutputSpool | undefined {
+    const cap = Math.min(processBytes, this.totalBytes);
+    if (!this.enabled || cap <= 0) return undefined;
+    const s = new OutputSpool(this, ++this.seqNo, cap);
     this.spools.add(s);
     return s;
   }
@@ -248,11 +253,12 @@ export class OutputSpool {
   constructor(
     private readonly store: SpoolStore,
     private readonly id: number,
+    private readonly processBytes: number,
   ) {}
 
   /** Output one process keeps for replay (its memory window included). */
   get capBytes(): number {
-    return this.store.processBytes;
+    return this.processBytes;
   }
 
   /** Payload bytes retained on disk for replay. */

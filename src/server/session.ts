@@ -59,6 +59,8 @@ export class Session {
   private connection: SessionConnection | undefined;
   /** A client of this session asked for spooled output: what the windows evict from now on is spooled. */
   private spooling = false;
+  /** What each new process of this session may spool (set by `enableSpool`). */
+  private spoolProcessBytes: number | undefined;
   private disposed = false;
   private readonly sink: ProcessSink;
   /** Files opened with `fs/open`, closed with the session. */
@@ -149,7 +151,7 @@ export class Session {
         retainedBytes: this.options.retainedBytes,
         fifos: this.options.fifos,
         prewarm: this.options.prewarm,
-        spool: () => (this.spooling ? this.options.spool?.create() : undefined),
+        spool: () => (this.spooling ? this.options.spool?.create(this.spoolProcessBytes) : undefined),
         spooling: () => this.spooling,
         onClosed: () => {
           this.closed.set(id, proc);
@@ -214,10 +216,18 @@ export class Session {
   }
 
   /** A client asked for spooled output (`initialize`): the store, if this server spools (else undefined). */
-  enableSpool(): SpoolStore | undefined {
-    if (!this.options.spool?.enabled) return undefined;
+  /**
+   * Spool output for this session's processes from now on, each keeping at most `processBytes` (the
+   * client's ask, else the server's per-process default; never more than the server's total cap;
+   * the latest ask applies to processes started after it).
+   * Returns the cap in force, or undefined when the server has no spool.
+   */
+  enableSpool(processBytes?: number): { processBytes: number; totalBytes: number } | undefined {
+    const store = this.options.spool;
+    if (!store?.enabled) return undefined;
     this.spooling = true;
-    return this.options.spool;
+    this.spoolProcessBytes = Math.min(processBytes ?? store.processBytes, store.totalBytes);
+    return { processBytes: this.spoolProcessBytes, totalBytes: store.totalBytes };
   }
 
   write(id: string, data: Buffer, writeId: string): Promise<WriteStatus> {

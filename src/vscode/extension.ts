@@ -1,9 +1,10 @@
+import type { ClientOptions } from '../client/types';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { authProblem } from '../core/authProblem';
 import { BundledServer } from '../core/bundledServer';
 import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
-import { sessionTtlMsFromSetting } from '../core/executorConfig';
+import { outputSpoolFromSetting, sessionTtlMsFromSetting } from '../core/executorConfig';
 import { RunRegistry } from '../core/runRegistry';
 import { SessionMemory } from '../core/sessionMemory';
 import { DisposableStore } from '../util/disposable';
@@ -53,7 +54,7 @@ export class Extension implements CommandContext {
     this.disposables.add(this.runs);
     this.memory = new SessionMemory(context.workspaceState);
     this.executors = this.disposables.add(
-      new ExecutorManager(context.secrets, context.workspaceState, this.bundled, this.log, {}, this.memory, () =>
+      new ExecutorManager(context.secrets, context.workspaceState, this.bundled, this.log, spoolOption(), this.memory, () =>
         // What every executor is asked to keep this window's session once its connection drops.
         sessionTtlMsFromSetting(vscode.workspace.getConfiguration('execBridge').get<number>('sessionTtlSeconds')),
       ),
@@ -270,5 +271,17 @@ function createApi(ext: Extension, activationMs: number): ExecBridgeApi {
     onDidOpenTerminal: ext.terminals.onDidOpenTerminal,
     onDidRequestApproval: approvalEvents.event,
     onWillOpenSignInPage: ext.mcp.signIn.onWillOpenSignInPage,
+  };
+}
+
+/**
+ * The client option of execBridge.outputSpoolMiB, read at each connection: a connection spreads
+ * its client options when it opens, so the getter applies a changed setting to the next one.
+ */
+function spoolOption(): Partial<ClientOptions> {
+  return {
+    get outputSpool() {
+      return outputSpoolFromSetting(vscode.workspace.getConfiguration('execBridge').get<number>('outputSpoolMiB'));
+    },
   };
 }

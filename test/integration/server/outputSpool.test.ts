@@ -192,6 +192,51 @@ describe('output spool', { skip: process.platform !== 'linux' && 'reads /proc' }
     assert.deepEqual(spoolDirs(server), [], 'the spool directory is gone after the server stopped');
   });
 
+  test("a client's own per-process cap (execBridgeOutputSpool {processBytes}, the setting execBridge.outputSpoolMiB): kept to it, up to the server's total", async () => {
+    const server = await startServer('ours', ['--session-ttl-ms', '600000', '--spool-total-bytes', String(16 * MiB)]);
+    try {
+      const raw = await RawClient.connect(server.url);
+      const init = await raw.call('initialize', { clientName: 'exec-bridge-test', execBridgeOutputSpool: { processBytes: 3 * MiB } });
+      assert.deepEqual(init.result.execBridgeOutputSpool, { processBytes: 3 * MiB, totalBytes: 16 * MiB });
+      raw.notify('initialized', {});
+      const total = 10 * MiB;
+      const pidFile = join(base, 'own-cap.pid');
+      assert.equal((await raw.call('process/start', startParams('small', generator(total, pidFile)))).error, undefined);
+      raw.close(); // detached: the window evicts into the spool
+      await waitGone(pidFile, 120_000);
+      const b = await ExecServerClient.connect({
+        endpoint: { kind: 'websocket', url: server.url },
+        resumeSessionId: init.result.sessionId,
+        outputSpool: { processBytes: 3 * MiB },
+      });
+      try {
+        const attached = await b.attachProcess('small', { tty: false, stdinWritable: false });
+        const received: Buffer[] = [];
+        attached.handle.onEvent((e) => e.type === 'output' && received.push(e.data));
+        assert.equal((await attached.handle.completion).exitCode, 0);
+        const bytes = received.reduce((n, d) => n + d.length, 0);
+        assert.equal(attached.spoolCapBytes, 3 * MiB);
+        assert.ok(bytes <= 3 * MiB && bytes > 3 * MiB - 256 * 1024, `${bytes} bytes replayed`);
+        assert.equal(attached.droppedBytes, total - bytes);
+        assert.ok(Buffer.concat(received).equals(expected(total - bytes, bytes)), 'the newest bytes, byte-exact');
+      } finally {
+        b.dispose();
+      }
+      // Asking more than the server's total gets the total.
+      const big = await RawClient.connect(server.url);
+      const bigInit = await big.call('initialize', { clientName: 'exec-bridge-test', execBridgeOutputSpool: { processBytes: 64 * MiB } });
+      assert.deepEqual(bigInit.result.execBridgeOutputSpool, { processBytes: 16 * MiB, totalBytes: 16 * MiB });
+      big.close();
+      // Not a valid ask: nothing asked (as codex ignores fields it does not know).
+      const odd = await RawClient.connect(server.url);
+      const oddInit = await odd.call('initialize', { clientName: 'exec-bridge-test', execBridgeOutputSpool: { processBytes: -1 } });
+      assert.equal(oddInit.result.execBridgeOutputSpool, undefined);
+      odd.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
   test('a credit window (a terminal) does not hold a detached process of a spooling session: it runs on, and all of it replays', async () => {
     const server = await startServer('ours', ['--session-ttl-ms', '600000']);
     try {

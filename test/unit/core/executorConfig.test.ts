@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultExecutorProblem, describeExecutor, parseExecutors, redactUrl } from '../../../src/core/executorConfig';
+import {
+  DEFAULT_OUTPUT_SPOOL_MIB,
+  defaultExecutorProblem,
+  describeExecutor,
+  outputSpoolFromSetting,
+  parseExecutors,
+  redactUrl,
+} from '../../../src/core/executorConfig';
 
 test('bundled is always first; valid entries follow in setting order', () => {
   const { executors, problems } = parseExecutors(
@@ -74,4 +81,14 @@ test('defaultExecutor: a known name or none is fine; an unknown one is named wit
     defaultExecutorProblem('debox', ['bundled', 'devbox']),
     'execBridge.defaultExecutor is "debox", which is not an executor (known: bundled, devbox); using bundled',
   );
+});
+
+test('execBridge.outputSpoolMiB: the default asks with a plain true (every version of our server knows it), another size in bytes, 0 for none', () => {
+  assert.equal(outputSpoolFromSetting(DEFAULT_OUTPUT_SPOOL_MIB), true);
+  assert.equal(outputSpoolFromSetting(undefined), true);
+  assert.equal(outputSpoolFromSetting('lots'), true);
+  assert.equal(outputSpoolFromSetting(-3), true);
+  assert.equal(outputSpoolFromSetting(0), false);
+  assert.deepEqual(outputSpoolFromSetting(8), { processBytes: 8 * 1024 * 1024 });
+  assert.deepEqual(outputSpoolFromSetting(256), { processBytes: 256 * 1024 * 1024 });
 });
