@@ -167,7 +167,8 @@ async function agentAndTask({ page, log, shot, workspace }: AgentReloadContext):
   if (!/^Stopped "/.test(stopped)) throw new Error(`stop did not stop:\n${stopped}`);
   log(`${id} read on after the reload and was stopped`);
   await shot('agent-after-reload');
-  // What VS Code shows besides ours after the reload (a local shell it opens by itself: issue 24).
-  const tabs = await page.locator('.tabs-list .monaco-list-row').allTextContents();
+  // What VS Code shows besides ours after the reload: it opens a local shell of its own when it has
+  // no terminal to restore (its terminal.integrated.hideOnStartup "never"); logged, not ours to assert yet.
+  const tabs = (await page.locator('.tabs-list .monaco-list-row').allTextContents()).map((t) => t.trim());
   log(`terminal tabs after the reload: ${JSON.stringify(tabs)}`);
 }
