@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs the extension inside REAL VS Codes — the oldest engines.vscode allows (code-server 4.100.3 =
 // VS Code 1.100.3) and the newest on npm (4.139.1 = 1.139.1, on Node 24 from npm), one after the
-// other — driven headlessly by Debian's chromium through playwright-core (recipe: docs/vscode-testing.md
-// in the shared docs). VSCODE_TARGETS=min|newest|min,newest (default both) picks them.
+// other — driven headlessly by Debian's chromium through playwright-core (README.md "Tests").
+// VSCODE_TARGETS=min|newest|min,newest (default both) picks them.
 //
 //   1. installs code-server once into a cache folder outside the repo (offline except npm),
 //   2. starts it in its own process group on a free loopback port with a throwaway HOME/TMPDIR/XDG
@@ -11,15 +11,34 @@
 //      $OUT_DIR/test/vscode run in the real extension host; their report arrives via codeAutomationLog,
 //   4. page load #2: the playwright UI test ($OUT_DIR/test/vscode/ui/workbench.ui.js) drives the workbench,
 //      then a window of its own folder runs the reload stage ($OUT_DIR/test/vscode/ui/reload.ui.js),
-//   5. prints `N passed, M failed`, kills the process group, keeps logs + screenshots in test-results/
+//      and (newest only by default) another the outage stage: a relayed executor's long outage with
+//      a Reload Window in it; then a crash of code-server that must leave nothing behind,
+//   5. the untrusted workbench, then the update stage: a code-server of its own with v1 of two
+//      VSIXs of this tree installed, v2 installed while the window runs a ticker and a shell,
+//      the Extensions view's Reload Window, and its own crash and leak check,
+//   6. prints `N passed, M failed`, kills the process group, keeps logs + screenshots in test-results/
 //      on failure.
 //
-// Usage: node scripts/vscode-test.mjs [--install-only] [--tests-only] [--ui-only] [--reload-only] [--keep]
+// Usage: node scripts/vscode-test.mjs [--install-only] [--tests-only] [--ui-only] [--reload-only]
+//        [--update-only] [--outage-only] [--keep]
 // Env:   OUT_DIR (where tsc compiled the tests, default `out`), EXEC_BRIDGE_VSCODE_CACHE (install cache),
-//        VSCODE_TEST_GREP (mocha grep), CHROMIUM (default /usr/bin/chromium).
+//        VSCODE_TEST_GREP (mocha grep), CHROMIUM (default /usr/bin/chromium), EXEC_BRIDGE_OUTAGE_S
+//        (the outage stage's outage, default 75; 360 for the issue's night), EXEC_BRIDGE_OUTAGE_TARGETS
+//        (where it runs, default newest; min,newest for both).
 // Needs: dist/extension.js (npm run build) and $OUT_DIR/test/vscode/** (tsc --outDir $OUT_DIR).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -55,11 +74,13 @@ function processesMentioning(marker) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     try {
       const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      // Another run's sandbox names our private directory only to hide it: not ours.
+      const own = cmd.replace(/ --ro-bind-try \S+\/\.exec-bridge-cover \S+| --tmpfs \S+/g, '');
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const zombie = stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
       // The executor daemon and what it runs name the run's folder only in their environment.
-      const env = cmd.includes(marker) ? '' : readFileSync(`/proc/${name}/environ`, 'latin1');
-      if (!zombie && (cmd.includes(marker) || env.includes(marker))) found.push({ pid: Number(name), cmd });
+      const env = own.includes(marker) ? '' : readFileSync(`/proc/${name}/environ`, 'latin1');
+      if (!zombie && (own.includes(marker) || env.includes(marker))) found.push({ pid: Number(name), cmd });
     } catch {
       // exited while we looked
     }
@@ -67,8 +88,25 @@ function processesMentioning(marker) {
   return found;
 }
 
-/** The run's detached-session TTL (user setting execBridge.sessionTtlSeconds) and daemon idle time. */
-const SESSION_TTL_S = 20;
+/**
+ * The run's detached-session TTL (user setting execBridge.sessionTtlSeconds) and daemon idle time.
+ * A reload must come back within it: 30 s leaves room for a loaded machine (a reload took 25 s at
+ * load 28; 20 s lost a session), and the crash-leak check waits it out once per version.
+ */
+const SESSION_TTL_S = 30;
+/** The update and outage stages read a terminal's whole text: Select All copies it (wholeTerminalText in reload.ui.ts). */
+const WHOLE_TERMINAL_TEXT = { 'terminal.integrated.scrollback': 50_000, 'terminal.integrated.copyOnSelection': true };
+/** The update stage's TTL (the session must outlive the reload that applies the update). */
+const UPDATE_TTL_S = 45;
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z');
+  } catch {
+    return false;
+  }
+}
 const DAEMON_IDLE_MS = 2000;
 
 /**
@@ -77,7 +115,7 @@ const DAEMON_IDLE_MS = 2000;
  * executor is a daemon that keeps a crashed window's sessions for their TTL (a reload resumes
  * them), then ends their processes, and exits after its idle time.
  */
-async function crashAndCheckLeaks(cs, rt) {
+async function crashAndCheckLeaks(cs, rt, ttlS = SESSION_TTL_S) {
   try {
     process.kill(-cs.pid, 'SIGKILL');
   } catch {
@@ -85,7 +123,7 @@ async function crashAndCheckLeaks(cs, rt) {
   }
   // The browser (still open on purpose) is not ours to judge here.
   const ours = () => processesMentioning(rt).filter((p) => !p.cmd.includes('chromium'));
-  const left = await waitForExit(ours, SESSION_TTL_S * 1000 + DAEMON_IDLE_MS + 15_000);
+  const left = await waitForExit(ours, ttlS * 1000 + DAEMON_IDLE_MS + 15_000);
   for (const p of left) {
     try {
       process.kill(p.pid, 'SIGKILL');
@@ -251,6 +289,224 @@ async function runReloadPage(browser, base, host, rt) {
   return { ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 };
 }
 
+/**
+ * Two VSIXs of this tree that differ only in their version, as an extension update brings them:
+ * v1 is package.json's version, v2 the next patch. Each is built in a copy of the tree (its
+ * package.json stamped, node_modules linked), so the tree's own package.json and dist/ stay as they
+ * are; esbuild bakes the version into dist/cli.js, so the two are two daemon versions.
+ */
+function buildUpdateVsixes(dir) {
+  const base = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
+  const next = base.replace(/^(\d+)\.(\d+)\.(\d+).*$/, (_, a, b, c) => `${a}.${b}.${Number(c) + 1}`);
+  const out = {};
+  for (const [name, version] of [
+    ['v1', base],
+    ['v2', next],
+  ]) {
+    const copy = join(dir, `tree-${name}`);
+    mkdirSync(copy, { recursive: true });
+    for (const f of ['src', 'scripts', 'media', 'package.json', 'esbuild.config.mjs', 'tsconfig.json', '.vscodeignore', 'README.md']) {
+      if (existsSync(join(root, f))) cpSync(join(root, f), join(copy, f), { recursive: true });
+    }
+    symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
+    const pkg = JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8'));
+    writeFileSync(join(copy, 'package.json'), JSON.stringify({ ...pkg, version }, null, 2) + '\n');
+    const target = `${process.platform}-${process.arch}`;
+    for (const step of [['esbuild.config.mjs'], ['scripts/package.mjs', '--target', target, '--out-dir', join(copy, 'vsix')]]) {
+      const r = spawnSync(process.execPath, step, { cwd: copy, encoding: 'utf8', timeout: 180_000 });
+      if (r.status !== 0) throw new Error(`building the ${name} VSIX (${version}): ${step[0]} failed:\n${r.stdout}${r.stderr}`);
+    }
+    out[name] = { version, vsix: join(copy, 'vsix', 'exec-bridge.vsix') };
+  }
+  say(`update stage: VSIXs ${out.v1.version} and ${out.v2.version} built`);
+  return out;
+}
+
+/** `code-server --install-extension VSIX` into the profile (what a user runs, or the Extensions view does). */
+function installExtension(codeServer, { userData, extensions, env }, vsix) {
+  const r = spawnSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
+    env,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (r.status !== 0) throw new Error(`code-server --install-extension ${vsix} failed (${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/**
+ * The update stage ($OUT_DIR/test/vscode/ui/reload.ui.js, `driveUpdate`): a code-server of its own
+ * (own profile, extensions folder and daemon directory) with v1 of the extension *installed* (no
+ * development path), a window running a ticker and a shell, v2 installed while the window is open,
+ * Reload Window; then code-server is crashed and nothing of this stage may outlive the TTL and the
+ * daemons' idle time.
+ */
+async function runUpdate(codeServer, rt, version, vsixes) {
+  const modulePath = join(outDir, 'test', 'vscode', 'ui', 'reload.ui.js');
+  const stage = await import(pathToFileURL(modulePath).href);
+  const urt = join(rt, 'update');
+  const world = isolatedWorld(urt);
+  const runtimeDir = join(urt, 'private');
+  const env = {
+    ...world.env,
+    EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version),
+    EXEC_BRIDGE_RUNTIME_DIR: runtimeDir,
+    EXEC_BRIDGE_DAEMON_IDLE_MS: String(DAEMON_IDLE_MS),
+  };
+  // A TTL that outlasts a reload on a busy machine (the session is detached from the click until
+  // the new window's extension resumes it: up to 22 s seen at load 6); scrollback for every tick.
+  writeUserSettings(world.userData, { 'execBridge.sessionTtlSeconds': UPDATE_TTL_S, ...WHOLE_TERMINAL_TEXT });
+  const profile = { userData: world.userData, extensions: world.extensions, env };
+  say(`update stage: installing ${vsixes.v1.version}: ${installExtension(codeServer, profile, vsixes.v1.vsix).split('\n').at(-1)}`);
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const csLog = join(urt, 'code-server.log');
+  const cs = startCodeServer(codeServer, {
+    ...profile,
+    port,
+    workspace: world.workspace,
+    logFile: csLog,
+    extraArgs: extraArgsFor(version),
+  });
+  running.add(cs);
+  let browser;
+  let ok = false;
+  const lines = [];
+  let step = 0;
+  let page;
+  let daemons;
+  try {
+    await waitHealthy(base, cs, 60_000);
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, env, args: CHROMIUM_ARGS });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    // The stage reads a terminal's whole text through the clipboard (Select All, copy on selection).
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    page = await context.newPage();
+    page.on('console', (m) => lines.push(`[page ${m.type()}] ${m.text()}`));
+    const shot = async (name) => {
+      mkdirSync(join(urt, 'shots'), { recursive: true });
+      await page.screenshot({ path: join(urt, 'shots', `${String(++step).padStart(2, '0')}-${name}.png`) }).catch(() => {});
+    };
+    say(`update stage: a window on the installed ${vsixes.v1.version}`);
+    await page.goto(`${base}/?folder=${encodeURIComponent(world.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 120_000 });
+    await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+    daemons = await stage.driveUpdate({
+      page,
+      log: (...a) => say('update:', ...a),
+      shot,
+      workspace: world.workspace,
+      runtimeDir,
+      logsDir: join(world.userData, 'logs'),
+      from: vsixes.v1.version,
+      to: vsixes.v2.version,
+      installUpdate: async () =>
+        say(`update stage: installing ${vsixes.v2.version}: ${installExtension(codeServer, profile, vsixes.v2.vsix).split('\n').at(-1)}`),
+    });
+    ok = true;
+  } catch (e) {
+    console.error(ts(), '✗ update stage failed:', e?.stack ?? e);
+  }
+  writeFileSync(join(urt, 'update-console.log'), lines.join('\n') + '\n');
+  if (!ok) {
+    mkdirSync(resultsDir, { recursive: true });
+    await page?.screenshot({ path: join(resultsDir, 'vscode-update-fail.png') }).catch(() => {});
+    copyFileSync(join(urt, 'update-console.log'), join(resultsDir, 'vscode-update-console.log'));
+    copyFileSync(csLog, join(resultsDir, `vscode-update-code-server-${version}.log`));
+    spawnSync('sh', [
+      '-c',
+      `cp "${join(urt, 'shots')}"/*.png "${resultsDir}"/ 2>/dev/null; for f in "${runtimeDir}"/daemon-*/daemon.log; do cp "$f" "${resultsDir}/vscode-update-$(basename "$(dirname "$f")").log"; done 2>/dev/null; find "${join(world.userData, 'logs')}" -name 'Exec Bridge.log' | while read -r f; do cp "$f" "${resultsDir}/vscode-update-$(basename "$(dirname "$(dirname "$f")")")-exec-bridge.log"; done`,
+    ]);
+  }
+  // A crash with the window live, as in the main run: both daemons, what they ran and code-server
+  // itself must be gone after the TTL and the idle time — the older daemon once the session it kept
+  // (detached by Reconnect) has ended, the newer one once the crashed window's has.
+  const tCrash = Date.now();
+  const exits = {};
+  const watch = daemons
+    ? (async () => {
+        while (Object.keys(exits).length < 2 && Date.now() - tCrash < (UPDATE_TTL_S + 30) * 1000) {
+          for (const [name, pid] of Object.entries(daemons)) if (!(name in exits) && !pidAlive(pid)) exits[name] = Date.now() - tCrash;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })()
+    : Promise.resolve();
+  const leaked = await crashAndCheckLeaks(cs, urt, UPDATE_TTL_S);
+  await watch;
+  if (daemons)
+    say(
+      `update stage: after the crash the ${vsixes.v1.version} daemon exited at +${exits.older} ms, the ${vsixes.v2.version} one at +${exits.newer} ms`,
+    );
+  running.delete(cs);
+  await browser?.close().catch(() => {});
+  for (const p of await waitForExit(() => processesMentioning(urt), 5000)) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  const results = [{ name: `update ${vsixes.v1.version} → ${vsixes.v2.version}`, ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 }];
+  if (leaked.length > 0)
+    console.error(`${ts()} ✗ processes of the update stage outlived it:\n${leaked.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`);
+  results.push({
+    name: 'no leaks after the update stage',
+    ok: leaked.length === 0,
+    passed: leaked.length === 0 ? 1 : 0,
+    failed: leaked.length === 0 ? 0 : 1,
+  });
+  return results;
+}
+
+/**
+ * The outage stage ($OUT_DIR/test/vscode/ui/reload.ui.js, `driveOutage`): a window of its own
+ * folder whose executor is a `serve` behind a fault relay; a long outage (EXEC_BRIDGE_OUTAGE_S,
+ * default 75 s) with a Reload Window in it.
+ */
+async function runOutagePage(browser, base, host, rt, env) {
+  const stage = await import(pathToFileURL(join(outDir, 'test', 'vscode', 'ui', 'reload.ui.js')).href);
+  const workspace = join(rt, 'workspace-outage');
+  mkdirSync(workspace, { recursive: true });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  const page = await context.newPage();
+  const lines = [];
+  page.on('console', (m) => lines.push(`[page ${m.type()}] ${m.text()}`));
+  let step = 0;
+  const shot = async (name) => {
+    mkdirSync(join(rt, 'shots-outage'), { recursive: true });
+    await page.screenshot({ path: join(rt, 'shots-outage', `${String(++step).padStart(2, '0')}-${name}.png`) }).catch(() => {});
+  };
+  const outageS = Number(process.env.EXEC_BRIDGE_OUTAGE_S || 75);
+  say(`outage stage: a ${outageS} s outage of a relayed executor, with a Reload Window in it`);
+  let ok = false;
+  try {
+    await stage.driveOutage({
+      page,
+      log: (...a) => say('outage:', ...a),
+      shot,
+      workspace,
+      cliPath: join(root, 'dist', 'cli.js'),
+      env,
+      outageS,
+      load: async () => {
+        await page.goto(payloadUrl(base, host, workspace, false), { waitUntil: 'domcontentloaded', timeout: 120_000 });
+        await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+      },
+    });
+    ok = true;
+  } catch (e) {
+    console.error(ts(), '✗ outage stage failed:', e?.stack ?? e);
+  }
+  writeFileSync(join(rt, 'outage-console.log'), lines.join('\n') + '\n');
+  if (!ok) {
+    mkdirSync(resultsDir, { recursive: true });
+    await page.screenshot({ path: join(resultsDir, 'vscode-outage-fail.png') }).catch(() => {});
+    copyFileSync(join(rt, 'outage-console.log'), join(resultsDir, 'vscode-outage-console.log'));
+    spawnSync('sh', ['-c', `cp "${join(rt, 'shots-outage')}"/*.png "${resultsDir}"/ 2>/dev/null`]);
+  }
+  return { ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 };
+}
+
 /** code-servers started by this run: a Ctrl-C kills them all. */
 const running = new Set();
 
@@ -326,12 +582,32 @@ async function main() {
   if (args.has('--install-only')) return 0;
   if (!existsSync(join(root, 'dist', 'extension.js'))) fail('dist/extension.js missing (npm run build)');
   if (!existsSync(join(outDir, 'test', 'vscode', 'index.js'))) fail(`${outDir}/test/vscode/index.js missing (tsc --outDir ${outDir})`);
+  const onSignal = () => {
+    // Every code-server of this run (the untrusted and update ones come later), each with its whole group.
+    for (const c of running) {
+      try {
+        process.kill(-c.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const all = [];
-  for (const t of targets) {
-    const version = VSCODE_TARGETS[t].codeServer;
-    say(`=== VS Code ${vscodeVersionOf(version)} (code-server ${version}, ${t}) ===`);
-    const results = await runTarget(bins[t], version);
-    all.push(...results.map((r) => ({ ...r, name: `${vscodeVersionOf(version)} ${r.name}` })));
+  // The update stage's two VSIXs, built once for every target.
+  const vsixDir = withUpdate ? mkdtempSync(join(tmpdir(), 'exec-bridge-vsix-')) : undefined;
+  try {
+    const vsixes = vsixDir ? buildUpdateVsixes(vsixDir) : undefined;
+    for (const t of targets) {
+      const version = VSCODE_TARGETS[t].codeServer;
+      say(`=== VS Code ${vscodeVersionOf(version)} (code-server ${version}, ${t}) ===`);
+      const results = await runTarget(bins[t], version, t, vsixes);
+      all.push(...results.map((r) => ({ ...r, name: `${vscodeVersionOf(version)} ${r.name}` })));
+    }
+  } finally {
+    if (vsixDir) rmSync(vsixDir, { recursive: true, force: true });
   }
   const passed = all.reduce((n, r) => n + r.passed, 0);
   const failed = all.reduce((n, r) => n + r.failed, 0);
@@ -340,7 +616,25 @@ async function main() {
   return ok ? 0 : 1;
 }
 
-async function runTarget(codeServer, version) {
+// Which stages run: all by default; --tests-only (mocha), --ui-only (UI, reload, outage),
+// --reload-only (reload, outage), --update-only, --outage-only pick fewer.
+const only = ['--tests-only', '--ui-only', '--reload-only', '--update-only', '--outage-only'].filter((a) => args.has(a));
+const stage = (name) => only.length === 0 || only.some((a) => ONLY[a].includes(name));
+const ONLY = {
+  '--tests-only': ['mocha', 'untrusted'],
+  '--ui-only': ['ui', 'reload', 'outage'],
+  '--reload-only': ['reload', 'outage'],
+  '--update-only': ['update'],
+  '--outage-only': ['outage'],
+};
+const withUpdate = stage('update');
+/**
+ * The targets the long outage runs on (EXEC_BRIDGE_OUTAGE_TARGETS, default the newest only: it
+ * waits out the outage, 75 s by default, EXEC_BRIDGE_OUTAGE_S).
+ */
+const outageTargets = (process.env.EXEC_BRIDGE_OUTAGE_TARGETS || 'newest').split(',').map((n) => n.trim());
+
+async function runTarget(codeServer, version, target, vsixes) {
   // Throwaway world for code-server, its extension host and chromium. Not under /tmp: the sandbox
   // lets commands write /tmp, and the approval tests need a HOME it does not let them write.
   // (A cache given under /tmp, e.g. EXEC_BRIDGE_VSCODE_CACHE=/tmp/x, must not drag the runs there.)
@@ -349,6 +643,31 @@ async function runTarget(codeServer, version) {
   const runsRoot = underTmp(cacheRoot) ? '/var/tmp/exec-bridge-vscode-runs' : join(cacheRoot, 'runs');
   mkdirSync(runsRoot, { recursive: true });
   const rt = mkdtempSync(join(runsRoot, 'run-'));
+  const results = ['mocha', 'ui', 'reload', 'outage'].some(stage) ? await runMain(codeServer, version, target, rt) : [];
+  // A VSCODE_TEST_GREP that picks other tests skips it (its suite is "untrusted workspace").
+  const grep = process.env.VSCODE_TEST_GREP;
+  const env = { ...isolatedWorld(rt).env, EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version), EXEC_BRIDGE_RUNTIME_DIR: join(rt, 'private') };
+  if (stage('untrusted') && (!grep || new RegExp(grep).test('untrusted workspace'))) {
+    results.push({
+      name: 'untrusted',
+      ...(await runUntrusted(codeServer, rt, { ...env, EXEC_BRIDGE_DAEMON_IDLE_MS: String(DAEMON_IDLE_MS) }, version)),
+    });
+  }
+  if (vsixes) results.push(...(await runUpdate(codeServer, rt, version, vsixes)));
+  const ok = results.length > 0 && results.every((r) => r.ok);
+  if (!ok) {
+    mkdirSync(resultsDir, { recursive: true });
+    if (existsSync(join(rt, 'code-server.log')))
+      copyFileSync(join(rt, 'code-server.log'), join(resultsDir, `vscode-code-server-${version}.log`));
+    console.error(`${ts()} logs and screenshots: ${resultsDir}`);
+  }
+  if (args.has('--keep') || !ok) say(`runtime folder kept: ${rt}`);
+  else rmSync(rt, { recursive: true, force: true });
+  return results;
+}
+
+/** The main code-server of a target: the mocha suites, the UI test, the reload and outage stages, the crash leak check. */
+async function runMain(codeServer, version, target, rt) {
   const { env: baseEnv, userData, extensions, workspace } = isolatedWorld(rt);
   // The executor daemon's private directory is the run's own (and so is found by the leak check).
   const env = {
@@ -357,7 +676,7 @@ async function runTarget(codeServer, version) {
     EXEC_BRIDGE_RUNTIME_DIR: join(rt, 'private'),
     EXEC_BRIDGE_DAEMON_IDLE_MS: String(DAEMON_IDLE_MS),
   };
-  writeUserSettings(userData, { 'execBridge.sessionTtlSeconds': SESSION_TTL_S });
+  writeUserSettings(userData, { 'execBridge.sessionTtlSeconds': SESSION_TTL_S, ...WHOLE_TERMINAL_TEXT });
   writeFileSync(join(workspace, 'README.txt'), 'Exec Bridge test workspace\n');
   // The test-only language model (mcpSampling suite) as an installed extension of this throwaway
   // profile (the payload takes one development path); it ships nowhere.
@@ -370,21 +689,6 @@ async function runTarget(codeServer, version) {
   const extraArgs = extraArgsFor(version);
   const cs = startCodeServer(codeServer, { port, userData, extensions, workspace, env, logFile: csLog, extraArgs });
   running.add(cs);
-  const onSignal = () => {
-    // Every code-server of this run (the untrusted one comes later), each with its whole group.
-    for (const c of running) {
-      try {
-        process.kill(-c.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-    process.exit(130);
-  };
-  process.removeAllListeners('SIGINT');
-  process.removeAllListeners('SIGTERM');
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
 
   let browser;
   const results = [];
@@ -402,11 +706,11 @@ async function runTarget(codeServer, version) {
     // place (a single-folder window would reload to become a workspace); the UI test keeps the folder.
     const workspaceFile = join(rt, 'tests.code-workspace');
     writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }] }) + '\n');
-    const reloadOnly = args.has('--reload-only');
-    if (!args.has('--ui-only') && !reloadOnly)
-      results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspaceFile, rt)) });
-    if (!args.has('--tests-only') && !reloadOnly) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
-    if (!args.has('--tests-only')) results.push({ name: 'reload', ...(await runReloadPage(browser, base, host, rt)) });
+    if (stage('mocha')) results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspaceFile, rt)) });
+    if (stage('ui')) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
+    if (stage('reload')) results.push({ name: 'reload', ...(await runReloadPage(browser, base, host, rt)) });
+    if (stage('outage') && outageTargets.includes(target))
+      results.push({ name: 'outage', ...(await runOutagePage(browser, base, host, rt, env)) });
   } catch (e) {
     console.error(ts(), '✗', e?.stack ?? e);
     results.push({ name: 'harness', ok: false, passed: 0, failed: 1 });
@@ -430,19 +734,6 @@ async function runTarget(codeServer, version) {
       results.push({ name: 'no leaks after a crash', ok: true, passed: 1, failed: 0 });
     }
   }
-  // A VSCODE_TEST_GREP that picks other tests skips it (its suite is "untrusted workspace").
-  const grep = process.env.VSCODE_TEST_GREP;
-  if (!args.has('--ui-only') && !args.has('--reload-only') && (!grep || new RegExp(grep).test('untrusted workspace'))) {
-    results.push({ name: 'untrusted', ...(await runUntrusted(codeServer, rt, env, version)) });
-  }
-  const ok = results.length > 0 && results.every((r) => r.ok);
-  if (!ok) {
-    mkdirSync(resultsDir, { recursive: true });
-    copyFileSync(csLog, join(resultsDir, `vscode-code-server-${version}.log`));
-    console.error(`${ts()} logs and screenshots: ${resultsDir}`);
-  }
-  if (args.has('--keep') || !ok) say(`runtime folder kept: ${rt}`);
-  else rmSync(rt, { recursive: true, force: true });
   return results;
 }
 

@@ -6,6 +6,7 @@ import type { AskpassRequest } from '../client/sshAskpass';
 import { sshConnector, type RemoteInfo, type SshConnector, type SshProgress } from '../client/sshConnector';
 import type { ClientOptions, ConnectionState, Connector, Endpoint } from '../client/types';
 import { DisposableStore } from '../util/disposable';
+import { backoffDelay } from '../util/backoff';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
 import { pidAlive } from '../util/privateDir';
@@ -73,6 +74,8 @@ export class ExecutorConnection {
   private failureReason: string | undefined;
   /** Another window took this executor's session over (reason `takenOver`): no resume, no memory, until `reconnect`. */
   private takenOver = false;
+  /** A remembered session waiting out its back-off (`resumeRemembered`): try now, or give up. */
+  private resuming: { wake(): void; abort(): void } | undefined;
   readonly onDidChangeState: Event<ExecutorState> = this.stateEmitter.event;
   /** The current client's raw state changes (for terminals' recovery lines). */
   readonly onClientState: Event<ConnectionState> = this.clientStateEmitter.event;
@@ -107,12 +110,18 @@ export class ExecutorConnection {
       this.clientValue.retryNow();
       return Promise.resolve(this.clientValue);
     }
+    // Used while a remembered session waits out its back-off: try again now.
+    this.resuming?.wake();
     this.connecting ??= this.open().finally(() => (this.connecting = undefined));
     return this.connecting;
   }
 
   /** Recovering: try to resume now rather than after the back-off (window focus, the network came back). */
   retryNow(): boolean {
+    if (this.resuming) {
+      this.resuming.wake();
+      return true;
+    }
     return this.clientValue?.retryNow() ?? false;
   }
 
@@ -123,6 +132,8 @@ export class ExecutorConnection {
 
   /** Drops the current client (processes keep running on the executor until the TTL) and connects to a new session. */
   async reconnect(): Promise<ExecServerClient> {
+    // A remembered session still being resumed is given up: Reconnect means a new session.
+    this.resuming?.abort();
     await this.connecting?.catch(() => undefined);
     this.takenOver = false;
     // A new session goes to this version's daemon (an older one, kept after an update, retires once idle).
@@ -203,10 +214,7 @@ export class ExecutorConnection {
       try {
         // A remembered session is this workspace's: a lingering extension host of its previous window
         // (code-server keeps one for a while after a reload) must not keep it from us.
-        client = await ExecServerClient.connect({
-          ...options,
-          ...(remembered ? { resumeSessionId: remembered.sessionId, takeOverSession: true } : {}),
-        });
+        client = remembered ? await this.resumeRemembered(options, remembered.sessionId) : await ExecServerClient.connect(options);
       } catch (e) {
         if (!(e instanceof SessionExpiredError)) throw e;
         // After an extension update the session may live on in the older version's daemon.
@@ -302,6 +310,55 @@ export class ExecutorConnection {
     if (st.kind === 'connected') this.setState({ kind: 'connected', sessionId: st.sessionId });
     else onState(st);
     this.deps.log?.(`${this.name}: connected, session ${client.sessionId}`);
+  }
+
+  /**
+   * Resumes the remembered session (a window reload). An executor that cannot be reached — the
+   * reload came during an outage — is tried again, with the client's back-off and state
+   * `recovering` ("offline since …, retrying"), for as long as it may keep the session (this
+   * window's TTL from now, plus a minute as the client allows), rather than failing at once and
+   * leaving the terminals closed until something uses the executor. `retryNow`, `connect` and
+   * `reconnect` (which gives it up) act on the wait. The bundled daemon is local: no wait there.
+   */
+  private async resumeRemembered(options: ClientOptions, sessionId: string): Promise<ExecServerClient> {
+    const resume: ClientOptions = { ...options, resumeSessionId: sessionId, takeOverSession: true };
+    const ttl = this.deps.sessionTtlMs?.();
+    if (this.config.kind === 'bundled' || ttl === undefined) return ExecServerClient.connect(resume);
+    const since = Date.now();
+    const until = since + ttl + 60_000;
+    const { stepMs, maxMs, longMaxMs = 30_000 } = options.backoff ?? { stepMs: 100, maxMs: 2000, longMaxMs: 30_000 };
+    const jitter = Math.random() * 0.3;
+    // Set for the whole loop, so that a reconnect() during an attempt gives up after it too.
+    const ctl = { aborted: false, wake: () => undefined as void, abort: () => ((ctl.aborted = true), ctl.wake()) };
+    this.resuming = ctl;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await ExecServerClient.connect(resume);
+        } catch (e) {
+          if (e instanceof SessionExpiredError || this.disposed) throw e;
+          const givenUp = () => new Error(`${this.name}: resuming the remembered session was given up`, { cause: e });
+          if (ctl.aborted) throw givenUp();
+          // Unreachable for longer than it keeps a session: gone, said as such (then a new session).
+          if (Date.now() >= until)
+            throw new SessionExpiredError(sessionId, `unreachable since ${new Date(since).toISOString()}: ${errorMessage(e)}`);
+          const cause = errorMessage(e);
+          this.deps.log?.(
+            `${this.name}: resuming session ${sessionId}: attempt ${attempt} failed (${cause}); trying again while the executor may keep it`,
+          );
+          this.setState({ kind: 'recovering', since, attempt, cause, until });
+          const cap = Date.now() - since < 30_000 ? maxMs : Math.max(maxMs, longMaxMs);
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, backoffDelay(2 ** Math.min(attempt - 1, 20), { stepMs, maxMs: cap, jitter }));
+            ctl.wake = () => (clearTimeout(timer), resolve());
+          });
+          ctl.wake = () => undefined;
+          if (ctl.aborted || this.disposed) throw givenUp();
+        }
+      }
+    } finally {
+      if (this.resuming === ctl) this.resuming = undefined;
+    }
   }
 
   /**
@@ -414,6 +471,7 @@ export class ExecutorConnection {
   dispose(reason = 'Exec Bridge is shutting down'): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.resuming?.abort();
     this.dropClient(reason);
     this.stateEmitter.dispose();
     this.clientStateEmitter.dispose();
