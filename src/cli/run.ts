@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -19,10 +19,35 @@ import { sandboxForPolicy } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
 import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
 import { shellLine } from '../util/shellQuote';
-import { HelpRequested, parseRunArgs, UsageError, RUN_USAGE, type RunArgs } from './runArgs';
+import { HelpRequested, parseRunArgs, runArgv, UsageError, RUN_USAGE, type RunArgs } from './runArgs';
 import { readTokenFile } from './tokenFile';
 
 export { parseRunArgs, RUN_USAGE } from './runArgs';
+
+/**
+ * How to start this CLI again from a shell: `node <this cli.js>` (absolute), with the Node that runs
+ * us when `node` on the PATH is another one. `exec-bridge` itself is on no PATH by default.
+ */
+export function cliInvocation(): string[] {
+  const script = process.argv[1] ?? 'dist/cli.js';
+  const onPath = (process.env.PATH ?? '')
+    .split(':')
+    .filter((d) => d !== '')
+    .map((d) => join(d, 'node'))
+    .find((p) => existsSync(p));
+  let same = false;
+  try {
+    same = onPath !== undefined && realpathSync(onPath) === realpathSync(process.execPath);
+  } catch {
+    // unreadable: say which Node
+  }
+  return [same ? 'node' : process.execPath, resolve(script)];
+}
+
+/** The `exec-bridge run` line that runs `args` again: pasted, it works (same executor, cwd, stdin, …). */
+function rerunLine(args: RunArgs): string {
+  return shellLine([...cliInvocation(), 'run', ...runArgv(args)]);
+}
 
 /** `exec-bridge run`: resolves with the exit status for the process. */
 export async function runCommand(argv: string[]): Promise<number> {
@@ -142,13 +167,13 @@ export async function runCommand(argv: string[]): Promise<number> {
         const host = done.sandboxDeniedTarget;
         say(
           `sandbox denied: the sandbox blocked ${host} (\`${shellLine(args.argv)}\`, exit status ${done.exitCode}).` +
-            ` If you trust it, allow it: exec-bridge run --sandbox ${args.sandbox} --sandbox-network-allow ${shellLine([[...args.networkAllow, host].join(',')])} -- ${shellLine(args.argv)}`,
+            ` If you trust it, allow it: ${rerunLine({ ...args, networkAllow: [...args.networkAllow, host] })}`,
         );
       } else if (done.sandboxDenied && args.sandbox) {
         const net = args.sandboxNetwork ? '' : ' (network off)';
         say(
           `sandbox denied: \`${shellLine(args.argv)}\` was blocked by the ${args.sandbox} sandbox${net} (exit status ${done.exitCode}).` +
-            ` If you trust it, run it again without the sandbox: exec-bridge run --sandbox full-access${args.sandboxNetwork ? ' --sandbox-network' : ''} -- ${shellLine(args.argv)}`,
+            ` If you trust it, run it again without the sandbox: ${rerunLine({ ...args, sandbox: 'full-access', networkAllow: [], networkDeny: [] })}`,
         );
       }
       return done.exitCode < 0 ? 255 : done.exitCode & 0xff;

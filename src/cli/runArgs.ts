@@ -183,3 +183,28 @@ export function parseRunArgs(args: string[]): RunArgs {
     throw new UsageError('--sandbox-network-deny needs --sandbox-network-allow');
   return out;
 }
+
+/**
+ * `args` back as `run` arguments (parseRunArgs of the result gives the same RunArgs): what a
+ * printed "run it again …" line needs so that, pasted, it runs the same command on the same
+ * executor, in the same directory, with the same stdin and lifetimes; only what it changes differs.
+ */
+export function runArgv(args: RunArgs): string[] {
+  const out: string[] = [];
+  if (args.url !== undefined) out.push('--url', args.url);
+  if (args.ssh !== undefined) out.push('--ssh', args.ssh);
+  for (const o of args.sshOptions) out.push('--ssh-option', o);
+  if (args.tokenFile !== undefined) out.push('--token-file', args.tokenFile);
+  if (args.tty) out.push('--tty');
+  if (args.cwd !== undefined) out.push('--cwd', args.cwd);
+  if (!args.stdin) out.push('--no-stdin');
+  if (args.deadlineMs !== undefined) out.push('--deadline-ms', String(args.deadlineMs));
+  if (args.sessionTtlMs !== undefined) out.push('--session-ttl-ms', String(args.sessionTtlMs));
+  if (args.verbose) out.push('--verbose');
+  if (args.sandbox !== undefined) out.push('--sandbox', args.sandbox);
+  if (args.sandboxNetwork) out.push('--sandbox-network');
+  if (args.networkAllow.length > 0) out.push('--sandbox-network-allow', args.networkAllow.join(','));
+  if (args.networkDeny.length > 0) out.push('--sandbox-network-deny', args.networkDeny.join(','));
+  out.push('--', ...args.argv);
+  return out;
+}

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { homedir } from 'node:os';
 import { StdioTransport } from '../rpc/stdioTransport';
 import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import type { Disposable } from '../util/disposable';
+import { shellLine } from '../util/shellQuote';
 import { startAskpass, type AskpassHandler, type AskpassSession } from './sshAskpass';
 import { bundleFor, localUname, remoteCommand } from './sshBootstrap';
 import type { Connection, Connector } from './types';
@@ -110,19 +112,64 @@ export function sshArgs(target: SshTarget, sshOptions: string[], command: string
   return args;
 }
 
-/** ssh's exit without our ready line, as one message with the fix. */
-export function describeSshFailure(targetText: string, stderr: string, code: number | null, asked?: { prompts: number }): SshConnectError {
+/** The value of `-o Name=value` (or `Name value`) among `sshOptions`, case-insensitive as ssh reads it; the first wins. */
+function sshOption(sshOptions: readonly string[], name: string): string | undefined {
+  for (const o of sshOptions) {
+    const m = /^\s*([A-Za-z]+)\s*(?:=|\s)\s*(.*?)\s*$/.exec(o);
+    if (m && m[1]!.toLowerCase() === name.toLowerCase()) return m[2];
+  }
+  return undefined;
+}
+
+/**
+ * The `ssh` command a user pastes in a terminal to reach `targetText` as the executor does (our
+ * `-o` options, the port as `-p`: `user@host:port` is no ssh syntax), e.g. to accept a host key.
+ */
+export function sshCommandLine(targetText: string, sshOptions: readonly string[] = []): string {
+  const t = parseSshTarget(targetText);
+  const argv = ['ssh'];
+  for (const o of sshOptions) argv.push('-o', o);
+  if (t.port) argv.push('-p', String(t.port));
+  argv.push(t.user ? `${t.user}@${t.host}` : t.host);
+  return shellLine(argv);
+}
+
+/**
+ * The command that removes `targetText`'s recorded host key: ssh's own (its warning names the file
+ * and the name the key is recorded under), else built as ssh records it (HostKeyAlias, else `host`
+ * or `[host]:port`, in the first UserKnownHostsFile of our options).
+ */
+export function removeHostKeyCommand(targetText: string, sshOptions: readonly string[] = [], stderr = ''): string {
+  const own = /^\s*(ssh-keygen -f (['"])[^'"$`\\\n]*\2 -R (['"])[^'"$`\\\n]*\3)\s*$/m.exec(stderr)?.[1];
+  if (own) return own;
+  const t = parseSshTarget(targetText);
+  const alias = sshOption(sshOptions, 'HostKeyAlias');
+  const name = alias && alias.toLowerCase() !== 'none' ? alias : t.port && t.port !== 22 ? `[${t.host}]:${t.port}` : t.host;
+  const file = sshOption(sshOptions, 'UserKnownHostsFile')
+    ?.split(/\s+/)[0]
+    ?.replace(/^~(?=\/)/, homedir());
+  return shellLine(['ssh-keygen', ...(file ? ['-f', file] : []), '-R', name]);
+}
+
+/** ssh's exit without our ready line, as one message with the fix (commands in it work when pasted). */
+export function describeSshFailure(
+  targetText: string,
+  stderr: string,
+  code: number | null,
+  asked?: { prompts: number },
+  sshOptions: readonly string[] = [],
+): SshConnectError {
   const err = stderr.trim();
   const last = err.split('\n').slice(-2).join(' ').trim();
   if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for .* has changed/i.test(err))
     return new SshConnectError(
       'host-key',
-      `${targetText}'s host key has CHANGED since it was recorded in known_hosts: this can be an attack. Check with the machine's owner, then remove the old key (ssh-keygen -R HOST)`,
+      `${targetText}'s host key has CHANGED since it was recorded in known_hosts: this can be an attack. Check with the machine's owner, then remove the old key (${removeHostKeyCommand(targetText, sshOptions, stderr)})`,
     );
   if (/Host key verification failed|No .* host key is known/i.test(err))
     return new SshConnectError(
       'host-key',
-      `${targetText}'s host key is not known: connect once in a terminal (ssh ${targetText}) to check and accept it, then try again`,
+      `${targetText}'s host key is not known: connect once in a terminal (${sshCommandLine(targetText, sshOptions)}) to check and accept it, then try again`,
     );
   if (/Permission denied|Too many authentication failures/i.test(err) && asked && asked.prompts > 0)
     return new SshConnectError(
@@ -221,7 +268,7 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
       );
       child.once('exit', (code) => {
         if (settled) return;
-        if (probe === undefined || code === 255) return fail(describeSshFailure(options.target, stderr, code, ask));
+        if (probe === undefined || code === 255) return fail(describeSshFailure(options.target, stderr, code, ask, options.sshOptions));
         if (!/^(Linux|Darwin) /.test(probe.platform))
           return fail(
             new SshConnectError(
@@ -243,7 +290,7 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
               `${options.target} has Node.js ${probe.nodeVersion || '(unknown version)'} at ${probe.nodePath}: Exec Bridge needs 20 or newer`,
             ),
           );
-        fail(describeSshFailure(options.target, stderr, code, ask));
+        fail(describeSshFailure(options.target, stderr, code, ask, options.sshOptions));
       });
       const onLine = (line: string): boolean => {
         const [word, ...rest] = line.split(' ');

@@ -100,8 +100,8 @@ export interface ApprovalPolicyDeps {
   store: AlwaysAllowStore;
   /** Shows the prompt; resolves with the answer or `undefined` when dismissed. */
   ask(run: DeniedRun, signal: AbortSignal): Promise<ApprovalAnswer | undefined>;
-  /** Adds a host to this workspace's managed-network allow-list ("Allow HOST for this workspace"). */
-  allowHost?(host: string): Promise<void>;
+  /** Adds a host to this workspace's managed-network allow-list ("Allow HOST for this workspace"); may resolve where it went. */
+  allowHost?(host: string): Promise<string | void>;
   /** The `askBeforeRun` prompt (nothing has run yet); without it that mode runs sandboxed as `ask` does. */
   askBeforeRun?(run: PlannedRun, signal: AbortSignal): Promise<BeforeRunAnswer | undefined>;
 }
@@ -196,8 +196,13 @@ export class ApprovalPolicy {
         const host = run.deniedHost;
         if (host === undefined || !this.deps.allowHost)
           return { approved: false, reason: 'dismissed', note: `${not}: the prompt was dismissed` };
-        await this.deps.allowHost(host);
-        return { approved: false, reason: 'allowedHost', allowedHost: host, note: `allowed ${host} for this workspace` };
+        const where = await this.deps.allowHost(host);
+        return {
+          approved: false,
+          reason: 'allowedHost',
+          allowedHost: host,
+          note: `allowed ${host} for this workspace${where ? ` (${where})` : ''}`,
+        };
       }
       case 'deny':
         return { approved: false, reason: 'denied', note: `${not}: denied` };

@@ -66,3 +66,42 @@ export function sandboxRequest(s: SandboxSettings, cwd: string, workspaceRoots: 
   const policy = s.policy === 'workspace-write' && roots.length === 0 ? 'read-only' : s.policy;
   return sandboxForPolicy({ policy, network: s.network, cwd: toUri(cwd), workspaceRoots: roots.map(toUri) });
 }
+
+/** The scopes of `execBridge.sandboxNetworkAllow` that "Allow HOST for this workspace" reads (VS Code's `inspect`). */
+export interface AllowListScopes {
+  defaultValue?: unknown;
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+}
+
+/** What "Allow HOST for this workspace" writes: the workspace value, and the words for where it went. */
+export interface AllowHostWrite {
+  /** The new workspace value; undefined when it already allows the host and all the rest (nothing to write). */
+  workspaceValue: string[] | undefined;
+  /** E.g. `added to execBridge.sandboxNetworkAllow in the workspace settings (which also lists your user setting's a.test: …)`. */
+  where: string;
+}
+
+const hostList = (v: unknown): string[] => readSandboxSettings(undefined, false, v).networkAllow ?? [];
+
+/**
+ * "Allow HOST for this workspace" adds to what is allowed, never takes away. VS Code does not
+ * merge an array setting across scopes: a workspace value replaces the user's, so writing only the
+ * workspace's own list plus HOST would block every host the user allowed (issue 24 item 2). The
+ * workspace value written is therefore this workspace's own list (if any) merged with the user's,
+ * plus HOST; `where` says so, naming the user's hosts it copied.
+ */
+export function allowHostForWorkspace(scopes: AllowListScopes, host: string): AllowHostWrite {
+  const own = scopes.workspaceValue === undefined ? undefined : hostList(scopes.workspaceValue);
+  const user = hostList(scopes.globalValue ?? scopes.defaultValue);
+  const value = [...new Set([...(own ?? []), ...user, host.trim()])].filter((h) => h !== '');
+  const unchanged = own !== undefined && own.length === value.length;
+  const fromUser = user.filter((h) => !(own ?? []).includes(h) && h !== host);
+  const list = fromUser.join(', ');
+  const where =
+    `${unchanged ? 'already in' : 'added to'} execBridge.sandboxNetworkAllow in the workspace settings` +
+    (fromUser.length > 0
+      ? ` (which also lists your user setting's ${list}: a workspace value replaces the user's, so they stay allowed)`
+      : '');
+  return { workspaceValue: unchanged ? undefined : value, where };
+}

@@ -10,7 +10,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
  * included; only a descendant that made a session of its own escapes (as it escapes a terminal).
  * Sandboxed children need none of this (bwrap --die-with-parent ends their PID namespace); they
  * are listed anyway because it costs one write. Placeholder stubs ("S" / "s" lines: a claim file)
- * go with them: after the kills, each listed claim is removed and its stub directory `rmdir`ed.
+ * go with them: after the kills, each listed claim is removed and its stub directory `rmdir`ed; its
+ * marker goes too unless the stub is another server's (claims alone in it), so a folder the user
+ * made real in a stub is never left hidden.
  */
 const SCRIPT = `trap '' HUP INT TERM QUIT PIPE
 g=' '
@@ -34,7 +36,13 @@ if [ $# -gt 0 ]; then
 fi
 printf '%s' "$st" | while IFS= read -r f; do
   case $f in
-    1/*) f=\${f#1}; rm -f -- "$f"; d=\${f%/*}; rmdir -- "$d" 2>/dev/null && rm -f -- "$d.exec-bridge-stub" ;;
+    1/*) f=\${f#1}; rm -f -- "$f"; d=\${f%/*}; rmdir -- "$d" 2>/dev/null
+      # The marker stays only beside a stub another server still claims (claims alone in it).
+      keep=; if [ -d "$d" ]; then keep=1; set +f
+        for e in "$d"/* "$d"/.[!.]* "$d"/..?*; do
+          if [ -e "$e" ] || [ -L "$e" ]; then case \${e##*/} in .exec-bridge-claim-*) ;; *) keep= ;; esac; fi
+        done; set -f; fi
+      [ -n "$keep" ] || rm -f -- "$d.exec-bridge-stub" ;;
     0/*) rm -f -- "\${f#0}" ;;
   esac
 done

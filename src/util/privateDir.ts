@@ -14,6 +14,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
+import { shellWord } from './shellQuote';
 
 /*
  * Exec Bridge's private directory on a machine: one per user, 0700, never visible inside a sandbox.
@@ -297,7 +298,7 @@ export function privateDir(env: NodeJS.ProcessEnv = process.env): string {
     );
   if ((st.mode & 0o077) !== 0)
     throw new PrivateDirError(
-      `${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 700 ${dir}\` and try again`,
+      `${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 700 ${shellWord(dir)}\` and try again`,
     );
   // Other servers' sandboxes bind this over the directory (see COVER_NAME); fixed places get a tmpfs.
   if (!fixedPrivateDirs(uid).includes(dir)) {

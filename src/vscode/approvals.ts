@@ -9,6 +9,7 @@ import {
   type DeniedRun,
   type PlannedRun,
 } from '../core/approvalPolicy';
+import { allowHostForWorkspace } from '../core/sandboxSettings';
 import { Emitter, type Event } from '../util/emitter';
 import { allowHostChoice, APPROVAL_CHOICES, BEFORE_RUN_CHOICES, type ApprovalChoice, type PendingApproval } from './api';
 
@@ -52,12 +53,14 @@ export class ApprovalService {
           ...(run.deniedHost !== undefined ? [allowHostChoice(run.deniedHost)] : []),
           ...APPROVAL_CHOICES,
         ]),
-      // "Allow HOST for this workspace": the workspace's own value of the setting, listed (and removable) in Settings.
+      // "Allow HOST for this workspace": the workspace's value of the setting, listed (and removable) in
+      // Settings, merged with the user's (a workspace value replaces it: core's allowHostForWorkspace).
       allowHost: async (host) => {
         const c = vscode.workspace.getConfiguration('execBridge');
-        const current = c.inspect<string[]>('sandboxNetworkAllow')?.workspaceValue ?? [];
-        if (!current.includes(host)) await c.update('sandboxNetworkAllow', [...current, host], vscode.ConfigurationTarget.Workspace);
-        this.log.info(`managed network: allowed ${host} for this workspace (execBridge.sandboxNetworkAllow)`);
+        const write = allowHostForWorkspace(c.inspect<string[]>('sandboxNetworkAllow') ?? {}, host);
+        if (write.workspaceValue) await c.update('sandboxNetworkAllow', write.workspaceValue, vscode.ConfigurationTarget.Workspace);
+        this.log.info(`managed network: allowed ${host} for this workspace: ${write.where}`);
+        return write.where;
       },
       askBeforeRun: (run, signal) => this.ask('beforeRun', run, signal, BEFORE_RUN_CHOICES),
     });

@@ -1,7 +1,7 @@
 /** `node dist/cli.js run …` end to end: exit codes, streams, stdin, Ctrl-C, and cuts under a fault proxy. */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -50,7 +50,14 @@ describe('run --sandbox', () => {
       assert.equal(await denied.exit, 1);
       assert.match(denied.stderr(), /Read-only file system/);
       assert.match(denied.stderr(), new RegExp(`sandbox denied: \`touch ${target}\` was blocked by the workspace-write sandbox`));
-      assert.match(denied.stderr(), /run it again without the sandbox: exec-bridge run --sandbox full-access -- touch/);
+      // Issue 24 item 6: the line it prints, pasted in a shell, runs it there (same executor, cwd, stdin).
+      const again = / run it again without the sandbox: (.*)$/m.exec(denied.stderr())?.[1];
+      assert.ok(again, denied.stderr());
+      assert.match(again, new RegExp(` run --cwd ${ws} --no-stdin --sandbox full-access -- touch ${target}$`));
+      const pasted = spawnSync('/bin/sh', ['-c', again], { encoding: 'utf8', timeout: 20_000, cwd: tmpdir() });
+      assert.equal(pasted.status, 0, pasted.stderr);
+      assert.ok(existsSync(target), 'the pasted line ran the command');
+      rmSync(target);
       // Inside the workspace the same command works and nothing is reported.
       const inside = run(['--sandbox', 'workspace-write', '--cwd', ws, '--no-stdin', '--', 'touch', join(ws, 'y')]);
       assert.equal(await inside.exit, 0);

@@ -5,7 +5,7 @@
  * executor-launched `networkProxy` refused. Loopback only.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -71,6 +71,17 @@ describe('managed network over the wire', { skip: process.platform !== 'linux' &
     assert.doesNotMatch(no.out, /other-body/);
     assert.match(no.err, new RegExp(`sandbox denied: the sandbox blocked 127\\.0\\.0\\.1:${otherPort}`));
     assert.match(no.err, new RegExp(`--sandbox-network-allow 127\\.0\\.0\\.1:${allowedPort},127\\.0\\.0\\.1:${otherPort} -- curl`));
+    // Issue 24 item 6: pasted in a shell, the printed line runs it with the host allowed (same cwd, stdin).
+    const again = / allow it: (.*)$/m.exec(no.err)?.[1];
+    assert.ok(again, no.err);
+    // Not spawnSync: the HTTP servers it reaches run in this process.
+    const pasted = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
+      execFile('/bin/sh', ['-c', again], { timeout: 30_000 }, (e, stdout, stderr) =>
+        resolve({ status: e ? ((e as { code?: number }).code ?? null) : 0, stdout, stderr }),
+      ),
+    );
+    assert.equal(pasted.status, 0, pasted.stderr);
+    assert.equal(pasted.stdout, 'other-body\n');
     // Usage errors: a list without a sandbox, or with the whole network.
     const bad = await cli(['--sandbox-network-allow', 'example.com', '--', 'true']);
     assert.equal(bad.code, 2);

@@ -364,6 +364,38 @@ describe('ssh executors', () => {
     return cause;
   }
 
+  // Issue 24 item 6: `ssh root@127.0.0.1:PORT` and `ssh-keygen -R HOST` were printed; pasted, neither worked.
+  test('the commands a host-key failure prints work when pasted in a shell', async () => {
+    const known = join(work, 'known_paste');
+    const other = join(work, 'paste_other');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', other]);
+    const wrong = readFileSync(`${other}.pub`, 'utf8').trim().split(/\s+/).slice(0, 2).join(' ');
+    writeFileSync(known, `[127.0.0.1]:${sshd.port} ${wrong}\n`);
+    const opts = [`IdentityFile=${sshd.clientKey}`, 'IdentitiesOnly=yes', `UserKnownHostsFile=${known}`];
+    const changed = await failure(connector(sshd.port, { sshOptions: opts }));
+    assert.match(changed.message, /host key has CHANGED/);
+    const remove = /remove the old key \((ssh-keygen [^)]*)\)$/.exec(changed.message)?.[1];
+    assert.ok(remove, changed.message);
+    execFileSync('/bin/sh', ['-c', remove], { stdio: 'ignore' });
+    assert.throws(
+      () => execFileSync('ssh-keygen', ['-F', `[127.0.0.1]:${sshd.port}`, '-f', known], { stdio: 'ignore' }),
+      'the old key removed',
+    );
+
+    const unknown = await failure(connector(sshd.port, { sshOptions: opts }));
+    const line = /connect once in a terminal \((ssh [^)]*)\) to check/.exec(unknown.message)?.[1];
+    assert.ok(line, unknown.message);
+    // What the user does in that terminal, answering ssh's "continue connecting?" with yes.
+    execFileSync('/bin/sh', ['-c', `${line} -o StrictHostKeyChecking=accept-new -o BatchMode=yes true`], {
+      stdio: 'ignore',
+      timeout: 20_000,
+    });
+    // (Debian's ssh_config hashes the names it records: ssh-keygen -F finds them either way.)
+    execFileSync('ssh-keygen', ['-F', `[127.0.0.1]:${sshd.port}`, '-f', known], { stdio: 'ignore' }); // accepted into the same known_hosts
+    const client = await ExecServerClient.connect({ connector: connector(sshd.port, { sshOptions: opts }), attemptTimeoutMs: 30_000 });
+    client.dispose();
+  });
+
   test('an unknown host key: scanned and shown, trusted only when confirmed, then the connect succeeds', async () => {
     const known = join(work, 'known_scan');
     writeFileSync(known, '');

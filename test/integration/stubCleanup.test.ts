@@ -4,7 +4,7 @@
  * instead of leaving `.codex` / `.vscode` in the workspace until the next sandboxed start there.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { ExecServerClient } from '../../src/client';
 import { sandboxForPolicy } from '../../src/protocol/sandbox';
 import { until } from '../helpers/procs';
+import { gather } from './clientHelpers';
 import { startExecServer } from '../helpers/servers';
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), 'exec-bridge-stubs-')));
@@ -58,3 +59,60 @@ test('a SIGKILLed server leaves no placeholder stub behind; a user\u2019s own em
     await server.stop();
   }
 });
+
+/**
+ * Issue 24 item 1: a user who makes `.vscode/tasks.json` while a sandboxed command runs writes it
+ * into the placeholder (the folder is there on the host). The marker beside it is what
+ * `files.exclude` hides `.vscode` by, so it must go at once, not when the command ends; the
+ * command's view stays the empty read-only placeholder. After a SIGKILL too, nothing hides it.
+ */
+for (const ending of ['ends', 'is SIGKILLed'] as const) {
+  test(`a .vscode the user makes while a command runs is never hidden (the server ${ending}); the sandbox still protects it`, async () => {
+    const ws = join(base, `user-${ending === 'ends' ? 'end' : 'kill'}`);
+    mkdirSync(ws);
+    const server = await startExecServer('ours');
+    const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url: server.url }, keepalive: false, deadlineMs: 1000 });
+    try {
+      const h = await client.startProcess({
+        argv: [
+          '/bin/sh',
+          '-c',
+          'echo started; while [ ! -e go ]; do sleep 0.05; done; echo "inside: [$(ls -A .vscode)]"; ' +
+            '(echo x > .vscode/tasks.json) 2>/dev/null && echo wrote || echo refused; ' +
+            '(mkdir .vscode/sub) 2>/dev/null && echo made || echo refused; while [ ! -e stop ]; do sleep 0.05; done',
+        ],
+        cwd: ws,
+        sandbox: sandboxForPolicy({ policy: 'workspace-write', cwd: pathToFileURL(ws).href }),
+      });
+      const out = gather(h);
+      await out.until((t) => t.includes('started'), 10_000, 'the command started');
+      const marker = join(ws, '.vscode.exec-bridge-stub');
+      assert.ok(existsSync(join(ws, '.vscode')) && existsSync(marker), 'the placeholder and its marker while the command runs');
+      // What VS Code's "Configure Tasks" does: the folder is there, so it writes the file into it.
+      writeFileSync(join(ws, '.vscode', 'tasks.json'), '{ "version": "2.0.0" }\n');
+      await until(() => !existsSync(marker), 2000, 'the marker gone as soon as the user put a file in the folder');
+      assert.ok(existsSync(join(ws, '.codex.exec-bridge-stub')), 'the other placeholders keep theirs');
+      writeFileSync(join(ws, 'go'), '');
+      await out.until((t) => /made|refused\s+refused/.test(t), 10_000, 'the command tried .vscode');
+      assert.match(out.text(), /inside: \[\]/, 'the command still sees the empty placeholder, not the user\u2019s file');
+      assert.doesNotMatch(out.text(), /wrote|made/, 'nor can it write there');
+      assert.ok(!existsSync(marker), 'the marker did not come back');
+      if (ending === 'ends') {
+        writeFileSync(join(ws, 'stop'), '');
+        await h.completion;
+      } else process.kill(server.child.pid!, 'SIGKILL');
+      await until(() => !existsSync(join(ws, '.codex')), 10_000, 'the other placeholders gone');
+      await until(() => readdirSync(join(ws, '.vscode')).length === 1, 10_000, 'our claim gone from the user\u2019s folder');
+      assert.deepEqual(readdirSync(join(ws, '.vscode')), ['tasks.json']);
+      assert.equal(readFileSync(join(ws, '.vscode', 'tasks.json'), 'utf8'), '{ "version": "2.0.0" }\n');
+      assert.deepEqual(
+        readdirSync(ws).filter((n) => n.endsWith('.exec-bridge-stub')),
+        [],
+        'no marker left to hide the user\u2019s .vscode',
+      );
+    } finally {
+      client.dispose();
+      await server.stop();
+    }
+  });
+}

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmdirSync, unlinkSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { orphanGuard } from '../orphanGuard';
 
@@ -18,18 +18,41 @@ const CLAIM_PREFIX = '.exec-bridge-claim-';
 /**
  * Beside each stub we make: `<name>.exec-bridge-stub`, an empty file saying "the directory next to
  * me is a placeholder". Editors can hide both (the extension contributes `files.exclude` entries
- * with a `when` clause on it); it goes with the stub.
+ * with a `when` clause on it); it goes with the stub, and the moment anything but claims appears
+ * in the stub (the user makes their own `.vscode/tasks.json` there while a command runs) it goes
+ * on its own: from then on the folder is the user's, and nothing may hide it (`PlaceholderClaims.watchMarker`).
  */
 export const STUB_MARKER_SUFFIX = '.exec-bridge-stub';
+
+/** Whether `p` is a directory holding claim files only: a placeholder, not (or no longer) someone's folder. */
+function isPlaceholder(p: string): boolean {
+  try {
+    return readdirSync(p).every((n) => n.startsWith(CLAIM_PREFIX));
+  } catch {
+    return false; // gone, or not a directory
+  }
+}
+
+/** Drops the marker beside `p` unless `p` is still a placeholder; true when it did. */
+function unmarkUnlessPlaceholder(p: string): boolean {
+  if (isPlaceholder(p)) return false;
+  unmark(p);
+  return true;
+}
 
 /** Removes the stub at `p` if it is empty, with its marker; a stub someone put real content in keeps the content and loses the marker. */
 function removeStubDir(p: string): void {
   try {
     rmdirSync(p); // only succeeds for an empty directory: never removes anything real, nor a stub another server still claims
   } catch {
-    // Not there, claimed by another (the marker stays with that stub), or made real by someone: then it must not be hidden.
-    if (safeReaddir(p).every((n) => n.startsWith(CLAIM_PREFIX))) return;
+    // Claimed by another (the marker stays with that stub), or made real by someone, or removed
+    // by someone: then the marker must go, it would hide a real folder made there later.
+    if (isPlaceholder(p)) return;
   }
+  unmark(p);
+}
+
+function unmark(p: string): void {
   try {
     unlinkSync(p + STUB_MARKER_SUFFIX);
   } catch {
@@ -47,6 +70,8 @@ export class PlaceholderClaims {
   private readonly guarded = new Map<string, boolean>();
   /** The file that marks a stub as in use by this planner (see `claimStub`). */
   private readonly claimName = `${CLAIM_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`;
+  /** Watches on the stubs this planner claims, for content the user puts in them (see `watchMarker`). */
+  private readonly watches = new Map<string, FSWatcher>();
 
   /** One more sandbox relies on the stub at `p`. */
   retain(p: string): void {
@@ -55,6 +80,37 @@ export class PlaceholderClaims {
     if (claimStub(p, this.claimName)) this.removable.add(p);
     this.stubs.set(p, (this.stubs.get(p) ?? 0) + 1);
     this.guard(p, this.removable.has(p));
+    if (this.removable.has(p)) this.watchMarker(p);
+  }
+
+  /**
+   * While we claim a stub, its marker must not outlive the stub being a placeholder: a user who
+   * makes `.vscode/tasks.json` while a command runs writes into the stub (the folder is there on
+   * the host), and with the marker still beside it `files.exclude` would hide their folder until
+   * the command ends — a shell runs for hours. So an inotify watch on the stub drops the marker as
+   * soon as anything but claims is in it. The sandbox is unaffected: the command keeps its empty
+   * read-only tmpfs at that path, it can neither see nor change what the user puts there.
+   */
+  private watchMarker(p: string): void {
+    if (this.watches.has(p)) return;
+    if (unmarkUnlessPlaceholder(p)) return;
+    let w: FSWatcher;
+    try {
+      w = watch(p, { persistent: false });
+    } catch {
+      return; // gone already, or no inotify: the marker goes at release, as before
+    }
+    const stop = () => {
+      if (this.watches.get(p) === w) this.watches.delete(p);
+      w.close();
+    };
+    w.on('change', () => {
+      if (unmarkUnlessPlaceholder(p)) stop();
+    });
+    w.on('error', stop);
+    this.watches.set(p, w);
+    // Content that arrived between the first look and the watch.
+    if (unmarkUnlessPlaceholder(p)) stop();
   }
 
   /** Tells the watchdog about our claim at `p` (`removeDir`: we would remove the stub too), or forgets it. */
@@ -79,6 +135,8 @@ export class PlaceholderClaims {
     }
     this.stubs.delete(p);
     this.guard(p, undefined);
+    this.watches.get(p)?.close();
+    this.watches.delete(p);
     try {
       unlinkSync(join(p, this.claimName));
     } catch {
@@ -141,9 +199,14 @@ export function isClaimedStub(p: string): boolean {
   // Empty: someone's own, or a stub whose last user elsewhere is removing it right now. An empty
   // read-only tmpfs over it shows the same, and does not break if it vanishes before bwrap mounts.
   if (names.length === 0) return true;
+  // Real content: a folder of the user's (perhaps made in a stub while a command ran). A marker
+  // left beside it (its server died before it saw the content) must not keep hiding it.
+  if (names.some((n) => !n.startsWith(CLAIM_PREFIX))) {
+    unmarkUnlessPlaceholder(p);
+    return false;
+  }
   let live = 0;
   for (const name of names) {
-    if (!name.startsWith(CLAIM_PREFIX)) return false;
     const pid = Number(name.slice(CLAIM_PREFIX.length).split('-')[0]);
     if (pidAlive(pid)) {
       live++;

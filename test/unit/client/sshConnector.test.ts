@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeSshFailure, parseSshTarget, remoteCommand, sshArgs, sshConfigHosts } from '../../../src/client/sshConnector';
+import {
+  describeSshFailure,
+  parseSshTarget,
+  remoteCommand,
+  removeHostKeyCommand,
+  sshArgs,
+  sshCommandLine,
+  sshConfigHosts,
+} from '../../../src/client/sshConnector';
 import { isRelayCommand } from '../../../src/client/connectors';
 import { parseExecutors } from '../../../src/core/executorConfig';
 
@@ -72,4 +80,30 @@ test('isRelayCommand: a stdio command ending in our relay gets the relay keepali
   assert.equal(isRelayCommand('ssh', ['devbox', 'exec-bridge', 'serve', '--listen', 'stdio']), false);
   assert.equal(isRelayCommand('my-connect', []), false);
   assert.equal(isRelayCommand('ssh', ['host', 'reconnect']), false);
+});
+
+// Issue 24 item 6: every command a failure prints works when pasted (`user@host:port` is no ssh syntax).
+test('the commands an ssh failure prints are real ssh / ssh-keygen command lines', () => {
+  assert.equal(sshCommandLine('ebui@127.0.0.1:37379'), 'ssh -p 37379 ebui@127.0.0.1');
+  assert.equal(sshCommandLine('devbox'), 'ssh devbox');
+  assert.equal(sshCommandLine('[::1]:2222'), 'ssh -p 2222 ::1');
+  assert.equal(
+    sshCommandLine('me@gpu', ['ProxyJump=bastion', 'UserKnownHostsFile=/tmp/my hosts']),
+    "ssh -o ProxyJump=bastion -o 'UserKnownHostsFile=/tmp/my hosts' me@gpu",
+  );
+  const unknown = describeSshFailure('ebui@127.0.0.1:37379', 'Host key verification failed.\n', 255, undefined, ['IdentityFile=/k']);
+  assert.match(unknown.message, /connect once in a terminal \(ssh -o IdentityFile=\/k -p 37379 ebui@127\.0\.0\.1\) to check/);
+  assert.doesNotMatch(unknown.message, /127\.0\.0\.1:37379\)/);
+
+  assert.equal(removeHostKeyCommand('me@gpu:2222'), "ssh-keygen -R '[gpu]:2222'");
+  assert.equal(removeHostKeyCommand('gpu:22'), 'ssh-keygen -R gpu');
+  assert.equal(removeHostKeyCommand('gpu', ['HostKeyAlias=eb', 'UserKnownHostsFile=/k/known /k/other']), 'ssh-keygen -f /k/known -R eb');
+  // ssh's own line, when its warning has one, names the file and the recorded name exactly.
+  const changed = describeSshFailure(
+    'me@gpu:2222',
+    "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nOffending ED25519 key in /root/.ssh/known_hosts:3\n  remove with:\n  ssh-keygen -f '/root/.ssh/known_hosts' -R '[gpu]:2222'\nHost key verification failed.",
+    255,
+  );
+  assert.match(changed.message, /remove the old key \(ssh-keygen -f '\/root\/\.ssh\/known_hosts' -R '\[gpu\]:2222'\)$/);
+  assert.doesNotMatch(changed.message, /-R HOST/);
 });

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hostOfTarget, managedNetworkFor, readSandboxSettings, sandboxLabel, sandboxRequest } from '../../../src/core/sandboxSettings';
+import {
+  allowHostForWorkspace,
+  hostOfTarget,
+  managedNetworkFor,
+  readSandboxSettings,
+  sandboxLabel,
+  sandboxRequest,
+} from '../../../src/core/sandboxSettings';
 import { SandboxContext } from '../../../src/protocol/sandbox';
 
 test('settings fall back to workspace-write with the network off', () => {
@@ -45,4 +52,39 @@ test('the managed network: an allow-list applies only with the network off; labe
   assert.deepEqual(readSandboxSettings('read-only', false, 'not-a-list'), { policy: 'read-only', network: false });
   assert.equal(hostOfTarget('api.example.com:443'), 'api.example.com');
   assert.equal(hostOfTarget('[::1]:8080'), '::1');
+});
+
+// Issue 24 item 2: VS Code replaces (does not merge) an array setting's user value with the
+// workspace's, so "Allow HOST for this workspace" writes the merge of both plus HOST.
+test('"Allow HOST for this workspace" keeps every host the user allowed, and says where it went', () => {
+  const first = allowHostForWorkspace({ defaultValue: [], globalValue: ['npm.test', '*.pkg.test:443'] }, '127.0.0.1');
+  assert.deepEqual(first.workspaceValue, ['npm.test', '*.pkg.test:443', '127.0.0.1']);
+  assert.equal(
+    first.where,
+    "added to execBridge.sandboxNetworkAllow in the workspace settings (which also lists your user setting's npm.test, *.pkg.test:443: a workspace value replaces the user's, so they stay allowed)",
+  );
+  // A workspace value of its own (written by an older version, or by hand) keeps its order; the user's missing hosts join.
+  const second = allowHostForWorkspace({ globalValue: ['npm.test', 'git.test'], workspaceValue: ['a.test', 'git.test'] }, 'b.test');
+  assert.deepEqual(second.workspaceValue, ['a.test', 'git.test', 'npm.test', 'b.test']);
+  assert.match(second.where, /^added to .* user setting's npm\.test:/);
+  // No user value: just the host; nothing to say about the user's.
+  const alone = allowHostForWorkspace({ defaultValue: [] }, 'x.test');
+  assert.deepEqual(alone.workspaceValue, ['x.test']);
+  assert.equal(alone.where, 'added to execBridge.sandboxNetworkAllow in the workspace settings');
+  // Already there with everything: nothing to write.
+  const again = allowHostForWorkspace({ globalValue: ['npm.test'], workspaceValue: ['npm.test', 'x.test'] }, 'x.test');
+  assert.equal(again.workspaceValue, undefined);
+  assert.equal(again.where, 'already in execBridge.sandboxNetworkAllow in the workspace settings');
+  // Junk in either scope is dropped, as readSandboxSettings does.
+  assert.deepEqual(allowHostForWorkspace({ globalValue: [' npm.test ', 7, ''], workspaceValue: 'no' }, 'x.test').workspaceValue, [
+    'npm.test',
+    'x.test',
+  ]);
+  // Every host allowed before is allowed after, in every case.
+  for (const scopes of [{ globalValue: ['u1', 'u2'] }, { globalValue: ['u1'], workspaceValue: ['w1'] }, { workspaceValue: ['w1'] }]) {
+    const before = new Set([...(scopes.workspaceValue ?? []), ...(scopes.globalValue ?? [])]);
+    const after = new Set(allowHostForWorkspace(scopes, 'new.test').workspaceValue);
+    for (const h of before) assert.ok(after.has(h), `${h} stays allowed`);
+    assert.ok(after.has('new.test'));
+  }
 });

@@ -7,7 +7,18 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, mkdtempSync, readlinkSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  mkdtempSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -138,4 +149,23 @@ test('only well-formed entries count: a stray link in the registry is ignored, n
   } finally {
     rmSync(stray, { force: true });
   }
+});
+
+// Issue 24 item 6: the fix a refusal prints is a command that works when pasted, spaces and all.
+test('a private directory open to others is refused with a chmod that, pasted in sh, fixes it', () => {
+  const dir = join(base, "it's a dir");
+  mkdirSync(dir, { mode: 0o755 });
+  chmodSync(dir, 0o755);
+  let message = '';
+  try {
+    privateDir({ EXEC_BRIDGE_RUNTIME_DIR: dir });
+  } catch (e) {
+    message = (e as Error).message;
+  }
+  const command = /run `([^`]+)` and try again/.exec(message)?.[1];
+  assert.ok(command, message);
+  const r = spawnSync('/bin/sh', ['-c', command], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(lstatSync(dir).mode & 0o777, 0o700);
+  assert.equal(privateDir({ EXEC_BRIDGE_RUNTIME_DIR: dir }), dir);
 });

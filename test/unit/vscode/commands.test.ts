@@ -125,3 +125,22 @@ test('src/vscode has no import cycle (features take the FeatureContext interface
   const importsExtension = [...graph].filter(([, deps]) => deps.includes('extension')).map(([name]) => name);
   assert.deepEqual(importsExtension, [], 'nothing imports extension.ts (it is the composition root)');
 });
+
+// Issue 24 item 9: README said "Help: Get Started", which no VS Code has.
+test('README names only palette commands there are, and "Exec Bridge: Get Started" opens our walkthrough', () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  // VS Code's own, as both code-servers (1.100.3, 1.139.1) title them (test/vscode/suite/walkthrough.test.ts runs them).
+  const vscodeOwn = ['Help: Welcome', 'Welcome: Open Walkthrough…'];
+  for (const m of readme.matchAll(/\*\*((?:Help|Welcome|View|File): [^*]+)\*\*/g))
+    assert.ok(vscodeOwn.includes(m[1]!), `README names "${m[1]}", which is not ${vscodeOwn.join(' or ')}`);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    publisher: string;
+    name: string;
+    contributes: { commands: { command: string; title: string; category?: string }[]; walkthroughs: { id: string }[] };
+  };
+  const ours = pkg.contributes.commands.find((c) => `${c.category}: ${c.title}` === 'Exec Bridge: Get Started');
+  assert.equal(ours?.command, 'execBridge.openWalkthrough');
+  assert.match(readme, /\*\*Exec Bridge: Get Started\*\*/);
+  const id = `${pkg.publisher}.${pkg.name}#${pkg.contributes.walkthroughs[0]!.id}`;
+  assert.match(readFileSync(join(VSCODE_DIR, 'commands.ts'), 'utf8'), new RegExp(`WALKTHROUGH_ID = '${id.replace(/\./g, '\\.')}'`));
+});

@@ -66,4 +66,47 @@ suite('managed network approvals', () => {
     assert.deepEqual(value, [`127.0.0.1:${allowedPort}`, '127.0.0.1'], 'listed in the workspace setting (removable there)');
     t.terminal.dispose();
   });
+
+  // Issue 24 item 2: a workspace value replaces the user's (VS Code merges no arrays), so allowing
+  // one host for the workspace must carry the user's hosts along, or they are blocked right after.
+  test('allowing a host for the workspace keeps the hosts of the user setting allowed', async () => {
+    const userServer = createServer((_q, r) => r.end('user-body\n'));
+    await new Promise<void>((r) => userServer.listen(0, '127.0.0.2', r));
+    const userPort = (userServer.address() as AddressInfo).port;
+    const c = () => vscode.workspace.getConfiguration('execBridge');
+    const before = c().inspect<string[]>('sandboxNetworkAllow');
+    try {
+      await c().update('sandboxNetworkAllow', undefined, vscode.ConfigurationTarget.Workspace);
+      await c().update('sandboxNetworkAllow', [`127.0.0.2:${userPort}`], vscode.ConfigurationTarget.Global);
+      const api = await getApi();
+      const user = await runAnswering(api, `curl -sS -f http://127.0.0.2:${userPort}/`, 'Deny');
+      assert.equal(user.asked.length, 0, 'the user setting allows it');
+      assert.match(user.text, /user-body/);
+      user.t.terminal.dispose();
+
+      const other = await runAnswering(api, `curl -sS -f http://127.0.0.1:${otherPort}/`, allowHostChoice('127.0.0.1'));
+      assert.equal(other.asked.length, 1);
+      assert.match(other.text, /other-body/);
+      // Where it went, in the terminal (and the log).
+      assert.match(
+        other.text,
+        new RegExp(
+          `allowed 127\\.0\\.0\\.1 for this workspace \\(added to execBridge\\.sandboxNetworkAllow in the workspace settings \\(which also lists your user setting's 127\\.0\\.0\\.2:${userPort}`,
+        ),
+      );
+      other.t.terminal.dispose();
+      assert.deepEqual(c().inspect<string[]>('sandboxNetworkAllow')?.workspaceValue, [`127.0.0.2:${userPort}`, '127.0.0.1']);
+      assert.deepEqual(c().inspect<string[]>('sandboxNetworkAllow')?.globalValue, [`127.0.0.2:${userPort}`], 'the user setting untouched');
+
+      const again = await runAnswering(api, `curl -sS -f http://127.0.0.2:${userPort}/`, 'Deny');
+      assert.equal(again.asked.length, 0, "the user's host is still allowed");
+      assert.match(again.text, /user-body/);
+      assert.equal(again.t.exitCode, 0);
+      again.t.terminal.dispose();
+    } finally {
+      await c().update('sandboxNetworkAllow', before?.globalValue, vscode.ConfigurationTarget.Global);
+      await c().update('sandboxNetworkAllow', before?.workspaceValue, vscode.ConfigurationTarget.Workspace);
+      userServer.close();
+    }
+  });
 });

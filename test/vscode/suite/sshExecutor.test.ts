@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
@@ -85,5 +86,132 @@ suite('an SSH executor', () => {
       window.showInputBox = original;
       await vscode.commands.executeCommand('execBridge.selectExecutor', 'bundled');
     }
+  });
+});
+
+/**
+ * Issue 24 item 7: Add SSH Executor connects the new executor at once (with its progress), asks
+ * the host-key question right then (not at the first run), and ends its progress when it fails.
+ * Driven through the command with VS Code's prompts stubbed and a typed user@host:port. (The
+ * host-key question is declined: trusting would write to the known_hosts of the machine's user,
+ * which ssh reads whatever HOME says; test/integration/ssh.test.ts covers trusting.)
+ */
+suite('Add SSH Executor', () => {
+  let sshd: Sshd;
+  type Win = typeof vscode.window;
+  const window = vscode.window as { -readonly [K in keyof Win]: Win[K] };
+  const originals = {
+    showQuickPick: window.showQuickPick,
+    showInputBox: window.showInputBox,
+    showWarningMessage: window.showWarningMessage,
+    showErrorMessage: window.showErrorMessage,
+    withProgress: window.withProgress,
+  };
+  /** What the user saw, in order (with any progress notification still open at that moment). */
+  let seen: string[] = [];
+  /** The progress notifications: title, messages, and whether each has ended. */
+  let progress: { title: string; ended: boolean; messages: string[] }[] = [];
+
+  const stub = (inputs: string[]) => {
+    seen = [];
+    progress = [];
+    const open = () => {
+      const o = progress.filter((p) => !p.ended).map((p) => p.title);
+      return o.length > 0 ? ` [progress still open: ${o.join(', ')}]` : '';
+    };
+    window.showQuickPick = ((items: readonly vscode.QuickPickItem[]) => {
+      seen.push('pick');
+      return Promise.resolve(items.find((i) => i.label.includes('Type user@host')));
+    }) as unknown as Win['showQuickPick'];
+    window.showInputBox = (() => {
+      seen.push('input');
+      return Promise.resolve(inputs.shift());
+    }) as Win['showInputBox'];
+    window.showWarningMessage = ((message: string, ...rest: unknown[]) => {
+      const options = typeof rest[0] === 'object' && rest[0] !== null ? (rest[0] as vscode.MessageOptions) : {};
+      seen.push(`warning: ${message}${open()}${options.detail ? `\n${options.detail}` : ''}`);
+      return Promise.resolve(undefined); // declined (see the suite comment)
+    }) as Win['showWarningMessage'];
+    window.showErrorMessage = ((message: string) => {
+      seen.push(`error: ${message}${open()}`);
+      return Promise.resolve(undefined);
+    }) as Win['showErrorMessage'];
+    window.withProgress = ((options, task) => {
+      const p = { title: options.title ?? '', ended: false, messages: [] as string[] };
+      progress.push(p);
+      const run = task({ report: (v) => p.messages.push(v.message ?? '') }, new vscode.CancellationTokenSource().token);
+      void Promise.resolve(run).finally(() => (p.ended = true));
+      return run;
+    }) as Win['withProgress'];
+  };
+
+  suiteSetup(async function () {
+    this.timeout(30_000);
+    sshd = await startSshd();
+  });
+
+  suiteTeardown(async () => {
+    Object.assign(window, originals);
+    const config = vscode.workspace.getConfiguration('execBridge');
+    const list = (config.inspect<{ name: string }[]>('executors')?.globalValue ?? []).filter((e) => !e.name.startsWith('added-'));
+    await config.update('executors', list.length > 0 ? list : undefined, vscode.ConfigurationTarget.Global);
+    await vscode.commands.executeCommand('execBridge.selectExecutor', 'bundled');
+    await sshd?.stop();
+  });
+
+  test('adding an executor connects it at once: the host-key question comes then, its progress ended', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    stub([`root@127.0.0.1:${sshd.port}`, 'added-key']);
+    try {
+      await vscode.commands.executeCommand('execBridge.addSshExecutor');
+      await waitFor('the answer to the declined host key', () => seen.some((s) => s.startsWith('error:')), 30_000);
+    } finally {
+      Object.assign(window, originals);
+    }
+    assert.equal(api.activeExecutor, 'added-key', 'selected');
+    assert.deepEqual(seen.slice(0, 3), ['pick', 'input', 'input']);
+    // Nothing was run: the question comes from adding it, with the host's real fingerprint.
+    const fingerprint = execFileSync('ssh-keygen', ['-l', '-f', join(sshd.dir, 'host.pub')], { encoding: 'utf8' }).split(' ')[1]!;
+    assert.match(
+      seen[3] ?? '',
+      new RegExp(`^warning: The host key of 127\\.0\\.0\\.1:${sshd.port} is not known yet\\.\\n`),
+      seen.join('\n'),
+    );
+    assert.ok(seen[3]!.includes(fingerprint), seen[3]);
+    // Declined: not connected, said once, with a command that works when pasted (item 6).
+    assert.equal(seen.length, 5, seen.join('\n'));
+    assert.match(
+      seen[4]!,
+      new RegExp(
+        `^error: Exec Bridge: not connected to added-key — .*host key is not known: connect once in a terminal \\(ssh -p ${sshd.port} root@127\\.0\\.0\\.1\\)`,
+      ),
+    );
+    assert.equal(api.executorState('added-key').kind, 'failed');
+    assert.ok(progress.length >= 1, 'it connected at once, with a progress notification');
+    assert.match(progress[0]!.messages[0] ?? '', new RegExp(`^Connecting to root@127\\.0\\.0\\.1:${sshd.port}…$`));
+    assert.doesNotMatch(seen.join('\n'), /progress still open/, 'the progress ended before the question and the error');
+  });
+
+  test('a failed first connect ends its progress before it says why', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    // Port 9 on loopback: nobody listens (refused at once).
+    stub(['root@127.0.0.1:9', 'added-closed']);
+    try {
+      await vscode.commands.executeCommand('execBridge.addSshExecutor');
+      await waitFor('the error', () => seen.some((s) => s.startsWith('error:')), 40_000);
+    } finally {
+      Object.assign(window, originals);
+    }
+    assert.equal(api.executorState('added-closed').kind, 'failed');
+    assert.ok(progress.length >= 1, 'it tried at once, with a progress notification');
+    const error = seen.find((s) => s.startsWith('error:'))!;
+    assert.match(error, /^error: Exec Bridge: not connected to added-closed — .*cannot reach root@127\.0\.0\.1:9/);
+    assert.doesNotMatch(error, /progress still open/);
+    assert.ok(
+      progress.every((p) => p.ended),
+      'no progress left open',
+    );
   });
 });

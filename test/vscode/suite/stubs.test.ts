@@ -1,9 +1,25 @@
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { getApi, runCommand, waitFor, withSettings } from './helpers';
+
+/**
+ * Whether the Explorer hides `name` in `dir` through files.exclude, as VS Code evaluates it: a
+ * `**\/name` (or `name`) entry that is true, or whose `when` names a sibling that exists. (Search,
+ * `findFiles`, does not apply `when` clauses; the Explorer does.)
+ */
+function explorerHides(dir: string, name: string): boolean {
+  const exclude = vscode.workspace.getConfiguration('files', vscode.Uri.file(dir)).get<Record<string, unknown>>('exclude') ?? {};
+  const siblings = new Set(readdirSync(dir));
+  return Object.entries(exclude).some(([pattern, v]) => {
+    if (pattern !== `**/${name}` && pattern !== name) return false;
+    if (v === true) return true;
+    const when = (v as { when?: unknown } | null)?.when;
+    return typeof when === 'string' && siblings.has(when.replace('$(basename)', name));
+  });
+}
 
 // The placeholder the sandbox needs for a missing .codex (issue 14 item 8) stays out of the Explorer.
 suite('sandbox placeholders', () => {
@@ -39,5 +55,43 @@ suite('sandbox placeholders', () => {
     await t.done;
     await waitFor('the placeholder removed', () => !existsSync(stub) && !existsSync(`${stub}.exec-bridge-stub`));
     t.terminal.dispose();
+  });
+
+  // Issue 24 item 1: the .vscode placeholder must not hide the real folder the user makes in it
+  // (Configure Tasks, an mcp.json) while a command runs: it shows at once, not when the command ends.
+  test('a .vscode the user makes while a command runs is seen by VS Code at once', async () => {
+    const dotVscode = join(workspace, '.vscode');
+    await waitFor('the test workspace without .vscode', () => !existsSync(dotVscode), 15_000);
+    rmSync(join(workspace, 'stub-test-stop'), { force: true });
+    const api = await getApi();
+    const t = await runCommand(api, 'while [ ! -e stub-test-stop ]; do sleep 0.05; done');
+    try {
+      await waitFor('the .vscode placeholder', () => existsSync(`${dotVscode}.exec-bridge-stub`));
+      assert.ok(explorerHides(workspace, '.vscode'), 'the empty placeholder is out of the Explorer');
+      // What "Configure Tasks" does: VS Code's file service writes .vscode/tasks.json (the folder is there).
+      await vscode.workspace.fs.writeFile(
+        vscode.Uri.file(join(dotVscode, 'tasks.json')),
+        Buffer.from('{ "version": "2.0.0", "tasks": [] }\n'),
+      );
+      const deadline = Date.now() + 5000;
+      let found = 0;
+      while ((found = (await vscode.workspace.findFiles('.vscode/tasks.json')).length) === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      assert.equal(found, 1, '.vscode/tasks.json is visible to VS Code (files.exclude no longer hides the folder)');
+      assert.ok(!existsSync(`${dotVscode}.exec-bridge-stub`), 'no marker beside the real folder');
+      assert.ok(!explorerHides(workspace, '.vscode'), 'files.exclude does not hide it from the Explorer');
+      assert.ok(t.exitCode === undefined, 'while the command still runs');
+    } finally {
+      writeFileSync(join(workspace, 'stub-test-stop'), '');
+      await t.done;
+      t.terminal.dispose();
+      rmSync(join(workspace, 'stub-test-stop'), { force: true });
+    }
+    await waitFor(
+      'our claim gone from the user\u2019s .vscode',
+      () => !readdirSync(dotVscode).some((n) => n.startsWith('.exec-bridge-claim-')),
+    );
+    assert.deepEqual(readdirSync(dotVscode), ['tasks.json']);
+    rmSync(dotVscode, { recursive: true, force: true });
   });
 });
