@@ -67,7 +67,7 @@ writeFileSync(
     '- **Exec Bridge: New Executor Shell** — an interactive shell on the executor',
     '- try `touch ~/outside-the-workspace` to see the sandbox ask for approval',
     '- **Ctrl+Shift+B** runs the `execBridge` build task of `.vscode/tasks.json` on the executor; its error lands in the Problems view',
-    '- the **MCP Servers** view runs `memory` (`.vscode/mcp.json`, the MCP reference memory server) on the executor',
+    '- the **MCP Servers** view runs `memory` (`.vscode/mcp.json`, the MCP reference memory server) on the executor, in the executor’s sandbox (`executorSandbox`: it may write the workspace only, no network)',
     '- **Exec Bridge: Open Executor Folder…** adds a folder of the executor to the Explorer (this window is a workspace, `demo.code-workspace`)',
     '- **Help: Get Started** → *Get started with Exec Bridge* walks through all of it',
     '',
@@ -255,7 +255,14 @@ function demoWorkspaceFiles(dir) {
   const memory = join(root, 'node_modules', '@modelcontextprotocol', 'server-memory', 'dist', 'index.js');
   const mcp = {
     servers: {
-      memory: { type: 'stdio', command: process.execPath, args: [memory], env: { MEMORY_FILE_PATH: '${workspaceFolder}/.memory.jsonl' } },
+      // Sandboxed on the executor: it writes only its file in the workspace; the network is off.
+      memory: {
+        type: 'stdio',
+        command: process.execPath,
+        args: [memory],
+        env: { MEMORY_FILE_PATH: '${workspaceFolder}/.memory.jsonl' },
+        executorSandbox: 'workspace-write',
+      },
     },
   };
   writeFileSync(join(dir, '.vscode', 'mcp.json'), JSON.stringify(mcp, null, 2) + '\n');

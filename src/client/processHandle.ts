@@ -66,6 +66,13 @@ export interface ProcessHandle {
   readonly creditWindow: number | undefined;
   /** The consumer has taken `bytes` more bytes of output (in event order). Without a credit window: nothing. */
   outputConsumed(bytes: number): void;
+
+  /**
+   * Ours (started with `reportBlocked` and a managed network): each destination the sandbox's proxy
+   * refuses, as it happens, while the process runs. Not ordered with the output; not replayed after
+   * a reconnect (what was missed is in the exit's `sandboxDeniedTarget`).
+   */
+  readonly onSandboxBlocked: Event<{ target: string; reason: string }>;
 }
 
 export type { OutputStream };
@@ -106,6 +113,13 @@ export class ProcessHandleImpl implements ProcessHandle {
   private exitValue: ProcessCompletion | undefined;
   private sandboxTypeValue: SandboxType | undefined;
   private readonly emitter = new Emitter<ProcessEvent>();
+  private readonly blocked = new Emitter<{ target: string; reason: string }>();
+  readonly onSandboxBlocked: Event<{ target: string; reason: string }> = this.blocked.event;
+
+  /** `execBridge/sandboxBlocked` for this process. */
+  receiveBlocked(target: string, reason: string): void {
+    this.blocked.fire({ target, reason });
+  }
   /** Events kept until the first subscriber (undefined once someone subscribed). */
   private backlog: ProcessEvent[] | undefined = [];
   private readonly done = new Deferred<ProcessCompletion>();

@@ -1,6 +1,12 @@
 import { decodeBinaryOutput } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
-import { ProcessClosedNotification, ProcessExitedNotification, ProcessReadResult } from '../protocol/process';
+import {
+  ProcessClosedNotification,
+  ProcessExitedNotification,
+  ProcessReadResult,
+  SANDBOX_BLOCKED,
+  SandboxBlockedNotification,
+} from '../protocol/process';
 import { RpcError } from '../rpc/errors';
 import type { RpcPeer } from '../rpc/peer';
 import { NotStartedError, OutputLostError, type DisconnectedError } from './errors';
@@ -60,6 +66,11 @@ export class ProcessTable {
           },
           n.data.sandboxDenied === undefined,
         );
+        return;
+      }
+      case SANDBOX_BLOCKED: {
+        const n = SandboxBlockedNotification.safeParse(params);
+        if (n.success) handle.receiveBlocked(n.data.target, n.data.reason);
         return;
       }
       case 'process/closed': {

@@ -34,6 +34,18 @@ export interface McpClientFeatures {
   canSample?(): boolean;
 }
 
+/**
+ * Who made the request a server is serving when it asks the client something: VS Code's client
+ * through the gateway answers elicitation and sampling for its own calls in its own UI. A part
+ * that is absent falls back to ours.
+ */
+export interface RequestOrigin {
+  elicit?(params: ElicitRequestFormParams | ElicitRequestURLParams, signal: AbortSignal): Promise<ElicitResult>;
+  /** Whether `elicit` takes URL mode too. */
+  elicitUrl?: boolean;
+  sample?(params: CreateMessageRequest['params'], signal: AbortSignal): Promise<CreateMessageResult>;
+}
+
 /** The capabilities announced in `initialize` for `features`. */
 export function clientCapabilities(features: McpClientFeatures | undefined): ClientCapabilities {
   const caps: ClientCapabilities = {};
@@ -54,6 +66,7 @@ export function installClientFeatures(
   server: string,
   executorId: string,
   log: (line: string) => void,
+  origin: () => RequestOrigin | undefined = () => undefined,
 ): { dispose(): void } {
   if (!features) return { dispose: () => undefined };
   const { roots, elicit, elicitUrl } = features;
@@ -62,21 +75,33 @@ export function installClientFeatures(
   if (elicit) {
     sdk.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
       const params = req.params;
+      const by = origin();
       if (params.mode === 'url') {
-        if (!elicitUrl || !/^https?:\/\//i.test(params.url)) return { action: 'decline' };
+        if (!/^https?:\/\//i.test(params.url)) return { action: 'decline' };
+        if (by?.elicit && by.elicitUrl) {
+          log(`the server asks to open a URL (asked in VS Code's MCP client, which made the call): ${params.message}`);
+          return by.elicit(params, extra.signal);
+        }
+        if (!elicitUrl) return { action: 'decline' };
         log(`the server asks to open a URL: ${params.message}`);
         const result = await elicitUrl(server, params, extra.signal);
         log(`URL request answered: ${result.action}`);
         return result;
       }
-      log(`the server asks for input: ${params.message}`);
-      const result = await elicit(server, params as ElicitRequestFormParams, extra.signal);
+      const form = params as ElicitRequestFormParams;
+      log(`the server asks for input${by?.elicit ? " (asked in VS Code's MCP client, which made the call)" : ''}: ${params.message}`);
+      const result = by?.elicit ? await by.elicit(form, extra.signal) : await elicit(server, form, extra.signal);
       log(`input request answered: ${result.action}`);
       return result;
     });
   }
   if (sample) {
     sdk.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+      const by = origin();
+      if (by?.sample) {
+        log("the server asks for a language model completion (sampling), asked of VS Code's MCP client, which made the call");
+        return by.sample(req.params, extra.signal);
+      }
       log('the server asks for a language model completion (sampling)');
       return sample(server, req.params, extra.signal);
     });
@@ -211,9 +236,37 @@ export function parseElicitValue(field: ElicitField, text: string): string | num
 /** Checks a multi-select answer against the field's bounds; a string is an error message. */
 export function checkElicitPicks(field: ElicitField, picked: readonly string[]): string[] | { error: string } {
   if (field.required && picked.length === 0) return { error: `${field.title} is required` };
+  // An optional field picked empty is left out of the answer: `minItems` bounds a value that is there.
+  if (picked.length === 0) return [];
   if (field.minLength !== undefined && picked.length < field.minLength) return { error: `pick at least ${field.minLength}` };
   if (field.maxLength !== undefined && picked.length > field.maxLength) return { error: `pick at most ${field.maxLength}` };
   return [...picked];
+}
+
+/** One item of a single-choice field (enum, boolean); `leaveOut` answers nothing for an optional field. */
+export interface ElicitChoice {
+  label: string;
+  value: string | boolean | undefined;
+  leaveOut?: true;
+}
+
+/**
+ * The items of an enum or boolean field, and which one Enter takes (`active`): the schema's
+ * `default`, else for an optional field "leave out", else the first option. An optional field
+ * always offers "leave out" (last), so it can be answered with nothing, as a text field left empty is.
+ */
+export function elicitChoices(field: ElicitField): { items: ElicitChoice[]; active: number } {
+  const items: ElicitChoice[] =
+    field.kind === 'boolean'
+      ? [
+          { label: 'Yes', value: true },
+          { label: 'No', value: false },
+        ]
+      : (field.options ?? []).map((o) => ({ label: o.label, value: o.value }));
+  if (!field.required) items.push({ label: '(leave out)', value: undefined, leaveOut: true });
+  let active = items.findIndex((i) => !i.leaveOut && field.default !== undefined && i.value === field.default);
+  if (active < 0) active = field.required ? 0 : items.length - 1;
+  return { items, active };
 }
 
 /**

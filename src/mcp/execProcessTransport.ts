@@ -43,6 +43,8 @@ export interface ExecProcessTransportOptions {
    * when it exits on its own are killed. Default false; the manager turns it on for POSIX executors.
    */
   reapOrphans?: boolean;
+  /** A sandboxed server's managed network refused a destination while it runs (asked for with `launch.reportBlocked`). */
+  onBlocked?: (b: { target: string; reason: string }) => void;
   /** One incoming line longer than this is dropped with an error (the framing then resyncs at the next newline). Default 10 MiB. */
   maxLineBytes?: number;
   clock?: Clock;
@@ -215,6 +217,8 @@ export class ExecProcessTransport implements Transport {
     this.subscribed = true;
     // Subscribing replays (synchronously) whatever arrived before the start answer.
     handle.onEvent((e) => this.onProcessEvent(e));
+    const onBlocked = this.options.onBlocked;
+    if (onBlocked) handle.onSandboxBlocked((b) => onBlocked(b));
   }
 
   private onProcessEvent(e: ProcessEvent): void {
@@ -278,6 +282,48 @@ export class ExecProcessTransport implements Transport {
       return;
     }
     this.options.trace?.('receive', message);
+    this.deliver(message);
+  }
+
+  /** Messages held back for a microtask (see `deliver`), in order; undefined when none are. */
+  private held: JSONRPCMessage[] | undefined;
+  /** A notification was delivered in this turn of the event loop. */
+  private notifiedThisTurn = false;
+  /** `finish` waits for the held messages. */
+  private afterHeld: (() => void) | undefined;
+
+  /**
+   * Hands a message to the SDK in order. The SDK runs a notification's handler a microtask later
+   * but takes an answer at once, so a progress notification and the answer that follows it in one
+   * output chunk would arrive the other way round — the progress for a request already answered,
+   * dropped as "unknown token". An answer after a notification of the same turn (and whatever
+   * follows it) therefore waits one microtask.
+   */
+  private deliver(message: JSONRPCMessage): void {
+    if (this.held) {
+      this.held.push(message);
+      return;
+    }
+    const isAnswer = 'id' in message && !('method' in message);
+    if (isAnswer && this.notifiedThisTurn) {
+      this.held = [message];
+      queueMicrotask(() => {
+        const batch = this.held ?? [];
+        this.held = undefined;
+        this.notifiedThisTurn = false;
+        for (const m of batch) this.deliver(m);
+        if (!this.held && this.afterHeld) {
+          const done = this.afterHeld;
+          this.afterHeld = undefined;
+          done();
+        }
+      });
+      return;
+    }
+    if (!('id' in message)) {
+      if (!this.notifiedThisTurn) queueMicrotask(() => (this.notifiedThisTurn = false));
+      this.notifiedThisTurn = true;
+    }
     this.onmessage?.(message);
   }
 
@@ -297,7 +343,12 @@ export class ExecProcessTransport implements Transport {
     this.finished = true;
     this.exitInfo = exit;
     this.options.log?.flushStderr(this.interceptStderr);
-    this.closedDeferred.resolve();
-    this.onclose?.();
+    const close = () => {
+      this.closedDeferred.resolve();
+      this.onclose?.();
+    };
+    // The last answers first (a held one would otherwise meet a closed client).
+    if (this.held) this.afterHeld = close;
+    else close();
   }
 }

@@ -15,8 +15,13 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type LoggingLevel,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestOrigin } from './clientFeatures';
 import { errorMessage } from '../util/errorMessage';
 import { makePrivateSubdir, sweepDeadDirs } from '../util/privateDir';
 import type { McpServer } from './mcpServer';
@@ -176,16 +181,21 @@ export class McpGateway {
     }
     // The go-ahead: from here on the socket carries MCP.
     socket.write(`${JSON.stringify({ execBridgeMcpProxyReady: 1 })}\n`);
-    const session = new GatewaySession(server, socket, (byProxy) => {
-      const set = this.sessions.get(server.name);
-      set?.delete(session);
-      if (set?.size === 0) this.sessions.delete(server.name);
-      // VS Code stopped it (its proxy went away): stop ours too, unless another proxy still uses it.
-      if (byProxy && !this.disposed && (set?.size ?? 0) === 0 && server.isActive) {
-        this.log(`${server.name}: stopped from VS Code's MCP list`);
-        void server.stop("stopped from VS Code's MCP server list").catch(() => undefined);
-      }
-    });
+    const session = new GatewaySession(
+      server,
+      socket,
+      (byProxy) => {
+        const set = this.sessions.get(server.name);
+        set?.delete(session);
+        if (set?.size === 0) this.sessions.delete(server.name);
+        // VS Code stopped it (its proxy went away): stop ours too, unless another proxy still uses it.
+        if (byProxy && !this.disposed && (set?.size ?? 0) === 0 && server.isActive) {
+          this.log(`${server.name}: stopped from VS Code's MCP list`);
+          void server.stop("stopped from VS Code's MCP server list").catch(() => undefined);
+        }
+      },
+      () => this.sessions.get(server.name) ?? [],
+    );
     let set = this.sessions.get(server.name);
     if (!set) this.sessions.set(server.name, (set = new Set()));
     set.add(session);
@@ -193,20 +203,38 @@ export class McpGateway {
   }
 }
 
-/** One proxy's MCP session: an SDK server over the socket, answering from our running server. */
+/** RFC 5424 severities as MCP names them, least severe first. */
+const LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/**
+ * One proxy's MCP session: an SDK server over the socket, answering from our running server.
+ * What only the server can answer is forwarded: calls, reads, prompts, completions, resource
+ * subscriptions (counted per uri across sessions, released when the session ends) and the log
+ * level; the server's `notifications/message` (at the session's level or above) and
+ * `notifications/resources/updated` (for the uris the session subscribed to) come back. What the
+ * server asks while serving one of this session's calls (elicitation, sampling) is asked of this
+ * session's client, when it has that capability.
+ */
 class GatewaySession {
   private readonly sdk: Server;
   private closing = false;
   private readonly capabilities: ServerCapabilities;
+  private readonly subscribedUris = new Set<string>();
+  /** The level this session asked for (`logging/setLevel`); undefined: every message. */
+  private level: LoggingLevel | undefined;
+  private readonly notices: { dispose(): void };
 
   constructor(
     private readonly server: McpServer,
     private readonly socket: Socket,
     private readonly onClosed: (byProxy: boolean) => void,
+    /** Every open session of the same server, this one included. */
+    private readonly peers: () => Iterable<GatewaySession>,
   ) {
     const upstream = server.capabilities ?? {};
     const caps: ServerCapabilities = { tools: { listChanged: true } };
-    if (upstream.resources) caps.resources = { listChanged: true };
+    if (upstream.resources) caps.resources = { listChanged: true, ...(upstream.resources.subscribe ? { subscribe: true } : {}) };
+    if (upstream.logging) caps.logging = {};
     if (upstream.prompts) caps.prompts = { listChanged: true };
     // VS Code asks for completions of prompt arguments and resource-template variables.
     if (upstream.completions) caps.completions = {};
@@ -225,7 +253,20 @@ class GatewaySession {
       { capabilities: caps, ...(server.instructions ? { instructions: server.instructions } : {}) },
     );
     this.install();
+    this.notices = server.onNotification((n) => {
+      if (n.method === 'notifications/message') {
+        if (this.level !== undefined && LEVELS.indexOf(n.params.level) < LEVELS.indexOf(this.level)) return;
+        void this.sdk.notification(n).catch(() => undefined);
+      } else if (this.subscribedUris.has(n.params.uri)) {
+        void this.sdk.sendResourceUpdated(n.params).catch(() => undefined);
+      }
+    });
     socket.once('close', () => this.closed(!this.closing));
+  }
+
+  /** The level this session asked for, if any (the gateway sets the server to the most verbose of its sessions'). */
+  get loggingLevel(): LoggingLevel | undefined {
+    return this.level;
   }
 
   async connect(): Promise<void> {
@@ -251,8 +292,41 @@ class GatewaySession {
 
   private closed(byProxy: boolean): void {
     this.closing = true;
+    this.notices.dispose();
+    // Our subscriptions go with the session (the server is told when no other session holds them).
+    for (const uri of this.subscribedUris) void this.server.unsubscribeResource(uri).catch(() => undefined);
+    this.subscribedUris.clear();
     void this.sdk.close().catch(() => undefined);
     this.onClosed(byProxy);
+  }
+
+  /** The server logs at the most verbose level any of its sessions asked for; each session filters to its own. */
+  private async setServerLevel(signal: AbortSignal): Promise<void> {
+    let lowest = LEVELS.length;
+    for (const p of this.peers()) if (p.loggingLevel !== undefined) lowest = Math.min(lowest, LEVELS.indexOf(p.loggingLevel));
+    const level = LEVELS[lowest];
+    if (level !== undefined) await this.server.setLoggingLevel(level, { signal });
+  }
+
+  private originValue: RequestOrigin | undefined;
+
+  /**
+   * VS Code's client as the origin of a call: it answers what the server asks while serving it,
+   * where it can. One object per session (its capabilities are fixed at initialize), so that calls
+   * of one session in flight together count as one origin.
+   */
+  private origin(): RequestOrigin {
+    if (this.originValue) return this.originValue;
+    const caps = this.sdk.getClientCapabilities();
+    return (this.originValue = {
+      ...(caps?.elicitation
+        ? {
+            elicit: (params, signal) => this.sdk.elicitInput(params, { signal }),
+            elicitUrl: caps.elicitation.url !== undefined,
+          }
+        : {}),
+      ...(caps?.sampling ? { sample: (params, signal) => this.sdk.createMessage(params, { signal }) } : {}),
+    });
   }
 
   private install(): void {
@@ -267,6 +341,7 @@ class GatewaySession {
         signal: extra.signal,
         timeout: CALL_TIMEOUT_MS,
         resetTimeoutOnProgress: true,
+        origin: this.origin(),
         ...(token !== undefined
           ? {
               onprogress: (p) => {
@@ -282,6 +357,34 @@ class GatewaySession {
       sdk.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [...s.resources] }));
       sdk.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [...s.resourceTemplates] }));
       sdk.setRequestHandler(ReadResourceRequestSchema, (req, extra) => s.readResource(req.params.uri, { signal: extra.signal }));
+      if (this.capabilities.resources?.subscribe) {
+        sdk.setRequestHandler(SubscribeRequestSchema, async (req, extra) => {
+          const uri = req.params.uri;
+          if (!this.subscribedUris.has(uri)) {
+            // Listed before the server answers: an update it sends right after must not be missed.
+            this.subscribedUris.add(uri);
+            try {
+              await s.subscribeResource(uri, { signal: extra.signal });
+            } catch (e) {
+              this.subscribedUris.delete(uri);
+              throw e;
+            }
+          }
+          return {};
+        });
+        sdk.setRequestHandler(UnsubscribeRequestSchema, async (req, extra) => {
+          const uri = req.params.uri;
+          if (this.subscribedUris.delete(uri)) await s.unsubscribeResource(uri, { signal: extra.signal });
+          return {};
+        });
+      }
+    }
+    if (this.capabilities.logging) {
+      sdk.setRequestHandler(SetLevelRequestSchema, async (req, extra) => {
+        this.level = req.params.level;
+        await this.setServerLevel(extra.signal);
+        return {};
+      });
     }
     if (this.capabilities.completions) {
       sdk.setRequestHandler(CompleteRequestSchema, (req, extra) => s.complete(req.params, { signal: extra.signal }));

@@ -5,15 +5,18 @@ import type {
   CompleteRequest,
   CompleteResult,
   GetPromptResult,
+  LoggingLevel,
   ReadResourceResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestOrigin } from './clientFeatures';
 import type { TimerHandle } from '../util/clock';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
-import { formatDiagnostic, type McpServerDefinition, type McpServerEntry } from './config';
+import { formatDiagnostic, sandboxSummary, type McpServerDefinition, type McpServerEntry } from './config';
+import { blockedPathIn, hostOfTarget, type SandboxBlock } from './serverSandbox';
 import type { McpExecutor } from './executorHost';
 import { isSignInRequired, McpAuthSession } from './authSession';
-import { REMOTE_HOST, resolveLaunchOn, resolveRemoteOf } from './mcpSession';
+import { REMOTE_HOST, resolveLaunchOn, resolveRemoteOf, type ServerNotice } from './mcpSession';
 import { RestartSchedule } from './restartSchedule';
 import { connectRun, describeClose, endState, type RunEnd } from './serverConnect';
 import type { McpServerChange, McpServerContext } from './serverContext';
@@ -36,6 +39,19 @@ export class McpServer extends McpServerView {
 
   private readonly changed = new Emitter<McpServerChange>();
   readonly onDidChange: Event<McpServerChange> = this.changed.event;
+  private readonly noticed = new Emitter<ServerNotice>();
+  /** The server's log messages and resource updates (the gateway forwards them to VS Code's client). */
+  readonly onNotification: Event<ServerNotice> = this.noticed.event;
+  /** Calls in flight, each with who made it (undefined: ours). */
+  private readonly calls = new Map<number, RequestOrigin | undefined>();
+  private callSeq = 0;
+  /** Resource subscriptions of the current run: uri → how many subscribers. */
+  private readonly subscribed = new Map<string, number>();
+  private readonly blockedEmitter = new Emitter<SandboxBlock>();
+  /** The executor's sandbox blocked something new (a host, a path) during this run: the UI offers to allow it. */
+  readonly onDidBlock: Event<SandboxBlock> = this.blockedEmitter.event;
+  /** Where a sandboxed run may write (for telling a blocked write from the server's own permission problems). */
+  private writableNow: string[] = [];
 
   constructor(entry: McpServerEntry, ctx: McpServerContext) {
     super(entry, ctx);
@@ -166,9 +182,86 @@ export class McpServer extends McpServerView {
     return def;
   }
 
-  async callTool(name: string, args: Record<string, unknown>, options: RequestOptions = {}): Promise<CallToolResult> {
+  /**
+   * Calls a tool. With `origin` (VS Code's client through the gateway), what the server asks while
+   * serving it — elicitation, sampling — goes to that client when only its calls are in flight.
+   */
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    options: RequestOptions & { origin?: RequestOrigin } = {},
+  ): Promise<CallToolResult> {
     const sdk = this.readyClient();
-    return (await sdk.callTool({ name, arguments: args }, undefined, options)) as CallToolResult;
+    const { origin, ...request } = options;
+    const id = ++this.callSeq;
+    this.calls.set(id, origin);
+    try {
+      const result = (await sdk.callTool({ name, arguments: args }, undefined, request)) as CallToolResult;
+      if (this.sandbox) this.scanForBlockedWrites(result);
+      return result;
+    } finally {
+      this.calls.delete(id);
+    }
+  }
+
+  /** A sandboxed server's tool result (an error text, say) naming a write the sandbox refused. */
+  private scanForBlockedWrites(result: CallToolResult): void {
+    for (const c of result.content ?? []) {
+      if (c.type !== 'text') continue;
+      for (const line of c.text.split('\n').slice(0, 200)) {
+        const b = blockedPathIn(line, this.writableNow);
+        if (b) this.recordBlock(b);
+      }
+    }
+  }
+
+  /** Records a block once per run (the tree lists it; `onDidBlock` lets the UI offer to allow it). */
+  private recordBlock(b: SandboxBlock): void {
+    const key = b.kind === 'host' ? `host:${b.target}` : `path:${b.path}`;
+    if (this.blocksValue.some((x) => (x.kind === 'host' ? `host:${x.target}` : `path:${x.path}`) === key)) return;
+    this.blocksValue = [...this.blocksValue, b].slice(-20);
+    this.log.lifecycle(
+      b.kind === 'host' ? `the sandbox blocked ${b.target}: ${b.reason}` : `the sandbox blocked writing ${b.path}: ${b.evidence}`,
+    );
+    this.changed.fire('meta');
+    this.blockedEmitter.fire(b);
+  }
+
+  /** Who to ask on the server's behalf: the one origin of every call in flight, if they share one. */
+  private requestOrigin(): RequestOrigin | undefined {
+    const origins = new Set(this.calls.values());
+    return origins.size === 1 ? [...origins][0] : undefined;
+  }
+
+  /** `resources/subscribe`, counted: the server is asked once per uri however many subscribe. */
+  async subscribeResource(uri: string, options: RequestOptions = {}): Promise<void> {
+    const sdk = this.readyClient();
+    const n = this.subscribed.get(uri) ?? 0;
+    this.subscribed.set(uri, n + 1);
+    if (n > 0) return;
+    try {
+      await sdk.subscribeResource({ uri }, options);
+    } catch (e) {
+      this.subscribed.delete(uri);
+      throw e;
+    }
+  }
+
+  /** The last subscriber of `uri` leaving unsubscribes on the server. */
+  async unsubscribeResource(uri: string, options: RequestOptions = {}): Promise<void> {
+    const n = this.subscribed.get(uri) ?? 0;
+    if (n === 0) return;
+    if (n > 1) {
+      this.subscribed.set(uri, n - 1);
+      return;
+    }
+    this.subscribed.delete(uri);
+    await this.readyClient().unsubscribeResource({ uri }, options);
+  }
+
+  /** `logging/setLevel` on the server. */
+  async setLoggingLevel(level: LoggingLevel, options: RequestOptions = {}): Promise<void> {
+    await this.readyClient().setLoggingLevel(level, options);
   }
 
   async readResource(uri: string, options: RequestOptions = {}): Promise<ReadResourceResult> {
@@ -209,6 +302,8 @@ export class McpServer extends McpServerView {
     this.disposed = true;
     this.restarts.cancel();
     this.changed.dispose();
+    this.noticed.dispose();
+    this.blockedEmitter.dispose();
     this.auth.dispose();
     this.log.dispose();
   }
@@ -245,6 +340,21 @@ export class McpServer extends McpServerView {
       const launch = executor ? await resolveLaunchOn(def, executor, this.ctx) : undefined;
       throwIfStopped(run);
       if (executor) this.watchConnection(run, executor);
+      this.blocksValue = [];
+      if (launch?.sandbox) {
+        this.log.lifecycle(
+          `sandbox: ${sandboxSummary(launch.sandbox)} (executorSandbox${def.sandbox?.from === 'default' ? ', the workspace default' : ''})`,
+        );
+        const root = def.source.workspaceFolder ?? launch.cwd;
+        this.writableNow = launch.sandbox.policy === 'workspace-write' ? [...(root ? [root] : []), ...launch.sandbox.writable, '/tmp'] : [];
+        run.subscriptions.add(
+          this.log.onDidAppend((e) => {
+            if (e.kind !== 'stderr' || this.run !== run) return;
+            const b = blockedPathIn(e.text, this.writableNow);
+            if (b) this.recordBlock(b);
+          }),
+        );
+      }
 
       const timeoutMs = def.startupTimeoutMs;
       const t0 = clock.now();
@@ -252,7 +362,16 @@ export class McpServer extends McpServerView {
         run.timedOut = true;
         run.abort.abort(new Error(`did not become ready within ${formatMs(timeoutMs)}`));
       }, timeoutMs);
-      const request: RequestOptions = { signal: run.abort.signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs };
+      // The start's requests follow the run's abort only until the server is ready: the SDK never
+      // removes its abort listeners, so a later stop would "cancel" initialize and the list
+      // requests answered long before (notifications to a server that is going away, and on an
+      // http server, requests cut off by the close: error lines in a normal stop's log).
+      const startAbort = new AbortController();
+      const forward = () => startAbort.abort(run.abort.signal.reason);
+      if (run.abort.signal.aborted) forward();
+      else run.abort.signal.addEventListener('abort', forward, { once: true });
+      run.subscriptions.add({ dispose: () => run.abort.signal.removeEventListener('abort', forward) });
+      const request: RequestOptions = { signal: startAbort.signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs };
       const sdk = await connectRun(run, def, executor && launch ? { executor, launch } : undefined, request, t0, {
         ctx: this.ctx,
         log: this.log,
@@ -264,10 +383,20 @@ export class McpServer extends McpServerView {
           this.serverInfoValue = client.getServerVersion();
           this.instructionsValue = client.getInstructions();
         },
+        session: {
+          onNotification: (n) => {
+            if (this.run === run) this.noticed.fire(n);
+          },
+          origin: () => this.requestOrigin(),
+          onBlocked: (b) => {
+            if (this.run === run) this.recordBlock({ kind: 'host', target: b.target, host: hostOfTarget(b.target), reason: b.reason });
+          },
+        },
       });
       await this.loadLists(run, sdk, ALL_LISTS, request);
       clock.clearTimeout(timer);
       timer = undefined;
+      run.abort.signal.removeEventListener('abort', forward);
       throwIfStopped(run);
       this.restarts.markReady(clock.now());
       this.log.lifecycle(
@@ -356,6 +485,7 @@ export class McpServer extends McpServerView {
     if (run.finalized) return;
     run.finalized = true;
     run.subscriptions.dispose();
+    this.subscribed.clear();
     if (this.run === run) this.run = undefined;
     this.connectionValue = undefined;
     const now = this.ctx.clock.now();

@@ -1,14 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { LoggingMessageNotificationSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import {
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  type ClientCapabilities,
+  type LoggingMessageNotification,
+  type ResourceUpdatedNotification,
+} from '@modelcontextprotocol/sdk/types.js';
 import { inheritAllEnv } from '../client/envPolicy';
 import { defaultExecutorDir } from '../client/executorPaths';
-import { clientCapabilities, installClientFeatures } from './clientFeatures';
+import { clientCapabilities, installClientFeatures, type RequestOrigin } from './clientFeatures';
 import { resolveLaunch, resolveRemote, type McpLaunch, type McpServerDefinition } from './config';
 import { ExecProcessTransport } from './execProcessTransport';
 import { pathFromUri, type McpExecutor } from './executorHost';
 import type { McpAuthSession } from './authSession';
 import { RemoteMcpTransport } from './remoteTransport';
+import { sandboxedStart } from './serverSandbox';
 import type { McpServerContext } from './serverContext';
 import type { ListKind } from './serverLists';
 import type { ServerLog } from './serverLog';
@@ -22,6 +29,21 @@ export interface McpSessionOptions {
   ctx: McpServerContext;
   log: ServerLog;
   onListChanged(kind: ListKind): void;
+  /** What else the session hears and asks about: notifications for the gateway, the origin of a request the server serves. */
+  hooks?: SessionHooks;
+}
+
+/** A server notification others may want (the gateway forwards them to VS Code's client). */
+export type ServerNotice = LoggingMessageNotification | ResourceUpdatedNotification;
+
+export interface SessionHooks {
+  onNotification?(n: ServerNotice): void;
+  /** Who made the request the server is serving now (it may ask that client instead of ours). */
+  origin?(): RequestOrigin | undefined;
+  /** Protocol errors are not worth a log line once the session is being closed (they are the close's own echo). */
+  closing?(): boolean;
+  /** A sandboxed server's managed network refused a destination (`host:port`) just now. */
+  onBlocked?(b: { target: string; reason: string }): void;
 }
 
 /**
@@ -31,16 +53,22 @@ export interface McpSessionOptions {
 export function createMcpSession(o: McpSessionOptions): { transport: ExecProcessTransport; sdk: Client; features: { dispose(): void } } {
   const { executor, launch, ctx, log } = o;
   const processId = `mcp-${o.def.name.replace(/[^\w.-]+/g, '_').slice(0, 40)}-${o.runId}-${randomBytes(3).toString('hex')}`;
+  const cwd = launch.cwd ?? defaultExecutorDir(executor.client.environmentInfo) ?? '/';
+  const { env: sandboxEnv, ...sandboxed } = launch.sandbox
+    ? sandboxedStart(launch.sandbox, cwd, o.def.source.workspaceFolder)
+    : { env: {} };
   const transport = new ExecProcessTransport({
     client: executor.client,
     launch: {
       processId,
       argv: launch.argv,
-      cwd: launch.cwd ?? defaultExecutorDir(executor.client.environmentInfo) ?? '/',
+      cwd,
       // The server inherits the executor's environment, as a locally spawned one would inherit ours.
-      env: launch.env,
+      env: { ...sandboxEnv, ...launch.env },
       envPolicy: inheritAllEnv(launch.unsetEnv),
+      ...sandboxed,
     },
+    ...(o.hooks?.onBlocked ? { onBlocked: o.hooks.onBlocked } : {}),
     log,
     trace: (dir, msg) => {
       if (ctx.trace()) log.append('trace', `${dir === 'send' ? '→' : '←'} ${truncate(JSON.stringify(msg), 4000)}`);
@@ -52,8 +80,8 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
   });
 
   const caps = clientCapabilities(ctx.client);
-  const sdk = newSdkClient(ctx, caps, log, o.onListChanged);
-  const features = installClientFeatures(sdk, ctx.client, caps, o.def.name, executor.id, (line) => log.lifecycle(line));
+  const sdk = newSdkClient(ctx, caps, log, o.onListChanged, o.hooks);
+  const features = installClientFeatures(sdk, ctx.client, caps, o.def.name, executor.id, (line) => log.lifecycle(line), o.hooks?.origin);
   return { transport, sdk, features };
 }
 
@@ -66,6 +94,7 @@ export async function createRemoteSession(
   ctx: McpServerContext,
   log: ServerLog,
   onListChanged: (kind: ListKind) => void,
+  hooks?: SessionHooks,
   auth?: McpAuthSession,
 ): Promise<{ transport: RemoteMcpTransport; sdk: Client; features: { dispose(): void } }> {
   const remote = def.remote!;
@@ -86,8 +115,8 @@ export async function createRemoteSession(
     useOAuth ? { authProvider: auth.provider, fetch: auth.fetch } : undefined,
   );
   const caps = clientCapabilities(ctx.client);
-  const sdk = newSdkClient(ctx, caps, log, onListChanged);
-  const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line));
+  const sdk = newSdkClient(ctx, caps, log, onListChanged, hooks);
+  const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line), hooks?.origin);
   return { transport, sdk, features };
 }
 
@@ -115,7 +144,13 @@ export function resolveLaunchOn(def: McpServerDefinition, executor: McpExecutor,
 }
 
 /** The SDK client with our capabilities, list_changed hooks and log handlers. */
-function newSdkClient(ctx: McpServerContext, caps: ClientCapabilities, log: ServerLog, onListChanged: (kind: ListKind) => void): Client {
+function newSdkClient(
+  ctx: McpServerContext,
+  caps: ClientCapabilities,
+  log: ServerLog,
+  onListChanged: (kind: ListKind) => void,
+  hooks: SessionHooks | undefined,
+): Client {
   const debounceMs = ctx.timings.listChangedDebounceMs;
   const sdk = new Client(ctx.clientInfo, {
     capabilities: caps,
@@ -128,11 +163,16 @@ function newSdkClient(ctx: McpServerContext, caps: ClientCapabilities, log: Serv
   sdk.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     const data = typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data);
     log.append('message', `[${n.params.level}${n.params.logger ? ` ${n.params.logger}` : ''}] ${data}`);
+    hooks?.onNotification?.(n);
   });
+  sdk.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => hooks?.onNotification?.(n));
   sdk.onerror = (e) => {
     // A request abandoned while the server stops: the SDK's courtesy notice cannot reach a process
     // that is going away. Nothing failed that the user could act on.
     if (e.message.startsWith('Failed to send cancellation')) return;
+    // Once a stop began, what fails is the stop's own echo (an aborted read, a request cut off),
+    // not a problem of the server: a normal stop leaves no error lines (the stop has its own).
+    if (hooks?.closing?.()) return;
     log.lifecycle(`protocol error: ${e.message}`);
   };
   return sdk;

@@ -4,7 +4,7 @@ import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.j
 import { describeExitCode } from '../util/exitCode';
 import type { McpLaunch, McpServerDefinition } from './config';
 import type { McpExecutor } from './executorHost';
-import { createMcpSession, createRemoteSession } from './mcpSession';
+import { createMcpSession, createRemoteSession, type SessionHooks } from './mcpSession';
 import type { McpServerContext } from './serverContext';
 import type { ListKind } from './serverLists';
 import type { ServerLog } from './serverLog';
@@ -20,6 +20,8 @@ export interface ConnectHooks {
   onClosed(): void;
   /** `initialize` was answered: read the server's info, capabilities and instructions from `sdk`. */
   onInitialized(sdk: Client): void;
+  /** Notifications for the gateway, the origin of a request the server serves. */
+  session?: Omit<SessionHooks, 'closing'>;
   /** A remote server's sign-in (its transports authenticate through it). */
   auth?: McpAuthSession;
 }
@@ -39,10 +41,11 @@ export async function connectRun(
   const { ctx, log } = hooks;
   let session: ReturnType<typeof createMcpSession> | Awaited<ReturnType<typeof createRemoteSession>>;
   let over = '';
+  const sessionHooks: SessionHooks = { ...hooks.session, closing: () => run.stopping !== undefined };
   if (on) {
-    session = createMcpSession({ def, runId: run.id, ...on, ctx, log, onListChanged: hooks.onListChanged });
+    session = createMcpSession({ def, runId: run.id, ...on, ctx, log, onListChanged: hooks.onListChanged, hooks: sessionHooks });
   } else {
-    const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged, hooks.auth);
+    const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged, sessionHooks, hooks.auth);
     throwIfStopped(run);
     over = ` over ${remote.transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}`;
     session = remote;

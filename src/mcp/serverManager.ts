@@ -4,7 +4,8 @@ import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import type { McpAuthHooks } from './authSession';
 import { MemoryAuthStore } from './authStore';
-import type { McpConfig, McpDiagnostic, McpInputDefinition } from './config';
+import { withAllowedHost, type McpConfig, type McpDiagnostic, type McpInputDefinition, type McpSandboxSettings } from './config';
+import { allowEntryFor, dirToAllow, type SandboxBlock } from './serverSandbox';
 import type { McpClientFeatures } from './clientFeatures';
 import type { McpExecutorHost } from './executorHost';
 import { McpServer } from './mcpServer';
@@ -26,6 +27,12 @@ export interface McpManagerOptions {
   reapOrphans?: boolean;
   /** Roots, elicitation, sampling: what the client announces and answers (clientFeatures.ts). Default none. */
   client?: McpClientFeatures;
+  /**
+   * Writes a server's `executorSandbox` where its configuration lives (its `mcp.json` entry or its
+   * settings entry) and applies the new configuration before resolving: what "Allow" in the tree or
+   * the notification does. Without it nothing can be allowed from here.
+   */
+  saveSandbox?: (server: McpServer, settings: McpSandboxSettings) => Promise<void>;
   /** Sign-in to remote servers (src/mcp/authSession.ts). Default: kept in memory, no browser. */
   auth?: McpAuthHooks;
 }
@@ -56,6 +63,9 @@ export class McpServerManager {
   private readonly serverChanged = new Emitter<McpServerChangeEvent>();
   /** One server's state, lists or metadata changed. */
   readonly onDidChangeServer: Event<McpServerChangeEvent> = this.serverChanged.event;
+  private readonly blocked = new Emitter<{ server: McpServer; block: SandboxBlock }>();
+  /** The executor's sandbox blocked something new for a sandboxed server (McpServer.onDidBlock, of any server). */
+  readonly onDidBlock: Event<{ server: McpServer; block: SandboxBlock }> = this.blocked.event;
 
   constructor(private readonly options: McpManagerOptions) {
     this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
@@ -126,6 +136,34 @@ export class McpServerManager {
     await this.require(name).restart();
   }
 
+  /**
+   * "Allow HOST for this server" (or "Allow writing DIR"): the block's host joins the server's
+   * `networkAllow` (its directory its `writable`), the configuration is written (`saveSandbox`),
+   * and the server restarts in the sandbox with it, so the next call gets through.
+   */
+  async allowBlocked(name: string, block: SandboxBlock): Promise<McpSandboxSettings> {
+    const server = this.require(name);
+    const current = server.sandbox;
+    if (!current) throw new Error(`"${name}" does not run in the executor's sandbox`);
+    if (!this.options.saveSandbox) throw new Error('this configuration cannot be written from here');
+    let next: McpSandboxSettings;
+    if (block.kind === 'host') next = withAllowedHost(current, allowEntryFor(block));
+    else {
+      if (current.policy !== 'workspace-write')
+        throw new Error(`"${name}" runs read-only: a write outside its workspace needs "policy": "workspace-write" and "writable"`);
+      const dir = dirToAllow(block.path);
+      next = current.writable.includes(dir) ? current : { ...current, writable: [...current.writable, dir] };
+    }
+    await this.options.saveSandbox(server, next);
+    server.log.lifecycle(
+      block.kind === 'host'
+        ? `allowed ${allowEntryFor(block)} for this server (executorSandbox.networkAllow)`
+        : `allowed writing ${dirToAllow(block.path)} (executorSandbox.writable)`,
+    );
+    if (server.isActive) await server.restart();
+    return next;
+  }
+
   /** Restarts every server that is running (or crashed/timed out), concurrently. */
   async restartAll(): Promise<void> {
     const targets = this.servers.filter(
@@ -158,6 +196,7 @@ export class McpServerManager {
     this.serversChanged.fire();
     this.serversChanged.dispose();
     this.serverChanged.dispose();
+    this.blocked.dispose();
   }
 
   /** Synchronous last resort (see McpServer.terminateNow); prefer `shutdown()`. */
@@ -190,10 +229,11 @@ export class McpServerManager {
         openBrowser: () => Promise.reject(new Error('there is no browser to sign in with here')),
       }),
     });
-    this.serverSubscriptions.set(
-      server,
+    const subs = [
       server.onDidChange((change) => this.serverChanged.fire({ server, change })),
-    );
+      server.onDidBlock((block) => this.blocked.fire({ server, block })),
+    ];
+    this.serverSubscriptions.set(server, { dispose: () => subs.forEach((x) => x.dispose()) });
     return server;
   }
 

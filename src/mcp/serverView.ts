@@ -1,6 +1,7 @@
 import type { Implementation, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ConnectionState } from '../client/types';
-import type { McpServerDefinition, McpServerEntry } from './config';
+import type { McpSandboxSettings, McpServerDefinition, McpServerEntry } from './config';
+import type { SandboxBlock } from './serverSandbox';
 import type { McpServerContext } from './serverContext';
 import { McpServerLists } from './serverLists';
 import type { Run } from './serverRun';
@@ -23,6 +24,8 @@ export abstract class McpServerView {
   protected instructionsValue: string | undefined;
   protected executorValue: { id: string; label: string } | undefined;
   protected connectionValue: ConnectionState['kind'] | undefined;
+  /** What the sandbox blocked during the current (or last) run, oldest first, each once. */
+  protected blocksValue: SandboxBlock[] = [];
 
   constructor(
     entry: McpServerEntry,
@@ -74,6 +77,15 @@ export abstract class McpServerView {
   /** The exec connection of the running server (`recovering` while it reconnects). */
   get connection(): ConnectionState['kind'] | undefined {
     return this.connectionValue;
+  }
+  /** What the executor's sandbox blocked during the current (or last) run, each once. */
+  get blocks(): readonly SandboxBlock[] {
+    return this.blocksValue;
+  }
+  /** The executor sandbox the server runs in (the running definition's, else the configured one); undefined: none. */
+  get sandbox(): McpSandboxSettings | undefined {
+    const s = (this.run ? this.runningDefinition : this.entryValue.definition)?.sandbox?.settings;
+    return s === 'none' ? undefined : s;
   }
   /** The process id on the executor while running. */
   get processId(): string | undefined {

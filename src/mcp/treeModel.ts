@@ -1,7 +1,8 @@
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
-import { formatDiagnostic } from './config';
+import { formatDiagnostic, sandboxSummary } from './config';
+import { allowEntryFor } from './serverSandbox';
 import type { McpServer } from './mcpServer';
 import type { McpServerManager } from './serverManager';
 import { isFinal } from './serverState';
@@ -20,6 +21,8 @@ export type McpTreeNode =
   | { kind: 'prompt'; id: string; server: string; name: string }
   /** A line of explanation under a server (configuration error, why it stopped). */
   | { kind: 'detail'; id: string; server: string; index: number }
+  /** Something the executor's sandbox blocked for a sandboxed server (a host, a path), with "Allow". */
+  | { kind: 'blocked'; id: string; server: string; index: number }
   /** Shown when nothing is configured. */
   | { kind: 'empty'; id: string };
 
@@ -97,6 +100,7 @@ export class McpTreeModel {
           server: server.name,
           index,
         }));
+        server.blocks.forEach((_, index) => out.push({ kind: 'blocked', id: `${node.id}/blocked/${index}`, server: server.name, index }));
         if (server.state.kind === 'ready') {
           const caps = server.capabilities ?? {};
           if (caps.tools) out.push({ kind: 'group', id: `${node.id}/tools`, server: server.name, group: 'tools' });
@@ -154,6 +158,8 @@ export class McpTreeModel {
           command: { command: 'execBridge.mcp.showOutput', title: 'Show Output' },
         };
       }
+      case 'blocked':
+        return blockedItem(server, node.index);
       case 'group': {
         const count =
           node.group === 'tools'
@@ -240,6 +246,7 @@ export class McpTreeModel {
     if (auth.kind === 'signedIn') parts.push(auth.account ? `signed in as ${auth.account}` : 'signed in');
     else if (auth.kind === 'signInRequired') parts.push('sign-in required');
     else if (auth.kind === 'signingIn') parts.push('signing in…');
+    if (server.sandbox) parts.push(server.blocks.length > 0 ? `sandboxed, ${server.blocks.length} blocked` : 'sandboxed');
     const caps: string[] = ['mcpServer', st.kind];
     const active = server.isActive;
     const restartPending = st.kind === 'crashed' && (st.restartAt !== undefined || st.waitingForExecutor === true);
@@ -252,7 +259,8 @@ export class McpTreeModel {
     // Remote servers sign in ("Sign In…" inline when the server asks for it) and out.
     if (def?.remote && def.remote.oauth?.enabled !== false) caps.push(auth.kind === 'signInRequired' ? 'needsSignIn' : 'canSignIn');
     if (auth.kind === 'signedIn') caps.push('canSignOut');
-    const expandable = server.entry.errors.length > 0 || st.kind === 'ready' || st.kind === 'timedOut' || st.kind === 'crashed';
+    const expandable =
+      server.entry.errors.length > 0 || st.kind === 'ready' || st.kind === 'timedOut' || st.kind === 'crashed' || server.blocks.length > 0;
     return {
       label: server.name,
       description: parts.join(' · '),
@@ -277,6 +285,12 @@ export class McpTreeModel {
     }
     blocks.push(
       `Defined in: ${escapeMd(server.entry.source.file)}${def?.adjustedBy ? ` (adjusted in ${escapeMd(def.adjustedBy.file)})` : ''}`,
+    );
+    const sb = server.sandbox;
+    blocks.push(
+      sb
+        ? `Sandbox on the executor: ${escapeMd(sandboxSummary(sb))}${sb.writable.length > 0 ? `; also writable: ${escapeMd(sb.writable.join(', '))}` : ''}`
+        : 'Sandbox: none (`executorSandbox` runs it in the executor\u2019s sandbox)',
     );
     const auth = server.auth.status;
     if (auth.kind === 'signedIn') {
@@ -305,6 +319,32 @@ export class McpTreeModel {
     }
     return blocks.join('\n\n');
   }
+}
+
+/** A block under a sandboxed server: what was blocked, and what Allow would write. */
+function blockedItem(server: McpServer, index: number): McpTreeItemView {
+  const b = server.blocks[index];
+  if (!b) return { label: '(gone)', contextValue: 'mcpBlocked;', collapsible: 'none' };
+  const read = server.sandbox?.policy === 'read-only';
+  if (b.kind === 'host')
+    return {
+      label: `blocked ${b.target}`,
+      description: `Allow ${allowEntryFor(b)} for this server?`,
+      tooltip: `The executor's sandbox refused **${escapeMd(b.target)}**: ${escapeMd(b.reason)}\n\n**Allow** adds \`${escapeMd(allowEntryFor(b))}\` to this server's \`executorSandbox.networkAllow\` and restarts it.`,
+      icon: 'shield',
+      iconColor: 'problemsWarningIcon.foreground',
+      contextValue: 'mcpBlocked;host;canAllow;',
+      collapsible: 'none',
+    };
+  return {
+    label: `blocked writing ${b.path}`,
+    description: read ? 'read-only sandbox' : 'Allow writing there?',
+    tooltip: `The executor's sandbox kept **${escapeMd(b.path)}** read-only:\n\n\`${b.evidence.replace(/`/g, "'")}\`${read ? '' : '\n\n**Allow** adds its folder to this server\u2019s `executorSandbox.writable` and restarts it.'}`,
+    icon: 'shield',
+    iconColor: 'problemsWarningIcon.foreground',
+    contextValue: `mcpBlocked;path;${read ? '' : 'canAllow;'}`,
+    collapsible: 'none',
+  };
 }
 
 function serverNode(name: string): McpTreeNode {

@@ -77,6 +77,11 @@ export const ProcessStartParams = z.object({
    * this many of its bytes are unacknowledged (`process/ack`). Absent or null: no credit.
    */
   execBridgeCreditWindow: CreditWindowBytes.nullable().optional(),
+  /**
+   * Ours: report each destination the managed network's proxy refuses while the process runs, as
+   * `execBridge/sandboxBlocked` (a long-lived process such as an MCP server does not exit on it).
+   */
+  execBridgeReportBlocked: z.boolean().optional(),
 });
 export type ProcessStartParams = z.input<typeof ProcessStartParams>;
 export type ProcessStartRequest = z.output<typeof ProcessStartParams>;
@@ -202,6 +207,15 @@ export const ProcessExitedNotification = z.object({
   sandboxDeniedTarget: z.string().optional(),
 });
 export type ProcessExitedNotification = z.infer<typeof ProcessExitedNotification>;
+
+/** Ours (asked for with `execBridgeReportBlocked`): the process's managed network refused `target` (`host:port`) just now. */
+export const SandboxBlockedNotification = z.object({
+  processId: ProcessId,
+  target: z.string(),
+  reason: z.string(),
+});
+export type SandboxBlockedNotification = z.infer<typeof SandboxBlockedNotification>;
+export const SANDBOX_BLOCKED = 'execBridge/sandboxBlocked';
 
 export const ProcessClosedNotification = z.object({
   processId: ProcessId,

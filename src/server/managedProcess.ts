@@ -3,7 +3,7 @@ import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
-import type { ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol/process';
+import { SANDBOX_BLOCKED, type ProcessReadResult, type ProcessStartRequest, type SandboxType, type WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
 import type { FifoPool } from './fifoPool';
@@ -147,6 +147,12 @@ export class ManagedProcess {
     const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options);
     proc.plan = plan;
     if (req.execBridgeCreditWindow) proc.credit = new CreditWindow(req.execBridgeCreditWindow);
+    if (req.execBridgeReportBlocked && plan.onNetworkDenial) {
+      // Told at once, not only at the exit: a long-lived process (an MCP server) lives on after a refusal.
+      proc.unwatchDenials = plan.onNetworkDenial((d) => {
+        if (!proc.isClosed) sink.notify(SANDBOX_BLOCKED, { processId: proc.id, target: d.target, reason: d.reason });
+      });
+    }
     try {
       if (req.tty) {
         await spawnTurn();
@@ -352,7 +358,11 @@ export class ManagedProcess {
   private denialWait: (() => void) | undefined;
 
   /** Releases the plan's resources and those of a pre-started sandbox it ran in. */
+  private unwatchDenials: (() => void) | undefined;
+
   private releasePlan(): void {
+    this.unwatchDenials?.();
+    this.unwatchDenials = undefined;
     this.plan?.dispose();
     this.releaseWarm?.();
     this.releaseWarm = undefined;

@@ -142,10 +142,20 @@ export class NetProxy {
     return n <= 0 ? [] : this.denialLog.slice(-Math.min(n, this.denialLog.length));
   }
 
+  private readonly denialListeners = new Set<(d: NetDenial) => void>();
+
+  /** Called with each refusal as it happens (a running process's client may want to know at once). */
+  onDenial(listener: (d: NetDenial) => void): () => void {
+    this.denialListeners.add(listener);
+    return () => void this.denialListeners.delete(listener);
+  }
+
   private deny(target: string, reason: string): string {
     this.denialCount++;
-    this.denialLog.push({ target, reason, at: Date.now() });
+    const denial = { target, reason, at: Date.now() };
+    this.denialLog.push(denial);
     if (this.denialLog.length > MAX_DENIALS) this.denialLog.shift();
+    for (const l of this.denialListeners) l(denial);
     this.log?.(`managed network: blocked ${target}: ${reason}`);
     return `the sandbox blocked ${target}: ${reason}`;
   }

@@ -32,6 +32,8 @@ export interface SpawnPlan {
   isDenial(exitCode: number, output: Buffer[]): boolean;
   /** Managed network: the last destination (`host:port`) its proxy refused while this ran. */
   networkDenial?(): string | undefined;
+  /** Managed network: each refusal as it happens, while the plan lives; returns the unsubscribe. */
+  onNetworkDenial?(listener: (d: { target: string; reason: string }) => void): () => void;
   /** Releases what the plan created (temp files). Called once after the process is closed. */
   dispose(): void;
   /**

@@ -1,5 +1,13 @@
 import * as vscode from 'vscode';
-import { mergeMcpConfig, parseMcpJson, parseSettingsServers, type McpConfig, type McpConfigLayer, type McpDiagnostic } from '../mcp/config';
+import {
+  mergeMcpConfig,
+  parseMcpJson,
+  parseSettingsServers,
+  readSandboxValue,
+  type McpConfig,
+  type McpConfigLayer,
+  type McpDiagnostic,
+} from '../mcp/config';
 import { DisposableStore, type Disposable } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
@@ -26,7 +34,7 @@ export class McpConfigSource implements Disposable {
     this.store.add(this.diagnostics);
     this.store.add(
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('execBridge.mcp.servers')) this.schedule();
+        if (e.affectsConfiguration('execBridge.mcp.servers') || e.affectsConfiguration('execBridge.mcp.executorSandbox')) this.schedule();
       }),
     );
     this.store.add(
@@ -66,7 +74,17 @@ export class McpConfigSource implements Disposable {
         file: SETTINGS_LABEL,
       }),
     );
-    const config = mergeMcpConfig(layers);
+    // The workspace default of `executorSandbox` (a server's own key wins over it).
+    const sandboxErrors: McpDiagnostic[] = [];
+    const raw = vscode.workspace.getConfiguration('execBridge.mcp').get<unknown>('executorSandbox');
+    const sandboxDefault =
+      raw === undefined || raw === null
+        ? undefined
+        : readSandboxValue(raw, 'execBridge.mcp.executorSandbox', (key, message) =>
+            sandboxErrors.push({ severity: 'error', file: SETTINGS_LABEL, key, message }),
+          );
+    const config = mergeMcpConfig(layers, sandboxDefault !== undefined ? { sandboxDefault } : {});
+    config.diagnostics.push(...sandboxErrors);
     this.publish(config.diagnostics);
     return config;
   }

@@ -1,6 +1,13 @@
 import * as vscode from 'vscode';
 import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import { checkElicitPicks, elicitFields, parseElicitValue, type ElicitField } from '../mcp/clientFeatures';
+import {
+  checkElicitPicks,
+  elicitChoices,
+  elicitFields,
+  parseElicitValue,
+  type ElicitChoice,
+  type ElicitField,
+} from '../mcp/clientFeatures';
 
 /**
  * A server's form elicitation as VS Code quick inputs, one field after the other, titled with the
@@ -67,6 +74,37 @@ export async function elicitUrlWithQuickPick(server: string, params: ElicitReque
   }
 }
 
+/** A single-choice field: Enter takes the schema's default (or "leave out" for an optional field without one). */
+function pickOne(f: ElicitField, title: string, placeHolder: string, token: vscode.CancellationToken): Promise<ElicitChoice | undefined> {
+  const { items, active } = elicitChoices(f);
+  const qp = vscode.window.createQuickPick<vscode.QuickPickItem & { choice: ElicitChoice }>();
+  qp.title = title;
+  qp.placeholder = placeHolder;
+  qp.ignoreFocusOut = true;
+  qp.items = items.map((choice, i) => ({
+    label: choice.label,
+    choice,
+    ...(i === active && f.default !== undefined ? { description: 'default' } : {}),
+  }));
+  qp.activeItems = [qp.items[active]!];
+  return new Promise((resolve) => {
+    let answer: ElicitChoice | undefined;
+    const subs = [
+      qp.onDidAccept(() => {
+        answer = qp.selectedItems[0]?.choice ?? qp.activeItems[0]?.choice;
+        qp.hide();
+      }),
+      qp.onDidHide(() => {
+        for (const s of subs) s.dispose();
+        qp.dispose();
+        resolve(answer);
+      }),
+      token.onCancellationRequested(() => qp.hide()),
+    ];
+    qp.show();
+  });
+}
+
 async function askField(
   f: ElicitField,
   title: string,
@@ -94,14 +132,7 @@ async function askField(
     return CANCELLED;
   }
   if (f.kind === 'enum' || f.kind === 'boolean') {
-    const items =
-      f.kind === 'enum'
-        ? (f.options ?? []).map((o) => ({ label: o.label, value: o.value as string | boolean }))
-        : [
-            { label: 'Yes', value: true as string | boolean },
-            { label: 'No', value: false as string | boolean },
-          ];
-    const pick = await vscode.window.showQuickPick(items, { title, placeHolder, ignoreFocusOut: true }, token);
+    const pick = await pickOne(f, title, placeHolder, token);
     return pick === undefined ? CANCELLED : pick.value;
   }
   const text = await vscode.window.showInputBox(

@@ -16,6 +16,7 @@ import type { McpFeature } from './mcpFeatureApi';
 import { registerMcpProvider } from './mcpProvider';
 import { McpConfigSource } from './mcpConfigSource';
 import { McpTreeProvider } from './mcpView';
+import { notifyBlocked, writeServerSandbox } from './mcpSandbox';
 import { McpSignIn } from './mcpAuth';
 
 const INPUT_SECRET_PREFIX = 'execBridge.mcp.input.';
@@ -136,6 +137,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   ext.disposables.add(sampler);
   const signIn = new McpSignIn(secrets);
   ext.disposables.add(signIn);
+  const source = new McpConfigSource(ext.log);
   const manager = new McpServerManager({
     host: new ExtensionExecutorHost(ext),
     clientInfo: { name: 'exec-bridge', version: String(ext.context.extension?.packageJSON?.version ?? '0.0.0') },
@@ -161,13 +163,19 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
       sample: sampler.sample,
       canSample: sampler.canSample,
     },
+    // "Allow" for a sandboxed server: written where it is defined, then applied before its restart.
+    saveSandbox: async (server, sandbox) => {
+      await writeServerSandbox(server, sandbox);
+      manager.applyConfig(await source.read(), { autoStart: false });
+    },
   });
   ext.disposables.add(vscode.workspace.onDidChangeWorkspaceFolders(() => rootsChanged.fire()));
   ext.disposables.add(rootsChanged);
   const tree = new McpTreeModel(manager);
   const outputs = new McpOutputChannels();
-  const source = new McpConfigSource(ext.log);
   const provider = new McpTreeProvider(tree);
+  // The executor's sandbox blocked a host or a path for a server: say so, and offer to allow it.
+  ext.disposables.add(manager.onDidBlock(({ server, block }) => void notifyBlocked(manager, server, block, () => outputs.show(server))));
   ext.disposables.add(registerResultDocuments());
 
   // Servers start by themselves only in a trusted workspace, and only with the setting on.

@@ -1,4 +1,6 @@
 /** Shared bits of the MCP integration tests (not a test file itself). */
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import { ExecServerClient, type ClientOptions } from '../../src/client';
@@ -220,6 +222,13 @@ export const TIMINGS: Partial<McpTimings> = {
 
 export function manager(host: McpExecutorHost, timings: Partial<McpTimings> = {}): McpServerManager {
   return new McpServerManager({ host, timings: { ...TIMINGS, ...timings }, clientInfo: { name: 'exec-bridge-test', version: '0.0.0' } });
+}
+
+/** An HTTP server on 127.0.0.1 that answers every request with `body` (a destination for sandboxed servers to fetch). */
+export async function listenText(body: string): Promise<{ server: HttpServer; port: number }> {
+  const server = createHttpServer((_q, r) => r.end(`${body}\n`));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port };
 }
 
 /** The text parts of a tool result, joined. */

@@ -9,6 +9,7 @@
  *   and answers with the client's reply (text and model).
  * - `touch`: answers `touched`; not annotated (a client may confirm it first).
  * `whoami` and `slow` are annotated read-only (a client may skip its confirmation for those).
+ * With MCP_PROBE_IGNORE_SIGINT=1 it ignores SIGINT (a stop then terminates it after the grace).
  */
 import { appendFileSync } from 'node:fs';
 
@@ -142,3 +143,5 @@ process.stdin.on('data', (d: Buffer) => {
   }
 });
 process.stdin.on('end', () => process.exit(0));
+// A server that takes its time to stop (it is then terminated): it still hears what a stop sends it.
+if (process.env['MCP_PROBE_IGNORE_SIGINT'] === '1') process.on('SIGINT', () => undefined);

@@ -19,6 +19,15 @@ export { parseEnvFile } from './envFile';
 export { isToolEnabled, mergeMcpConfig } from './merge';
 export { parseMcpJson, parseSettingsServers } from './parse';
 export {
+  readSandboxValue,
+  sandboxJson,
+  sandboxSummary,
+  withAllowedHost,
+  type McpSandboxChoice,
+  type McpSandboxPolicy,
+  type McpSandboxSettings,
+} from './sandbox';
+export {
   DEFAULT_STARTUP_TIMEOUT_MS,
   formatDiagnostic,
   MAX_STARTUP_TIMEOUT_MS,

@@ -1,6 +1,7 @@
 import { errorMessage } from '../../util/errorMessage';
 import { resolveOAuthSettings, type McpOAuthSettings } from './auth';
 import { parseEnvFile } from './envFile';
+import type { McpSandboxSettings } from './sandbox';
 import { keyIn, McpConfigError, VARIABLE, type McpInputDefinition, type McpServerDefinition } from './types';
 
 export interface VariableContext {
@@ -25,6 +26,8 @@ export interface McpLaunch {
   env: Record<string, string>;
   /** Variables to remove from the inherited environment (`null` in `env`). */
   unsetEnv: string[];
+  /** Run inside the executor's sandbox (`writable` resolved to absolute paths). */
+  sandbox?: McpSandboxSettings;
 }
 
 export async function resolveLaunch(
@@ -63,7 +66,16 @@ export async function resolveLaunch(
       unsetEnv.push(k);
     } else env[k] = await sub(v, `env.${k}`);
   }
-  return { argv, cwd, env, unsetEnv };
+  const sb = def.sandbox?.settings;
+  if (sb === undefined || sb === 'none') return { argv, cwd, env, unsetEnv };
+  const writable: string[] = [];
+  for (const [i, w] of sb.writable.entries()) {
+    const key = `executorSandbox.writable[${i}]`;
+    const path = await sub(w, key);
+    if (!isAbsolutePath(path)) fail(key, `a writable path must be absolute after variables are substituted, got "${path}"`);
+    writable.push(path);
+  }
+  return { argv, cwd, env, unsetEnv, sandbox: { ...sb, writable } };
 }
 
 /** A remote server's `url` and `headers` with their variables filled in. */

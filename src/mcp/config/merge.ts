@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { oauthStrings } from './auth';
+import type { McpSandboxChoice, McpSandboxSettings } from './sandbox';
 import {
   DEFAULT_STARTUP_TIMEOUT_MS,
   keyIn,
@@ -19,11 +20,11 @@ import {
  * `mcp.json` with a name already taken is reported and skipped; settings entries replace (with a
  * `command`) or adjust (without) the server of the same name.
  */
-export function mergeMcpConfig(layers: McpConfigLayer[]): McpConfig {
+export function mergeMcpConfig(layers: McpConfigLayer[], options: { sandboxDefault?: McpSandboxSettings | 'none' } = {}): McpConfig {
   const diagnostics: McpDiagnostic[] = layers.flatMap((l) => l.diagnostics);
   const inputs = mergeInputs(layers, diagnostics);
   const slots = mergeServers(layers, diagnostics);
-  const entries = [...slots.values()].map((slot) => toEntry(slot, inputs, diagnostics));
+  const entries = [...slots.values()].map((slot) => toEntry(slot, inputs, diagnostics, options.sandboxDefault));
   return { entries, inputs, diagnostics };
 }
 
@@ -100,7 +101,12 @@ function mergeServers(layers: readonly McpConfigLayer[], diagnostics: McpDiagnos
 }
 
 /** Validates a merged server (a command, declared inputs) and builds its definition when valid. */
-function toEntry(slot: Slot, inputs: readonly McpInputDefinition[], diagnostics: McpDiagnostic[]): McpServerEntry {
+function toEntry(
+  slot: Slot,
+  inputs: readonly McpInputDefinition[],
+  diagnostics: McpDiagnostic[],
+  sandboxDefault: McpSandboxSettings | 'none' | undefined,
+): McpServerEntry {
   const f = slot.fields;
   if (f.command === undefined && f.transport === undefined && slot.errors.length === 0) {
     const d: McpDiagnostic = {
@@ -151,6 +157,15 @@ function toEntry(slot: Slot, inputs: readonly McpInputDefinition[], diagnostics:
       ...(f.enabledTools !== undefined ? { enabledTools: f.enabledTools } : {}),
       disabledTools: f.disabledTools ?? [],
     };
+    // The executor's sandbox: the server's own key, else the workspace default (stdio servers only).
+    const sandbox: McpSandboxChoice | undefined = remote
+      ? undefined
+      : f.executorSandbox !== undefined
+        ? { settings: f.executorSandbox, from: 'server' }
+        : sandboxDefault !== undefined
+          ? { settings: sandboxDefault, from: 'default' }
+          : undefined;
+    if (sandbox && sandbox.settings !== 'none') def.sandbox = sandbox;
     entry.definition = { ...def, fingerprint: fingerprintOf(def) };
   }
   return entry;
@@ -164,6 +179,8 @@ function* allVariableStrings(f: Partial<ServerFields>): Generator<[string, strin
   if (f.cwd !== undefined) yield ['cwd', f.cwd];
   if (f.url !== undefined) yield ['url', f.url];
   for (const [k, v] of Object.entries(f.headers ?? {})) yield [`headers.${k}`, v];
+  if (f.executorSandbox !== undefined && f.executorSandbox !== 'none')
+    for (const [i, w] of f.executorSandbox.writable.entries()) yield [`executorSandbox.writable[${i}]`, w];
   yield* oauthStrings(f.oauth);
 }
 
@@ -180,6 +197,7 @@ function fingerprintOf(def: Omit<McpServerDefinition, 'fingerprint'>): string {
     cwd: def.cwd ?? null,
     executor: def.executor ?? null,
     workspaceFolder: def.source.workspaceFolder ?? null,
+    sandbox: def.sandbox?.settings ?? null,
     remote: def.remote
       ? { ...def.remote, headers: Object.entries(def.remote.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) }
       : null,

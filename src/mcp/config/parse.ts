@@ -1,4 +1,5 @@
 import { readOAuthSettings } from './auth';
+import { readSandboxValue } from './sandbox';
 import { findNodeAtLocation, parseTree, printParseErrorCode, type Node as JsonNode, type ParseError } from 'jsonc-parser';
 import {
   IGNORED_VSCODE_KEYS,
@@ -8,6 +9,7 @@ import {
   OUR_KEYS,
   STDIO_KEYS,
   VARIABLE,
+  VSCODE_SANDBOX_KEYS,
   type LayerServer,
   type McpConfigLayer,
   type McpConfigSource,
@@ -188,8 +190,21 @@ function readServer(
     error(raw['url'] !== undefined ? 'url' : 'oauth', '"url" belongs to an "http" or "sse" server; a stdio server has a "command"');
   }
   for (const key of Object.keys(raw)) {
-    if (!STDIO_KEYS.has(key) && !OUR_KEYS.has(key) && !IGNORED_VSCODE_KEYS.has(key) && key !== 'url' && key !== 'headers') {
+    if (VSCODE_SANDBOX_KEYS.has(key)) {
+      warn(
+        key,
+        `"${key}" is VS Code's sandbox for a server VS Code runs itself; Exec Bridge runs it on the executor, sandboxed by "executorSandbox"`,
+      );
+    } else if (!STDIO_KEYS.has(key) && !OUR_KEYS.has(key) && !IGNORED_VSCODE_KEYS.has(key) && key !== 'url' && key !== 'headers') {
       warn(key, `unknown key "${key}" is ignored`);
+    }
+  }
+  if (raw['executorSandbox'] !== undefined) {
+    if (server.fields.transport !== undefined)
+      error('executorSandbox', '"executorSandbox" is for stdio servers (they run on the executor); a remote server runs elsewhere');
+    else {
+      const sb = readSandboxValue(raw['executorSandbox'], 'executorSandbox', (key, message) => error(key, message, key.split('.')));
+      if (sb !== undefined) server.fields.executorSandbox = sb;
     }
   }
 

@@ -1,5 +1,6 @@
 /** The MCP configuration's shapes, limits and diagnostics (see index.ts for the sources and rules). */
 import type { McpOAuthSettings } from './auth';
+import type { McpSandboxChoice, McpSandboxSettings } from './sandbox';
 
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 /** Bounds for `startupTimeoutMs`; below 100 ms not even `node` starts. */
@@ -63,6 +64,8 @@ export interface McpServerDefinition {
   disabledTools: string[];
   /** A remote server (`type: "http"` or `"sse"`, `url`): the extension connects to it itself; `command` is empty. */
   remote?: McpRemoteDefinition;
+  /** The executor's sandbox for a stdio server: its own `executorSandbox`, else the workspace default; absent = none. */
+  sandbox?: McpSandboxChoice;
   /** Stable hash of everything that affects the running process: a change means "restart to apply". */
   fingerprint: string;
 }
@@ -119,6 +122,7 @@ export interface ServerFields {
   url: string;
   headers: Record<string, string>;
   oauth: McpOAuthSettings;
+  executorSandbox: McpSandboxSettings | 'none';
 }
 
 export interface McpConfig {
@@ -131,7 +135,18 @@ export interface McpConfig {
 
 /** Keys of VS Code's format that we accept but do not use (no warning for them). */
 export const IGNORED_VSCODE_KEYS = new Set(['dev', 'gallery', 'version']);
-export const OUR_KEYS = new Set(['executor', 'startupTimeoutMs', 'autoStart', 'restart', 'enabledTools', 'disabledTools', 'oauth']);
+/** VS Code's sandbox for a server it spawns itself (on the window's machine); ours is `executorSandbox`. */
+export const VSCODE_SANDBOX_KEYS = new Set(['sandboxEnabled', 'sandbox']);
+export const OUR_KEYS = new Set([
+  'executor',
+  'startupTimeoutMs',
+  'autoStart',
+  'restart',
+  'enabledTools',
+  'disabledTools',
+  'oauth',
+  'executorSandbox',
+]);
 export const STDIO_KEYS = new Set(['type', 'command', 'args', 'env', 'envFile', 'cwd']);
 
 /** `${name}` or `${name:arg}`; names are letters only. */

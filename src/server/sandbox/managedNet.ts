@@ -38,6 +38,8 @@ export interface ManagedNetSnapshot {
   allowLocalBinding: boolean;
   /** Our proxy: the last destination it refused for this start. */
   lastDenial(): NetDenial | undefined;
+  /** Our proxy: each refusal as it happens; returns the unsubscribe. */
+  onDenial(listener: (d: NetDenial) => void): () => void;
   /** Closes this start's listeners and removes its sockets. Idempotent. */
   release(): void;
   /** A pre-started sandbox's listeners now serve the start that took it: the folder loses its marker. */
@@ -209,6 +211,7 @@ export class ManagedNetworks {
       loopbackPorts: o.loopbackPorts,
       allowLocalBinding: o.allowLocalBinding ?? false,
       lastDenial: () => o.proxy?.lastDenial(),
+      onDenial: (listener) => o.proxy?.onDenial(listener) ?? (() => undefined),
       release: () => {
         if (released) return;
         released = true;

@@ -24,6 +24,11 @@ export interface SandboxOptions {
   log?: (line: string) => void;
 }
 
+/** A start's managed-network listeners, and who follows their refusals when they are replaced. */
+interface NetRef {
+  net?: ManagedNetSnapshot;
+  watch?: (snap: ManagedNetSnapshot) => void;
+}
 /** A plan plus what the heuristic knows, for callers that want more than a boolean. */
 export interface SandboxedSpawnPlan extends SpawnPlan {
   /** The full verdict behind `isDenial` (kind and the evidence line). */
@@ -181,7 +186,7 @@ export class SandboxPlanner {
     // node-pty has no spare fds to give, so for a PTY a tiny shell opens the filter as fd 3 and
     // execs bwrap, which reads it and closes it before running the command. Pipes get it directly.
     const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
-    const netRef = { net };
+    const netRef: NetRef = { net };
     const plan = this.finish({ ...req, env: host.env }, policy, layout, 'linuxSeccomp', launch, retain(), netRef);
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
@@ -253,7 +258,7 @@ export class SandboxPlanner {
    */
   private managedListeners(
     lists: { allow: string[]; deny?: string[] },
-    ref: { net?: ManagedNetSnapshot },
+    ref: NetRef,
     argsFor: (socketDir: string) => string[],
   ): NonNullable<PrewarmSpec['listeners']> {
     return {
@@ -270,6 +275,7 @@ export class SandboxPlanner {
         this.waitingNets.delete(l);
         snap.claim();
         ref.net = snap;
+        ref.watch?.(snap);
         setImmediate(() => own.release()); // the proxy made for an on-the-spot build, never used
         return true;
       },
@@ -284,7 +290,7 @@ export class SandboxPlanner {
     launch: { file: string; args: string[] },
     release: () => void,
     /** The start's listeners; a pre-started sandbox's replace them when a start takes it. */
-    ref: { net?: ManagedNetSnapshot },
+    ref: NetRef,
   ): SandboxedSpawnPlan {
     const ctx: DenialContext = {
       fsRestricted: policy.fs === 'restricted',
@@ -294,6 +300,10 @@ export class SandboxPlanner {
       protectedPaths: layout.protectedPaths,
     };
     let disposed = false;
+    // Refusals as they happen, from whichever listeners serve the start (they change when it takes a pre-started sandbox).
+    const denialListeners = new Set<(d: { target: string; reason: string }) => void>();
+    ref.watch = (snap) => snap.onDenial((d) => denialListeners.forEach((l) => l(d)));
+    if (ref.net) ref.watch(ref.net);
     // A destination this start's proxy refused is the denial, named (the proxy serves this start alone).
     const classify = (code: number, output: Buffer[]): DenialVerdict => {
       const refused = code !== 0 ? ref.net?.lastDenial() : undefined;
@@ -309,6 +319,10 @@ export class SandboxPlanner {
       classify,
       isDenial: (code, output) => classify(code, output).denied,
       networkDenial: () => ref.net?.lastDenial()?.target,
+      onNetworkDenial: (l) => {
+        denialListeners.add(l);
+        return () => void denialListeners.delete(l);
+      },
       dispose: () => {
         if (disposed) return;
         disposed = true;
