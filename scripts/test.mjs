@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: set up the machine (scripts/setup.mjs: Debian packages, both code-servers), build,
 // typecheck + compile tests, lint, then every node:test suite (unit, then integration), then the
-// extension inside two real VS Codes (scripts/vscode-test.mjs).
+// extension inside two real VS Codes (scripts/vscode-test.mjs, then scripts/vscode-trust-test.mjs).
 // Usage: npm test [-- unit|integration|vscode|<substring of a test file path>]
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -99,4 +99,13 @@ function startLane(files, timeout) {
     }
     console.log(`✓ node --test (beside the suite: ${files.length} file(s), ${s}s)`);
   });
+}
+
+// Last: the extension inside real VS Codes (code-server + chromium; scripts/vscode-test.mjs), then
+// executor folders with workspace trust on, as users have it (scripts/vscode-trust-test.mjs; the
+// first runs with trust off).
+if (withVscode) {
+  console.log('\n— vscode: extension tests in code-server');
+  run('node', ['scripts/vscode-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });
+  run('node', ['scripts/vscode-trust-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });
 }

@@ -2,13 +2,14 @@ import { BinaryResult } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo, EnvironmentStatusResult } from '../protocol/environment';
 import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
+import { FS_CHANGED, type FsWatchLimits } from '../protocol/fsWatch';
 import type { ParamsOf, RequestMethod, ResultOf } from '../protocol/methods';
 import { ConnectionClosedError, RpcError } from '../rpc/errors';
 import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import { systemClock, type Clock } from '../util/clock';
 import type { Disposable } from '../util/disposable';
 import { errorMessage } from '../util/errorMessage';
-import type { Event } from '../util/emitter';
+import { Emitter, type Event } from '../util/emitter';
 import { Admission, type Permit } from './admission';
 import { abortable, fromUri, parseResult, toUri } from './callHelpers';
 import { connectorFor } from './connectors';
@@ -94,6 +95,9 @@ export class ExecServerClient implements Disposable {
   private readonly host: HandleHost;
   private readonly tracking: ClientOptions['onProcessTracking'];
   private readonly maxAnswerBytes: number;
+  private readonly fsChanged = new Emitter<unknown>();
+  /** `execBridge/fsChanged` notifications of the current connection, unparsed (FsWatchClient, ./fsWatch.ts, reads them). */
+  readonly onFsChanged: Event<unknown> = this.fsChanged.event;
 
   private constructor(options: ClientOptions) {
     this.clock = options.clock ?? systemClock;
@@ -118,9 +122,14 @@ export class ExecServerClient implements Disposable {
       jitter,
       binaryOutput: options.binaryOutput ?? true,
       outputSpool: options.outputSpool ?? false,
+      fsWatch: options.fsWatch ?? true,
     };
     this.link = new SessionLink(settings, connector, this.clock, this.log, {
-      onNotification: (method, params) => this.processes.dispatch(method, params),
+      onNotification: (method, params) => {
+        // File watch events go to ./fsWatch.ts; everything else is about processes.
+        if (method === FS_CHANGED) this.fsChanged.fire(params);
+        else this.processes.dispatch(method, params);
+      },
       onBinary: (frame) => this.processes.dispatchBinary(frame),
       onConnectionLost: (gen) => this.processes.markStartsLost(gen),
       catchUp: (live) =>
@@ -185,6 +194,10 @@ export class ExecServerClient implements Disposable {
   retryNow(): boolean {
     return this.link.retryNow();
   }
+  /** The current connection may watch files (`execBridgeFsWatch`), within these bounds; undefined: it may not (codex). */
+  get fsWatchLimits(): FsWatchLimits | undefined {
+    return this.link.fsWatch;
+  }
   /** Server capabilities (`processResize`, `concurrentRequests`, …); missing ones are false. */
   get capabilities(): Readonly<Record<string, boolean>> {
     return this.link.capabilities;
@@ -230,6 +243,7 @@ export class ExecServerClient implements Disposable {
       ...(envPolicy ? { envPolicy } : {}),
       ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
       ...(options.managedNetwork ? { enforceManagedNetwork: true, managedNetwork: options.managedNetwork } : {}),
+      ...(options.managedNetwork && options.reportBlocked ? { execBridgeReportBlocked: true } : {}),
       ...(tty && options.ptySize ? { ptySize: options.ptySize } : {}),
       ...(credit ? { execBridgeCreditWindow: credit } : {}),
     };
@@ -382,6 +396,7 @@ export class ExecServerClient implements Disposable {
    */
   dispose(message?: string): void {
     this.link.dispose(message);
+    this.fsChanged.dispose();
   }
 
   // ───────────────────────────── calls ─────────────────────────────

@@ -2,6 +2,7 @@ import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { requests } from '../protocol/methods';
+import { FS_WATCH_FIELD, type FsWatchLimits } from '../protocol/fsWatch';
 import { InitializeResult, SESSION_TAKEN_OVER, SESSION_TTL_FIELD } from '../protocol/session';
 import { RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
@@ -47,6 +48,8 @@ export interface LinkSettings {
   binaryOutput?: boolean;
   /** Ask for spooled output in `initialize` (`execBridgeOutputSpool`; default yes; other servers ignore the field). */
   outputSpool?: boolean | { processBytes: number };
+  /** Ask for file watches in `initialize` (`execBridgeFsWatch`; default yes; other servers ignore the field). */
+  fsWatch?: boolean;
 }
 
 /** What the link asks of the client that owns it. */
@@ -91,6 +94,7 @@ export class SessionLink {
   private ttl: number | undefined;
   private envInfo: EnvironmentInfo | undefined;
   private spool: InitializeResult['execBridgeOutputSpool'];
+  private watchLimits: FsWatchLimits | undefined;
   private caps: Record<string, boolean> = {};
 
   constructor(
@@ -139,6 +143,10 @@ export class SessionLink {
   /** The current connection's `process/read` serves spooled output, with these caps (undefined: only the server's window). */
   get outputSpool(): InitializeResult['execBridgeOutputSpool'] {
     return this.spool;
+  }
+  /** The current connection may watch files (`execBridge/fsWatch`) within these bounds (undefined: it may not, e.g. codex). */
+  get fsWatch(): FsWatchLimits | undefined {
+    return this.watchLimits;
   }
   get capabilities(): Readonly<Record<string, boolean>> {
     return this.caps;
@@ -293,6 +301,7 @@ export class SessionLink {
               ? { execBridgeOutputSpool: this.settings.outputSpool === true ? true : this.settings.outputSpool }
               : {}),
             ...(this.settings.sessionTtlMs !== null ? { [SESSION_TTL_FIELD]: this.settings.sessionTtlMs } : {}),
+            ...(this.settings.fsWatch !== false ? { [FS_WATCH_FIELD]: true } : {}),
             // Only a connection that delivers binary messages may ask for them (a wrapper without `onBinary` would drop them).
             ...(this.settings.binaryOutput !== false && conn.onBinary ? { [BINARY_OUTPUT_FIELD]: true } : {}),
           },
@@ -312,6 +321,7 @@ export class SessionLink {
       live.peer.notify('initialized', {});
       // Per connection: a resume on a server that does not spool (a restarted older one) reads its window only.
       this.spool = init.data.execBridgeOutputSpool;
+      this.watchLimits = init.data[FS_WATCH_FIELD];
       return { live, init: init.data };
     } finally {
       this.clock.clearTimeout(timer);

@@ -119,6 +119,12 @@ export interface ClientOptions {
    */
   outputSpool?: boolean | { processBytes: number };
   /**
+   * Ask for file watches (`execBridgeFsWatch`, docs/protocol-extensions.md "File watches"): on a
+   * server that offers them `FsWatchClient` (./fsWatch.ts) watches there, else callers poll. Asking
+   * costs nothing until something is watched; other servers ignore the field. Default true.
+   */
+  fsWatch?: boolean;
+  /**
    * If a cleanup call (`process/terminate`, `fs/close`) cannot get even the reserved permit within
    * this long, the connection is judged wedged and closed so teardown can proceed. Default 10 000 ms.
    */
@@ -171,6 +177,8 @@ export interface StartProcessOptions extends CallOptions {
   sandbox?: ProcessStartParams['sandbox'];
   /** Ours: only these destinations, through the executor's proxy (sent with `enforceManagedNetwork`; needs a network-off sandbox). */
   managedNetwork?: { allow: string[]; deny?: string[] };
+  /** With `managedNetwork`: ask to hear each refusal while the process runs (`ProcessHandle.onSandboxBlocked`). */
+  reportBlocked?: boolean;
   /** Overrides argv[0] as the child sees it. */
   arg0?: string | null;
   /** Session-unique id; generated when omitted. */

@@ -60,3 +60,37 @@ export function missingWorkspaceFolders(fileText: string, shown: readonly Worksp
     return false;
   });
 }
+
+/** Where Open Executor Folder… writes the workspace file of a single-folder window, in the folder itself (`<folder>/.vscode/exec-bridge/`). */
+export const WORKSPACE_DIR_IN_FOLDER = ['.vscode', 'exec-bridge'] as const;
+
+/**
+ * Where the workspace file goes. VS Code trusts a saved workspace only if its *file* is in a
+ * trusted place too (its folders are not enough: the file decides which folders open): written to
+ * the extension's global storage it reopens the window in Restricted Mode (1.139.1) or asks for
+ * trust again (1.100.3). The window's own folder is trusted (the window is), so with workspace
+ * trust on the file goes there, in `.vscode/exec-bridge/` (with a `.gitignore` that keeps it out
+ * of git); with trust off (nothing to decide) the user's folder is left alone.
+ */
+export function workspaceFilePlacement(o: {
+  trustEnabled: boolean;
+  trusted: boolean;
+  folderWritable: boolean;
+}): 'folder' | 'globalStorage' {
+  return o.trustEnabled && o.trusted && o.folderWritable ? 'folder' : 'globalStorage';
+}
+
+/** Whether a window's workspace file is one Open Executor Folder… wrote (in global storage, or in a folder's `.vscode/exec-bridge/`). */
+export function isExecutorWorkspaceFile(path: string, globalWorkspacesDir: string): boolean {
+  if (!path.endsWith('.code-workspace')) return false;
+  return path.startsWith(`${globalWorkspacesDir}/`) || path.includes(`/${WORKSPACE_DIR_IN_FOLDER.join('/')}/`);
+}
+
+/** What a window in Restricted Mode on such a workspace tells the user: exactly what to click. */
+export function restrictedModeText(executorFolders: readonly string[]): string {
+  const which = executorFolders.length > 0 ? ` (${executorFolders.join(', ')})` : '';
+  return (
+    `Exec Bridge: this workspace opened in Restricted Mode, so its executor folder${which} stays empty: VS Code has not trusted the workspace file. ` +
+    'Click "Trust Workspace" below and then "Trust" on the page that opens; the executor folder is listed as soon as the workspace is trusted.'
+  );
+}

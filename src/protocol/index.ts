@@ -2,6 +2,7 @@ export * from './common';
 export * from './describeError';
 export * from './environment';
 export * from './fs';
+export * from './fsWatch';
 export * from './http';
 export * from './methods';
 export * from './process';

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { Empty } from './common';
 import { EnvironmentInfo, EnvironmentInfoParams, EnvironmentStatusParams, EnvironmentStatusResult } from './environment';
 import * as fs from './fs';
+import { FsChangedNotification, FsUnwatchParams, FsWatchParams, FsWatchResult } from './fsWatch';
 import { HttpBodyDeltaNotification, HttpRequestParams, HttpRequestResult } from './http';
 import * as p from './process';
 import { InitializeParams, InitializeResult, SessionsParams, SessionsResult } from './session';
@@ -36,6 +37,9 @@ export const requests = {
   'fs/writeBlock': { params: fs.FsWriteBlockParams, result: Empty },
   'fs/close': { params: fs.FsCloseParams, result: Empty },
   'fs/walk': { params: fs.FsWalkParams, result: fs.FsWalkResult },
+  /** Ours; negotiated in `initialize` (`execBridgeFsWatch`), see ./fsWatch.ts. */
+  'execBridge/fsWatch': { params: FsWatchParams, result: FsWatchResult },
+  'execBridge/fsUnwatch': { params: FsUnwatchParams, result: Empty },
   'environment/info': { params: EnvironmentInfoParams, result: EnvironmentInfo },
   'environment/status': { params: EnvironmentStatusParams, result: EnvironmentStatusResult },
   'http/request': { params: HttpRequestParams, result: HttpRequestResult },
@@ -56,5 +60,7 @@ export const serverNotifications = {
   'process/exited': p.ProcessExitedNotification,
   'process/closed': p.ProcessClosedNotification,
   'http/request/bodyDelta': HttpBodyDeltaNotification,
+  'execBridge/fsChanged': FsChangedNotification,
+  'execBridge/sandboxBlocked': p.SandboxBlockedNotification,
 } as const;
 export type ServerNotificationMethod = keyof typeof serverNotifications;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EnvironmentInfo } from './environment';
+import { FS_WATCH_FIELD, FsWatchLimits } from './fsWatch';
 
 /** `initialize`'s field (params and result) for a session's detached lifetime, ours (docs/protocol-extensions.md). */
 export const SESSION_TTL_FIELD = 'execBridgeSessionTtlMs';
@@ -29,6 +30,8 @@ export const InitializeParams = z.object({
    * replaces the session's TTL. Any other value is ignored, as codex ignores the field.
    */
   [SESSION_TTL_FIELD]: z.unknown().optional(),
+  /** Ours: `true` asks for file watches on this connection (./fsWatch.ts). Any other value is ignored, as codex ignores the field. */
+  [FS_WATCH_FIELD]: z.unknown().optional(),
 });
 export type InitializeParams = z.infer<typeof InitializeParams>;
 
@@ -46,6 +49,8 @@ export const InitializeResult = z.object({
   execBridgeOutputSpool: z.object({ processBytes: z.number().int().nonnegative(), totalBytes: z.number().int().nonnegative() }).optional(),
   /** Ours: how long (ms) this server keeps the session once detached (what the client asked, capped; or the default). */
   [SESSION_TTL_FIELD]: z.number().int().nonnegative().optional(),
+  /** Ours: the client asked and this connection may watch files (`execBridge/fsWatch`), within these bounds. */
+  [FS_WATCH_FIELD]: FsWatchLimits.optional(),
 });
 export type InitializeResult = z.infer<typeof InitializeResult>;
 

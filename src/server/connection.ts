@@ -1,6 +1,7 @@
 import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
 import { describeZodError } from '../protocol/describeError';
+import { FS_WATCH_FIELD, type FsWatchLimits } from '../protocol/fsWatch';
 import { InitializeParams, OutputSpoolAsk, SESSION_TAKEN_OVER, SESSION_TTL_FIELD, type InitializeResult } from '../protocol/session';
 import type { EnvironmentInfo } from '../protocol/environment';
 import { RpcError } from '../rpc/errors';
@@ -18,6 +19,7 @@ import {
   type ServerBudgets,
 } from './admission';
 import type { FileHandleTable } from './fileHandles';
+import { ConnectionWatches, DEFAULT_FS_WATCH_LIMITS, type WatchBudget } from './fsWatch';
 import type { Session, SessionConnection } from './session';
 import type { SessionRegistry } from './sessionRegistry';
 
@@ -41,6 +43,8 @@ export interface RequestContext {
   whenUncongested(cb: () => void): void;
   /** This connection negotiated `execBridgeOutputSpool`: `process/read` serves spooled output. */
   outputSpool?: boolean;
+  /** This connection negotiated `execBridgeFsWatch`: its file watches (ended with it). */
+  fsWatches?: ConnectionWatches;
 }
 
 export interface ConnectionOptions {
@@ -63,6 +67,9 @@ export interface ConnectionOptions {
   maxRequestBytes?: number;
   /** Shared by the connections of one server (default: this process's). */
   budgets?: ServerBudgets;
+  /** Bounds of one connection's file watches (`execBridge/fsWatch`), and the directories all connections may watch together. */
+  fsWatchLimits?: FsWatchLimits;
+  fsWatchBudget?: WatchBudget;
 }
 
 const HIGH_WATER = 8 * 1024 * 1024;
@@ -112,6 +119,8 @@ export class ServerConnection implements SessionConnection {
   private binary = false;
   /** This client asked for spooled output in `initialize` and the server spools. */
   private outputSpool = false;
+  /** This client asked for file watches in `initialize`; they end with the connection. */
+  private fsWatches: ConnectionWatches | undefined;
 
   constructor(
     private readonly transport: Transport,
@@ -144,6 +153,7 @@ export class ServerConnection implements SessionConnection {
       clearTimeout(this.handshakeTimer);
       this.abort.abort();
       this.admission.close();
+      this.fsWatches?.dispose();
       if (this.session) options.registry.detach(this.session, this);
     });
   }
@@ -185,6 +195,7 @@ export class ServerConnection implements SessionConnection {
     this.session = undefined;
     this.lostTo = `session ${sessionId} was taken over by another connection`;
     this.abort.abort();
+    this.fsWatches?.dispose();
     this.options.log?.(`session ${sessionId} taken over by another connection`);
     let closed = false;
     const close = () => {
@@ -279,6 +290,7 @@ export class ServerConnection implements SessionConnection {
         congested: () => this.congested(),
         whenUncongested: (cb) => this.whenUncongested(cb),
         outputSpool: this.outputSpool,
+        ...(this.fsWatches ? { fsWatches: this.fsWatches } : {}),
       };
       return await this.options.router.dispatch(method, params, ctx);
     } finally {
@@ -376,6 +388,11 @@ export class ServerConnection implements SessionConnection {
     }
     // Only to a client that asked: codex-style clients see codex's answer.
     if (askedTtl !== undefined) result[SESSION_TTL_FIELD] = session.ttlMs;
+    if (parsed.data[FS_WATCH_FIELD] === true) {
+      const limits = this.options.fsWatchLimits ?? DEFAULT_FS_WATCH_LIMITS;
+      this.fsWatches = new ConnectionWatches((m, p) => this.notify(m, p), limits, this.options.fsWatchBudget);
+      result[FS_WATCH_FIELD] = { ...limits };
+    }
     return result;
   }
 }

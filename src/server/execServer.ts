@@ -15,6 +15,8 @@ import { FifoPool } from './fifoPool';
 import { SandboxPrewarmer } from './prewarm';
 import { registerProcessMethods } from './processMethods';
 import { registerFsMethods } from './fsMethods';
+import type { FsWatchLimits } from '../protocol/fsWatch';
+import { registerFsWatchMethods, WatchBudget } from './fsWatch';
 import { registerHttpMethods } from './httpRequest';
 import { treesKilled } from './processTree';
 import { SessionRegistry } from './sessionRegistry';
@@ -57,6 +59,10 @@ export interface ExecServerOptions {
   keepaliveIntervalMs?: number;
   /** A connection whose session another one resumes must answer a ping within this (default 5 s). */
   probeTimeoutMs?: number;
+  /** Bounds of each connection's file watches (`execBridge/fsWatch`; default DEFAULT_FS_WATCH_LIMITS). */
+  fsWatchLimits?: FsWatchLimits;
+  /** Directories the file watches of all connections may watch together (default SERVER_WATCH_DIRECTORIES). */
+  fsWatchDirectories?: number;
 }
 
 const HANDSHAKE_MS = 20_000;
@@ -97,9 +103,12 @@ export class ExecServer {
   private refusals = { count: 0, since: 0 };
   /** Output the windows evict, for clients that ask (`execBridgeOutputSpool`). */
   readonly spool: SpoolStore;
+  /** Directories watched (`execBridge/fsWatch`) by all connections together. */
+  private readonly watchBudget: WatchBudget;
 
   constructor(private readonly options: ExecServerOptions = {}) {
     this.fifos.warm();
+    this.watchBudget = new WatchBudget(options.fsWatchDirectories);
     this.prewarm = new SandboxPrewarmer(this.fifos, { idleMs: options.sandboxPrewarmMs, log: options.log });
     this.spool = new SpoolStore({ processBytes: options.spoolProcessBytes, totalBytes: options.spoolTotalBytes }, options.log);
     this.registry = new SessionRegistry({
@@ -113,6 +122,7 @@ export class ExecServer {
     });
     registerProcessMethods(this.router);
     registerFsMethods(this.router);
+    registerFsWatchMethods(this.router);
     registerHttpMethods(this.router);
     this.router.on('execBridge/sessions', () => ({ now: this.registry.clock.now(), sessions: this.registry.summaries() }));
     this.router.on('environment/info', () => this.envInfo()).on('environment/status', () => ({ status: 'ready' }));
@@ -122,6 +132,11 @@ export class ExecServer {
       typeof sandbox === 'boolean' ? () => info : () => ({ ...info, capabilities: { ...info.capabilities, execBridgeSandbox: sandbox() } });
   }
 
+  /** Directories the file watches of all connections watch now (`execBridge/fsWatch`). */
+  get watchedDirectories(): number {
+    return this.watchBudget.inUse;
+  }
+
   /** Serves one connection over a transport (stdio, or a WebSocket accepted elsewhere). */
   serve(transport: Transport, extra: Partial<ConnectionOptions> = {}): ServerConnection {
     const conn = new ServerConnection(transport, {
@@ -129,6 +144,8 @@ export class ExecServer {
       router: this.router,
       environmentInfo: this.envInfo,
       log: this.options.log,
+      fsWatchBudget: this.watchBudget,
+      ...(this.options.fsWatchLimits ? { fsWatchLimits: this.options.fsWatchLimits } : {}),
       ...extra,
     });
     this.connections.add(conn);

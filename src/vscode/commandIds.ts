@@ -17,6 +17,8 @@ export const COMMAND_NAMES = [
   'forgetAlwaysAllowed',
   'statusMenu',
   'openExecutorFolder',
+  'findInExecutorFiles',
+  'openWalkthrough',
   'executor.use',
   'executor.connect',
   'executor.reconnect',
@@ -38,6 +40,7 @@ export const COMMAND_NAMES = [
   'mcp.snapshot',
   'mcp.signIn',
   'mcp.signOut',
+  'mcp.allowBlocked',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

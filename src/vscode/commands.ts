@@ -5,9 +5,11 @@ import { commandId, type CommandName } from './commandIds';
 import type { FeatureContext } from './context';
 import { selectExecutor, setExecutorToken } from './executorCommands';
 import { openExecutorFolder } from './executorFiles';
+import { findInExecutorFiles } from './executorSearch';
 import { addSshExecutor } from './sshExecutors';
 import { executorOfNode, runOfNode } from './executorsView';
 import * as mcp from './mcpCommands';
+import { allowBlockedNode } from './mcpSandbox';
 import type { McpFeature } from './mcpFeature';
 import { showStatusMenu } from './statusBar';
 import type { TerminalFeature } from './terminals';
@@ -38,6 +40,9 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 const executorName = (v: unknown): string | undefined => str(v) || undefined;
 const nodeConnection = (ext: CommandContext, node: unknown) => ext.executors.get(executorOfNode(node) ?? ext.executors.active.name);
 
+/** `<publisher>.<name>#<walkthrough id>` of package.json's walkthrough, as `workbench.action.openWalkthrough` takes it. */
+export const WALKTHROUGH_ID = 'exec-bridge.exec-bridge#execBridge.gettingStarted';
+
 /** Every `execBridge.<name>` command: commandIds.ts lists the names, package.json declares them. */
 const COMMANDS: { readonly [name in CommandName]: Command } = {
   // Asks for the command line first and connects after (TerminalFeature.runCommand).
@@ -63,7 +68,11 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
     needsConnection: false,
     run: async (ext) => {
       const name = await addSshExecutor(ext.executors.all().map((c) => c.name));
-      if (name) await vscode.commands.executeCommand(commandId('selectExecutor'), name);
+      if (!name) return;
+      await vscode.commands.executeCommand(commandId('selectExecutor'), name);
+      // Connected now, with its progress; an unknown host key is asked about now, not at the first run.
+      const conn = ext.executors.get(name);
+      if (conn) await ext.connectOrExplain(conn, { askHostKey: true });
     },
   },
   forgetAlwaysAllowed: {
@@ -80,6 +89,14 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
   statusMenu: { needsTrust: true, needsConnection: false, run: (ext) => showStatusMenu(ext) },
   // The executor's folder as an `execbridge:` workspace folder (executorFiles.ts).
   openExecutorFolder: { needsTrust: true, needsConnection: true, run: (ext, conn, path) => openExecutorFolder(ext, conn, str(path)) },
+  // rg (or grep) on the executors of the window's executor folders, in a Quick Pick (executorSearch.ts).
+  findInExecutorFiles: { needsTrust: true, needsConnection: false, run: (ext, arg) => findInExecutorFiles(ext, arg) },
+  // Our walkthrough itself ("Help: Welcome" opens the Welcome page; on 1.100.3 VS Code's featured web walkthrough first).
+  openWalkthrough: {
+    needsTrust: false,
+    needsConnection: false,
+    run: () => vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false),
+  },
 
   // The Executors view's items; the argument is the tree node.
   'executor.use': {
@@ -144,6 +161,7 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
 
   // The MCP server manager (mcpCommands.ts); the argument is a server name or a tree node.
   'mcp.start': { needsTrust: true, needsConnection: false, run: (ext, arg) => mcp.startServer(ext.mcp, arg) },
+  'mcp.allowBlocked': { needsTrust: true, needsConnection: false, run: (ext, arg) => allowBlockedNode(ext.mcp, arg) },
   'mcp.stop': { needsTrust: true, needsConnection: false, run: (ext, arg) => mcp.stopServer(ext.mcp, arg) },
   'mcp.restart': { needsTrust: true, needsConnection: false, run: (ext, arg) => mcp.restartServer(ext.mcp, arg) },
   'mcp.restartAll': { needsTrust: true, needsConnection: false, run: (ext) => ext.mcp.manager.restartAll() },

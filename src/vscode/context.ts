@@ -22,8 +22,11 @@ export interface FeatureContext {
   /** The executor named `name`, or the active one when `name` is undefined; throws for an unknown name. */
   connection(name: string | undefined): ExecutorConnection;
   useExecutor(name: string): Promise<void>;
-  /** Connects, or shows why not (with Connect / Show Log); resolves whether a connection is there. */
-  connectOrExplain(conn: ExecutorConnection): Promise<boolean>;
+  /**
+   * Connects, or shows why not (with Connect / Show Log); resolves whether a connection is there.
+   * `askHostKey`: an unknown SSH host key is asked about at once (its fingerprints), not offered as a button.
+   */
+  connectOrExplain(conn: ExecutorConnection, options?: { askHostKey?: boolean }): Promise<boolean>;
   /** Drops the connection and connects again; a failure is shown, not thrown. */
   reconnect(conn: ExecutorConnection): Promise<void>;
 }

@@ -1,12 +1,23 @@
 import * as vscode from 'vscode';
+import type { ExecServerClient } from '../client/execServerClient';
+import { FsWatchClient } from '../client/fsWatch';
+import { ExecutorChanges, type FileChange } from '../core/executorChanges';
 import type { ExecutorConnection } from '../core/executorConnection';
-import { ExecutorFilePoller, ExecutorFiles, type FileChange, type FileStat } from '../core/executorFiles';
+import { ExecutorFiles, type FileStat } from '../core/executorFiles';
 import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
-import { executorWorkspaceFile, missingWorkspaceFolders } from '../core/executorWorkspace';
+import {
+  executorWorkspaceFile,
+  isExecutorWorkspaceFile,
+  missingWorkspaceFolders,
+  restrictedModeText,
+  WORKSPACE_DIR_IN_FOLDER,
+  workspaceFilePlacement,
+} from '../core/executorWorkspace';
 import { EXECUTOR_FS_SCHEME, executorFileUri, findPathLinks } from '../core/pathMapping';
 import { lastMarkedCwd } from '../core/shellIntegration';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
+import { registerExecutorSearch } from './executorSearch';
 
 /** The VS Code error for an fs failure (not found, exists, no permission, unavailable, …). */
 function toFileSystemError(e: unknown, uri: vscode.Uri): vscode.FileSystemError {
@@ -37,33 +48,63 @@ const fileType = (s: Pick<FileStat, 'kind' | 'symlink'>) =>
 /**
  * `execbridge://<executor>/<absolute path>`: files on an executor, over `fs/*` (core/executorFiles.ts).
  * Every call connects the executor if needed; while its connection is recovering calls fail at once
- * with `Unavailable` (VS Code keeps the editor and says why) instead of hanging the editor.
+ * with `Unavailable` (VS Code keeps the editor and says why) instead of hanging the editor. Changes
+ * made on the executor come from its server's file watches, or from polling where it has none
+ * (core/executorChanges.ts).
  */
 class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
   private readonly changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.changed.event;
-  private readonly perExecutor = new Map<string, { files: ExecutorFiles; poller: ExecutorFilePoller }>();
+  private readonly perExecutor = new Map<string, { files: ExecutorFiles; changes: ExecutorChanges }>();
+  /** The watch client of each executor client (a new client, after a failure or Reconnect, gets its own). */
+  private readonly watchClients = new WeakMap<ExecServerClient, FsWatchClient>();
   /** Executors a call failed on since they were last connected (the Explorer may hold that failure). */
   readonly failedOn = new Set<string>();
+  private readonly stateSub: { dispose(): void };
 
-  constructor(private readonly ext: FeatureContext) {}
+  constructor(private readonly ext: FeatureContext) {
+    this.stateSub = ext.executors.onDidChangeState(({ executor, state }) => {
+      if (state.kind === 'connected') this.perExecutor.get(executor)?.changes.connected();
+    });
+  }
 
-  private executor(uri: vscode.Uri): { conn: ExecutorConnection; files: ExecutorFiles; poller: ExecutorFilePoller } {
-    if (!vscode.workspace.isTrusted) throw new ExecutorFsError('Unavailable', 'Exec Bridge reaches executors only in a trusted workspace');
-    const name = decodeURIComponent(uri.authority);
+  /** The executor's connection now (settings may have replaced it since the entry was made). */
+  private connectionOf(name: string): ExecutorConnection {
     const conn = this.ext.executors.get(name);
     if (!conn) throw new ExecutorFsError('FileNotFound', `there is no executor named "${name}"`);
+    return conn;
+  }
+
+  private watchClient(name: string): FsWatchClient | undefined {
+    const client = this.ext.executors.get(name)?.client;
+    if (!client || client.state.kind === 'failed') return undefined;
+    let w = this.watchClients.get(client);
+    if (!w) {
+      w = new FsWatchClient(client, (line) => this.ext.log.info(`${name}: ${line}`));
+      this.watchClients.set(client, w);
+    }
+    return w;
+  }
+
+  private executor(uri: vscode.Uri): { conn: ExecutorConnection; files: ExecutorFiles; changes: ExecutorChanges } {
+    if (!vscode.workspace.isTrusted) throw new ExecutorFsError('Unavailable', 'Exec Bridge reaches executors only in a trusted workspace');
+    const name = decodeURIComponent(uri.authority);
+    const conn = this.connectionOf(name);
     let entry = this.perExecutor.get(name);
     if (!entry) {
       const files = new ExecutorFiles(async () => {
-        const c = conn.client;
-        if (c?.state.kind === 'recovering')
+        const current = this.connectionOf(name);
+        if (current.client?.state.kind === 'recovering')
           throw new ExecutorFsError('Unavailable', `the connection to ${name} is recovering; try again in a moment`);
-        return conn.connect();
+        return current.connect();
       });
-      const poller = new ExecutorFilePoller(files, () => conn.client?.state.kind === 'connected');
-      poller.onDidChange((changes) => this.changed.fire(changes.map((c) => this.event(name, c))));
-      entry = { files, poller };
+      const changes = new ExecutorChanges(files, {
+        canPoll: () => this.ext.executors.get(name)?.client?.state.kind === 'connected',
+        source: () => this.watchClient(name),
+        log: (line) => this.ext.log.debug(`${name}: ${line}`),
+      });
+      changes.onDidChange((list) => this.changed.fire(list.map((c) => this.event(name, c))));
+      entry = { files, changes };
       this.perExecutor.set(name, entry);
     }
     return { conn, ...entry };
@@ -88,9 +129,9 @@ class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
     }
   }
 
-  watch(uri: vscode.Uri): vscode.Disposable {
+  watch(uri: vscode.Uri, options: { readonly recursive: boolean; readonly excludes: readonly string[] }): vscode.Disposable {
     try {
-      const stop = this.executor(uri).poller.watch(uri.path);
+      const stop = this.executor(uri).changes.watch(uri.path, { recursive: options.recursive, excludes: options.excludes });
       return new vscode.Disposable(stop);
     } catch {
       return new vscode.Disposable(() => undefined);
@@ -105,12 +146,18 @@ class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
   }
 
   readDirectory(uri: vscode.Uri): Promise<[string, vscode.FileType][]> {
-    return this.call(uri, async ({ files }) =>
-      (await files.readDirectory(uri.path)).map((e): [string, vscode.FileType] => [
+    return this.call(uri, async ({ files, changes }) => {
+      const entries = await files.readDirectory(uri.path);
+      // What VS Code now shows of this folder (the Explorer lists a folder as it expands it): changes are looked for from here.
+      changes.listed(
+        uri.path,
+        entries.map((e) => e.fileName),
+      );
+      return entries.map((e): [string, vscode.FileType] => [
         e.fileName,
         fileType({ kind: e.isDirectory ? 'directory' : e.isFile ? 'file' : 'other', symlink: false }),
-      ]),
-    );
+      ]);
+    });
   }
 
   createDirectory(uri: vscode.Uri): Promise<void> {
@@ -118,17 +165,17 @@ class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
   }
 
   readFile(uri: vscode.Uri): Promise<Uint8Array> {
-    return this.call(uri, async ({ files, poller }) => {
+    return this.call(uri, async ({ files, changes }) => {
       const data = await files.readFile(uri.path);
-      poller.touched(uri.path, await files.stat(uri.path).catch(() => undefined));
+      changes.touched(uri.path, await files.stat(uri.path).catch(() => undefined));
       return data;
     });
   }
 
   writeFile(uri: vscode.Uri, content: Uint8Array, options: { readonly create: boolean; readonly overwrite: boolean }): Promise<void> {
-    return this.call(uri, async ({ files, poller }) => {
+    return this.call(uri, async ({ files, changes }) => {
       await files.writeFile(uri.path, content, options);
-      poller.touched(uri.path, await files.stat(uri.path).catch(() => undefined));
+      changes.touched(uri.path, await files.stat(uri.path).catch(() => undefined));
     });
   }
 
@@ -151,7 +198,8 @@ class ExecutorFileSystemProvider implements vscode.FileSystemProvider {
   }
 
   dispose(): void {
-    for (const { poller } of this.perExecutor.values()) poller.dispose();
+    this.stateSub.dispose();
+    for (const { changes } of this.perExecutor.values()) changes.dispose();
     this.changed.dispose();
   }
 }
@@ -202,19 +250,63 @@ export async function openExecutorFolder(ext: FeatureContext, conn: ExecutorConn
   // A single-folder window becomes a workspace of its folder and the executor folder, without a
   // question: VS Code's own switch (updateWorkspaceFolders into an untitled workspace) does not
   // reopen the window in the web workbench (code-server 4.139: the workspace file is written, the
-  // window stays as it was), so we write the workspace file (core/executorWorkspace.ts, in the
-  // extension's global storage) and open it in this window; the extension host (and this call) ends.
+  // window stays as it was), so we write the workspace file (core/executorWorkspace.ts) and open it
+  // in this window; the extension host (and this call) ends. With workspace trust on, the file goes
+  // into the (trusted) folder itself: a workspace file elsewhere reopens the window untrusted.
   const file = executorWorkspaceFile(
     folders.map((f) => ({ uri: f.uri.toString(), scheme: f.uri.scheme, path: f.uri.path, name: f.name })),
     { uri: uri.toString(), name, label: `${conn.name}-${path.split('/').filter(Boolean).pop() ?? 'root'}` },
   );
-  const dir = vscode.Uri.joinPath(ext.context.globalStorageUri, 'workspaces');
+  const dir = await workspaceFileDir(ext, folders[0]!.uri);
   const target = vscode.Uri.joinPath(dir, file.fileName);
-  await vscode.workspace.fs.createDirectory(dir);
   await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(file.text));
   ext.log.info(`${conn.name}: opening ${target.fsPath} (this window's folder and ${uri.toString(true)})`);
   void vscode.commands.executeCommand('vscode.openFolder', target, { forceReuseWindow: true });
   return uri;
+}
+
+/** The extension's own folder of workspace files (global storage). */
+function globalWorkspacesDir(ext: FeatureContext): vscode.Uri {
+  return vscode.Uri.joinPath(ext.context.globalStorageUri, 'workspaces');
+}
+
+/**
+ * Where the workspace file of a single-folder window goes (core/executorWorkspace.ts,
+ * `workspaceFilePlacement`): `<folder>/.vscode/exec-bridge/` when workspace trust is on (with a
+ * `.gitignore` of `*`, so git never sees it), else the extension's global storage; made if needed.
+ */
+async function workspaceFileDir(ext: FeatureContext, folder: vscode.Uri): Promise<vscode.Uri> {
+  const fallback = globalWorkspacesDir(ext);
+  const placement = workspaceFilePlacement({
+    trustEnabled: vscode.workspace.getConfiguration('security.workspace.trust').get<boolean>('enabled') !== false,
+    trusted: vscode.workspace.isTrusted,
+    folderWritable: vscode.workspace.fs.isWritableFileSystem(folder.scheme) !== false,
+  });
+  if (placement === 'folder') {
+    const inFolder = vscode.Uri.joinPath(folder, ...WORKSPACE_DIR_IN_FOLDER);
+    try {
+      await vscode.workspace.fs.createDirectory(inFolder);
+      const ignore = vscode.Uri.joinPath(inFolder, '.gitignore');
+      const exists = await vscode.workspace.fs.stat(ignore).then(
+        () => true,
+        () => false,
+      );
+      if (!exists)
+        await vscode.workspace.fs.writeFile(
+          ignore,
+          new TextEncoder().encode(
+            '# Workspace files of Exec Bridge: Open Executor Folder… (kept here so VS Code trusts them; not for git)\n*\n',
+          ),
+        );
+      return inFolder;
+    } catch (e) {
+      ext.log.warn(
+        `cannot write the workspace file into ${folder.toString(true)} (${e instanceof Error ? e.message : String(e)}); it goes to global storage, and VS Code may ask for trust again`,
+      );
+    }
+  }
+  await vscode.workspace.fs.createDirectory(fallback);
+  return fallback;
 }
 
 /** Adds a folder at the end of a multi-root workspace; resolves once VS Code applied it (a next update before that is refused). */
@@ -293,6 +385,7 @@ export function registerExecutorFiles(ext: FeatureContext, terminals: () => Exec
   ext.disposables.add(provider);
   ext.disposables.add(vscode.workspace.registerFileSystemProvider(EXECUTOR_FS_SCHEME, provider, { isCaseSensitive: true }));
   ext.disposables.add(vscode.window.registerTerminalLinkProvider(new ExecutorPathLinkProvider(terminals) as vscode.TerminalLinkProvider));
+  registerExecutorSearch(ext);
   // An executor root the Explorer resolved while its executor was unreachable (e.g. a reload whose
   // old window still holds the session) stays empty with an error mark: list it again once that
   // executor is connected.
@@ -310,6 +403,29 @@ export function registerExecutorFiles(ext: FeatureContext, terminals: () => Exec
   void completeExecutorWorkspace(ext).catch((e: unknown) =>
     ext.log.warn(`executor workspace: ${e instanceof Error ? e.message : String(e)}`),
   );
+  explainRestrictedMode(ext);
+  // Trust granted: the executor roots the Explorer could not list (the provider refuses untrusted windows) are listed now.
+  ext.disposables.add(
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      if ((vscode.workspace.workspaceFolders ?? []).some((f) => f.uri.scheme === EXECUTOR_FS_SCHEME))
+        void vscode.commands.executeCommand('workbench.files.action.refreshFilesExplorer');
+    }),
+  );
+}
+
+/**
+ * A workspace of ours that opened in Restricted Mode (a workspace file from an older version, kept
+ * in global storage; a folder whose trust was taken back): its executor folders stay empty until
+ * the user trusts it. Say so, with exactly what to click.
+ */
+function explainRestrictedMode(ext: FeatureContext): void {
+  const file = vscode.workspace.workspaceFile;
+  if (vscode.workspace.isTrusted || !file || !isExecutorWorkspaceFile(file.path, globalWorkspacesDir(ext).path)) return;
+  const names = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === EXECUTOR_FS_SCHEME).map((f) => f.name);
+  ext.log.warn(`${file.fsPath} opened in Restricted Mode; its executor folders wait for the workspace to be trusted`);
+  void vscode.window.showWarningMessage(restrictedModeText(names), 'Trust Workspace').then((choice) => {
+    if (choice) void vscode.commands.executeCommand('workbench.trust.manage');
+  });
 }
 
 /** Resolves when the window's folders change or after `ms`. */
@@ -335,8 +451,7 @@ function foldersChanged(ms: number): Promise<void> {
  */
 async function completeExecutorWorkspace(ext: FeatureContext): Promise<void> {
   const file = vscode.workspace.workspaceFile;
-  const dir = vscode.Uri.joinPath(ext.context.globalStorageUri, 'workspaces');
-  if (!file || file.scheme !== dir.scheme || !file.path.startsWith(`${dir.path}/`)) return;
+  if (!file || !isExecutorWorkspaceFile(file.path, globalWorkspacesDir(ext).path)) return;
   const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(file));
   const shown = () =>
     (vscode.workspace.workspaceFolders ?? []).map((f) => ({ uri: f.uri.toString(), scheme: f.uri.scheme, path: f.uri.path }));

@@ -141,14 +141,29 @@ export class Extension implements CommandContext {
    * Connects, or explains why not: "Not connected — Connect / Show Log" instead of an exception
    * (docs/style.md §6). Resolves whether a connection is there.
    */
-  async connectOrExplain(conn: ExecutorConnection): Promise<boolean> {
+  async connectOrExplain(conn: ExecutorConnection, options: { askHostKey?: boolean } = {}): Promise<boolean> {
     try {
       await conn.connect();
       return true;
     } catch (e) {
-      this.explainNotConnected(conn, errorMessage(e));
+      const message = errorMessage(e);
+      const config = conn.config;
+      // A just-added SSH executor: the host-key question is the next step, not an error to dismiss.
+      if (options.askHostKey && config.kind === 'ssh' && isUnknownHostKey(message)) {
+        const trusted = await this.checkHostKeyOf(config.ssh, config.sshOptions);
+        if (trusted) return this.connectOrExplain(conn);
+      }
+      this.explainNotConnected(conn, message);
       return false;
     }
+  }
+
+  /** The host-key modal (fingerprints, Trust and Connect); a scan that fails is said. Resolves whether the user trusted the keys. */
+  private checkHostKeyOf(target: string, sshOptions: string[]): Promise<boolean> {
+    return checkHostKey(target, sshOptions).catch((e: unknown) => {
+      void vscode.window.showErrorMessage(`Exec Bridge: could not read the host key of ${target}: ${errorMessage(e)}`);
+      return false;
+    });
   }
 
   /** The notification is not awaited: a command that needed the connection ends now. A 401 offers Set Token…. */
@@ -165,11 +180,7 @@ export class Extension implements CommandContext {
             'Show Log',
           );
       if (choice === 'Check Host Key…' && hostKey) {
-        const trusted = await checkHostKey(hostKey.ssh, hostKey.sshOptions).catch((e: unknown) => {
-          void vscode.window.showErrorMessage(`Exec Bridge: could not read the host key of ${hostKey.ssh}: ${errorMessage(e)}`);
-          return false;
-        });
-        if (trusted) void this.connectOrExplain(conn);
+        if (await this.checkHostKeyOf(hostKey.ssh, hostKey.sshOptions)) void this.connectOrExplain(conn);
       }
       if (choice === 'Show Log') this.log.show(true);
       if (choice === 'Connect') void this.connectOrExplain(conn);

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ExecServerClient, websocketConnector, type Connection, type Connector } from '../../src/client';
-import { BLOCK_SIZE, ExecutorFilePoller, ExecutorFiles } from '../../src/core/executorFiles';
+import { ExecutorFilePoller } from '../../src/core/executorChanges';
+import { BLOCK_SIZE, ExecutorFiles } from '../../src/core/executorFiles';
 import { classifyFsError } from '../../src/core/fsErrors';
 import type { Disposable } from '../../src/util/disposable';
 import { startExecServer, type ExecServerProcess } from '../helpers/servers';
@@ -228,7 +229,14 @@ for (const kind of ['ours', 'codex'] as const) {
       const w = join(dir, 'watched');
       fs.mkdirSync(w);
       fs.writeFileSync(join(w, 'keep.txt'), 'one');
-      const poller = new ExecutorFilePoller(files, () => true, { intervalMs: 60_000, maxWatched: 8, maxRecentFiles: 8, maxEntries: 100 });
+      const poller = new ExecutorFilePoller(files, () => true, {
+        intervalMs: 60_000,
+        maxWatched: 8,
+        maxRecentFiles: 8,
+        maxListedDirs: 8,
+        maxEntries: 100,
+        maxPerRound: 16,
+      });
       try {
         const stop = poller.watch(w);
         poller.touched(join(w, 'keep.txt'), await files.stat(join(w, 'keep.txt')));

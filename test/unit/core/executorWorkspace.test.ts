@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { executorWorkspaceFile, missingWorkspaceFolders } from '../../../src/core/executorWorkspace';
+import {
+  executorWorkspaceFile,
+  isExecutorWorkspaceFile,
+  missingWorkspaceFolders,
+  restrictedModeText,
+  workspaceFilePlacement,
+} from '../../../src/core/executorWorkspace';
 
 const local = { uri: 'file:///home/me/proj', scheme: 'file', path: '/home/me/proj' };
 const add = { uri: 'execbridge://bundled/srv/proj', name: 'bundled: /srv/proj', label: 'bundled-proj' };
@@ -39,4 +45,19 @@ test('missingWorkspaceFolders names what the file lists and the window does not 
   assert.deepEqual(missingWorkspaceFolders(text, [{ ...local, scheme: 'vscode-remote' }, exec]), [{ path: '/home/me/proj' }]);
   assert.deepEqual(missingWorkspaceFolders('not json', []), []);
   assert.deepEqual(missingWorkspaceFolders('{"folders": 3}', []), []);
+});
+
+test('with workspace trust on, the workspace file goes into the trusted folder (a file elsewhere reopens the window untrusted)', () => {
+  assert.equal(workspaceFilePlacement({ trustEnabled: true, trusted: true, folderWritable: true }), 'folder');
+  // Nothing to trust: the user's folder is left alone.
+  assert.equal(workspaceFilePlacement({ trustEnabled: false, trusted: true, folderWritable: true }), 'globalStorage');
+  assert.equal(workspaceFilePlacement({ trustEnabled: true, trusted: true, folderWritable: false }), 'globalStorage');
+});
+
+test('our workspace files are known wherever they are; Restricted Mode is explained with what to click', () => {
+  const global = '/home/me/.local/share/code-server/User/globalStorage/exec-bridge.exec-bridge/workspaces';
+  assert.equal(isExecutorWorkspaceFile(`${global}/proj + bundled-x-0123abcd.code-workspace`, global), true);
+  assert.equal(isExecutorWorkspaceFile('/home/me/proj/.vscode/exec-bridge/proj + bundled-x-0123abcd.code-workspace', global), true);
+  assert.equal(isExecutorWorkspaceFile('/home/me/proj/team.code-workspace', global), false);
+  assert.match(restrictedModeText(['bundled: /srv']), /Restricted Mode.*bundled: \/srv.*Click "Trust Workspace" below and then "Trust"/);
 });
