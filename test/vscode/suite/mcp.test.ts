@@ -116,10 +116,10 @@ suite('MCP servers view', () => {
     assert.match(byLabel.get('memory')?.description ?? '', /^Ready \(9 tools\) · bundled/);
     // 16 since the client declares roots and elicitation, form and URL mode (issue 13): the everything
     // server offers tools for them. Sampling is announced only while VS Code has a chat model (the
-    // test model, once a suite before this one registered it): then trigger-sampling-request too.
+    // test model, while an earlier suite had it registered when the server started): then
+    // trigger-sampling-request too, and only that one more.
     const everything = byLabel.get('everything');
     const sampling = everything?.children.find((c) => c.label === 'Tools')?.children.some((t) => t.label === 'trigger-sampling-request');
-    if (sampling) assert.ok((await vscode.lm.selectChatModels()).length > 0, 'sampling is offered only with a chat model');
     assert.match(everything?.description ?? '', sampling ? /^Ready \(17 tools\)/ : /^Ready \(16 tools\)/);
     assert.match(byLabel.get('filesystem')?.description ?? '', /^Ready \(14 tools\)/);
     const tools = byLabel.get('memory')?.children.find((c) => c.label === 'Tools');
