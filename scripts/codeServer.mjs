@@ -3,7 +3,7 @@
 // npm), give it a throwaway world (HOME, TMPDIR, XDG, profile), start it on loopback as the leader of
 // its own process group, wait until it is healthy, and kill that group.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -311,4 +311,25 @@ export function startCodeServer(bin, { port, userData, extensions, workspace, en
   } finally {
     closeSync(fd);
   }
+}
+
+/** Processes (other than us) whose command line or environment mentions `marker` — e.g. this run's folder. */
+export function processesMentioning(marker) {
+  const found = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      // Another run's sandbox names our private directory only to hide it: not ours.
+      const own = cmd.replace(/ --ro-bind-try \S+\/\.exec-bridge-cover \S+| --tmpfs \S+/g, '');
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const zombie = stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+      // The executor daemon and what it runs name the run's folder only in their environment.
+      const env = own.includes(marker) ? '' : readFileSync(`/proc/${name}/environ`, 'latin1');
+      if (!zombie && (own.includes(marker) || env.includes(marker))) found.push({ pid: Number(name), cmd });
+    } catch {
+      // exited while we looked
+    }
+  }
+  return found;
 }

@@ -53,6 +53,7 @@ import {
   freePort,
   isolatedWorld,
   killGroup,
+  processesMentioning,
   root,
   say,
   startCodeServer,
@@ -66,27 +67,6 @@ import {
 const args = new Set(process.argv.slice(2));
 const outDir = resolve(root, process.env.OUT_DIR || 'out');
 const resultsDir = join(root, 'test-results');
-
-/** Processes (other than us) whose command line or environment mentions `marker` — e.g. this run's folder. */
-function processesMentioning(marker) {
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    try {
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      // Another run's sandbox names our private directory only to hide it: not ours.
-      const own = cmd.replace(/ --ro-bind-try \S+\/\.exec-bridge-cover \S+| --tmpfs \S+/g, '');
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const zombie = stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-      // The executor daemon and what it runs name the run's folder only in their environment.
-      const env = own.includes(marker) ? '' : readFileSync(`/proc/${name}/environ`, 'latin1');
-      if (!zombie && (own.includes(marker) || env.includes(marker))) found.push({ pid: Number(name), cmd });
-    } catch {
-      // exited while we looked
-    }
-  }
-  return found;
-}
 
 /**
  * The run's detached-session TTL (user setting execBridge.sessionTtlSeconds) and daemon idle time.

@@ -25,6 +25,7 @@ import {
   freePort,
   isolatedWorld,
   killGroup,
+  processesMentioning,
   root,
   say,
   startCodeServer,
@@ -40,22 +41,6 @@ const outDir = resolve(root, process.env.OUT_DIR || 'out');
 const resultsDir = join(root, 'test-results');
 const stagePath = join(outDir, 'test', 'vscode', 'trust', 'executorFolder.ui.js');
 const extensionPath = resolve(process.env.EXEC_BRIDGE_EXTENSION_PATH || root);
-
-/** Processes (other than us) whose command line or environment mentions `marker` (the run's folder). */
-function processesMentioning(marker) {
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    try {
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const env = cmd.includes(marker) ? '' : readFileSync(`/proc/${name}/environ`, 'latin1');
-      if (cmd.includes(marker) || env.includes(marker)) found.push(Number(name));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return found;
-}
 
 async function runTarget(target) {
   const version = VSCODE_TARGETS[target].codeServer;
@@ -118,7 +103,7 @@ async function runTarget(target) {
     await killGroup(cs);
     await browser?.close().catch(() => {});
     // The bundled executor daemon exits by itself once idle (2 s here, after its sessions' 20 s TTL): do not wait, end it.
-    for (const pid of processesMentioning(rt)) {
+    for (const { pid } of processesMentioning(rt)) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
