@@ -2,6 +2,7 @@
 // `npm test`: set up the machine (scripts/setup.mjs: Debian packages, both code-servers), build,
 // typecheck + compile tests, lint, then every node:test suite (unit, then integration), then the
 // extension inside two real VS Codes (scripts/vscode-test.mjs, then scripts/vscode-trust-test.mjs).
+// The code-servers install, and the integration files that sleep run, beside all of that.
 // Usage: npm test [-- unit|integration|vscode|<substring of a test file path>]
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -14,8 +15,13 @@ const filter = process.argv.slice(2);
 const withVscode = filter.length === 0 || filter.some((x) => x === 'vscode' || x.includes('test/vscode'));
 
 // First, before anything is built: every tool a test starts is here (or one message says what to
-// install), and the code-servers of the vscode stage are installed, so no test fails on a missing tool.
-await ensureMachine('test', { vscode: withVscode });
+// install), so no test fails on a missing tool. The code-servers of the vscode stage (a download and
+// an npm install, a minute each) install beside the build and the node:test suites, which do not
+// use them; the vscode stage waits for them.
+await ensureMachine('packages');
+const codeServers = withVscode
+  ? background('the code-servers of the vscode stage', 'node', ['scripts/setup.mjs', '--for', 'test'])
+  : undefined;
 
 function run(cmd, args, opts = {}) {
   const t0 = Date.now();
@@ -47,66 +53,86 @@ run('node', ['esbuild.config.mjs']);
 rmSync(join(root, outDir), { recursive: true, force: true });
 if (fast) spawnSync('npx', ['tsc', '-p', '.', '--outDir', outDir], { stdio: 'ignore', cwd: root });
 else run('npx', ['tsc', '-p', '.', '--outDir', outDir]);
+
+/**
+ * Integration files that mostly sleep (a six-minute network outage): they run in a lane of their
+ * own, started as soon as the tests are compiled and waited for at the very end, so they cost the
+ * run no wall time beside lint, the suites and the vscode stage, and no CPU while they wait. Their
+ * result counts like any other file's.
+ */
+const SLEEPERS = ['nightOutage.test.js'];
+const integrationFiles = selected('integration');
+const sleepers = integrationFiles.filter((f) => SLEEPERS.some((n) => f.endsWith(n)));
+const lane =
+  sleepers.length > 0 && sleepers.length < integrationFiles.length
+    ? background(`integration files that sleep: ${sleepers.map((f) => f.split('/').pop()).join(' ')}`, 'node', [
+        '--test',
+        '--test-timeout=600000',
+        ...sleepers,
+      ])
+    : undefined;
 if (!fast && !process.env.SKIP_LINT) {
   run('npx', ['eslint', 'src', 'test']);
   // Formatting is Prettier's (docs/style.md §11): `npm run format` fixes what this reports.
   run('npx', ['prettier', '--check', '--log-level', 'warn', '.']);
 }
 
-/**
- * Integration files that mostly sleep (a six-minute network outage): they run in a lane of their
- * own beside the rest of the suite, started first, so they cost the run minutes of wall time once
- * and no CPU while they wait. Their result counts like any other file's.
- */
-const SLEEPERS = ['nightOutage.test.js'];
-const suites = ['unit', 'integration'];
-for (const suite of suites) {
-  let files = findTests(join(root, outDir, 'test', suite));
-  if (filter.length > 0 && !filter.includes(suite)) files = files.filter((f) => filter.some((x) => f.includes(x)));
+function selected(suite) {
+  const files = findTests(join(root, outDir, 'test', suite));
+  return filter.length > 0 && !filter.includes(suite) ? files.filter((f) => filter.some((x) => f.includes(x))) : files;
+}
+
+for (const suite of ['unit', 'integration']) {
+  let files = selected(suite);
+  if (lane) files = files.filter((f) => !sleepers.includes(f));
   if (files.length === 0) continue;
   console.log(`\n— ${suite}: ${files.length} files`);
   // The timeout also bounds each file as a whole: an integration file (sshd, packaging, a long
   // outage) may take minutes on a busy 2-core machine.
   const timeout = suite === 'unit' ? 120_000 : 600_000;
-  const sleepers = suite === 'integration' ? files.filter((f) => SLEEPERS.some((n) => f.endsWith(n))) : [];
-  const lane = sleepers.length > 0 && sleepers.length < files.length ? startLane(sleepers, timeout) : undefined;
-  const rest = lane ? files.filter((f) => !sleepers.includes(f)) : files;
-  run('node', ['--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), `--test-timeout=${timeout}`, ...rest]);
-  if (lane) await lane;
+  run('node', ['--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), `--test-timeout=${timeout}`, ...files]);
 }
 
-/** Runs `files` in a node:test process of their own; resolves when it passes, exits the run when it fails. */
-function startLane(files, timeout) {
+/**
+ * Runs `cmd args` in a child of its own beside what follows; `await` on the result resolves when it
+ * succeeded and ends the run when it failed. Its output goes to a file, printed when it ends (not
+ * interleaved with the suites'; a pipe would fill while spawnSync holds this event loop).
+ */
+function background(name, cmd, args) {
   const t0 = Date.now();
-  // Its report goes to a file, printed when it ends (not interleaved with the suite's; a pipe would
-  // fill while spawnSync holds this event loop).
-  const logDir = mkdtempSync(join(tmpdir(), 'eb-test-lane-'));
+  const logDir = mkdtempSync(join(tmpdir(), 'eb-test-bg-'));
   const log = join(logDir, 'report.txt');
   const fd = openSync(log, 'w');
-  const child = spawn('node', ['--test', `--test-timeout=${timeout}`, ...files], { stdio: ['ignore', fd, fd], cwd: root });
+  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], cwd: root, env: { ...process.env, OUT_DIR: outDir } });
   closeSync(fd);
-  // A run that stops early (a failed suite, Ctrl-C) takes the lane with it.
+  console.log(`… ${name}: beside the rest; the report comes when it ends`);
+  // A run that stops early (a failed suite, Ctrl-C) takes it along.
   const stop = () => child.kill('SIGTERM');
   process.once('exit', stop).once('SIGINT', () => process.exit(130));
   const finished = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
-  return finished.then((status) => {
-    process.stdout.write(readFileSync(log));
-    // Its own duration: the report's last write (its exit is seen only once spawnSync lets go).
-    const s = ((statSync(log).mtimeMs - t0) / 1000).toFixed(1);
-    rmSync(logDir, { recursive: true, force: true });
-    if (status !== 0) {
-      console.error(`\n✗ node --test ${files.join(' ')} failed (${status}) after ${s}s`);
-      process.exit(typeof status === 'number' ? status : 1);
-    }
-    console.log(`✓ node --test (beside the suite: ${files.length} file(s), ${s}s)`);
-  });
+  return {
+    async done() {
+      const status = await finished;
+      process.stdout.write(readFileSync(log));
+      // Its own duration: the report's last write (its exit is seen only once spawnSync lets go).
+      const s = ((statSync(log).mtimeMs - t0) / 1000).toFixed(1);
+      rmSync(logDir, { recursive: true, force: true });
+      if (status !== 0) {
+        console.error(`\n✗ ${name}: ${cmd} ${args.join(' ')} failed (${status}) after ${s}s`);
+        process.exit(typeof status === 'number' ? status : 1);
+      }
+      console.log(`✓ ${name} (${s}s)`);
+    },
+  };
 }
 
 // Last: the extension inside real VS Codes (code-server + chromium; scripts/vscode-test.mjs), then
 // executor folders with workspace trust on, as users have it (scripts/vscode-trust-test.mjs; the
 // first runs with trust off).
 if (withVscode) {
+  await codeServers.done();
   console.log('\n— vscode: extension tests in code-server');
   run('node', ['scripts/vscode-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });
   run('node', ['scripts/vscode-trust-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });
 }
+if (lane) await lane.done();

@@ -101,15 +101,15 @@ for (const ending of ['ends', 'is SIGKILLed'] as const) {
         writeFileSync(join(ws, 'stop'), '');
         await h.completion;
       } else process.kill(server.child.pid!, 'SIGKILL');
-      await until(() => !existsSync(join(ws, '.codex')), 10_000, 'the other placeholders gone');
       await until(() => readdirSync(join(ws, '.vscode')).length === 1, 10_000, 'our claim gone from the user\u2019s folder');
       assert.deepEqual(readdirSync(join(ws, '.vscode')), ['tasks.json']);
       assert.equal(readFileSync(join(ws, '.vscode', 'tasks.json'), 'utf8'), '{ "version": "2.0.0" }\n');
-      assert.deepEqual(
-        readdirSync(ws).filter((n) => n.endsWith('.exec-bridge-stub')),
-        [],
-        'no marker left to hide the user\u2019s .vscode',
-      );
+      assert.ok(!existsSync(marker), 'nothing hides the user\u2019s .vscode');
+      // The other placeholders may be claimed again for a while by the sandbox built ahead for the
+      // next command (it keeps them 5 s); then they go, each directory and then its marker.
+      const markers = (): string[] => readdirSync(ws).filter((n) => n.endsWith('.exec-bridge-stub'));
+      await until(() => !existsSync(join(ws, '.codex')) && markers().length === 0, 20_000, 'the other placeholders and every marker gone');
+      assert.ok(!existsSync(marker), 'the .vscode marker never came back');
     } finally {
       client.dispose();
       await server.stop();
