@@ -15,7 +15,7 @@ import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './proc
 import type { SandboxPrewarmer } from './prewarm';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
 import { guardPtyDrain, type PtyDrainGuard } from './ptyProcess';
-import { killTree, treesKilled } from './processTree';
+import { killTree, reapedGroupIsOurs, treesKilled } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
 
 export { encodeOutputNotification, type ProcessSink } from './processOutput';
@@ -319,6 +319,7 @@ export class ManagedProcess {
   private onExit(code: number): void {
     if (this.rawExit !== undefined) return;
     this.rawExit = code;
+    orphanGuard.leaderGone(this.pid);
     this.output.flush();
     const publish = () => {
       if (this.exit) return;
@@ -551,9 +552,10 @@ export class ManagedProcess {
     if (running) {
       // Batched and asynchronous; by the time it runs the leader may have been reaped.
       killTree(this.pid, () => this.rawExit === undefined);
-    } else if (this.pid > 0) {
-      // The leader is gone and its pid may already belong to someone else: only the process
-      // group id is safe to use (the kernel keeps it reserved while any member lives).
+    } else if (this.pid > 0 && reapedGroupIsOurs(this.pid)) {
+      // The leader is reaped: what may be left is its group (nohup children), whose id the kernel
+      // keeps reserved while a member lives. Once a process has that pid again, it is someone
+      // else's group, never signalled.
       try {
         process.kill(-this.pid, 'SIGKILL');
       } catch {

@@ -9,26 +9,32 @@ import { spawn, type ChildProcess } from 'node:child_process';
  * killing its session takes its whole tree, pipelines, background jobs and `nohup` children
  * included; only a descendant that made a session of its own escapes (as it escapes a terminal).
  * Sandboxed children need none of this (bwrap --die-with-parent ends their PID namespace); they
- * are listed anyway because it costs one write. Placeholder stubs ("S" / "s" lines: a claim file)
+ * are listed anyway because it costs one write. A session whose leader we reaped ("r" line) is
+ * killed only if no process has its number as pid: once one has, the kernel gave the number out
+ * again, and the session of that number is someone else's (see processTree.ts `reapedGroupIsOurs`). Placeholder stubs ("S" / "s" lines: a claim file)
  * go with them: after the kills, each listed claim is removed and its stub directory `rmdir`ed; its
  * marker goes too unless the stub is another server's (claims alone in it), so a folder the user
  * made real in a stub is never left hidden.
  */
 const SCRIPT = `trap '' HUP INT TERM QUIT PIPE
 g=' '
+o=' '
 nl='
 '
 st=$nl
 while IFS= read -r l; do
   case $l in
     +*) g="$g\${l#+} " ;;
-    -*) s=\${l#-}; case $g in *" $s "*) g="\${g%% $s *} \${g#* $s }" ;; esac ;;
+    -*) s=\${l#-}; case $g in *" $s "*) g="\${g%% $s *} \${g#* $s }" ;; esac
+      case $o in *" $s "*) o="\${o%% $s *} \${o#* $s }" ;; esac ;;
+    r*) s=\${l#r}; case $g in *" $s "*) g="\${g%% $s *} \${g#* $s }"; o="$o$s " ;; esac ;;
     S*) st="$st\${l#S}$nl" ;;
     s*) x=\${l#s}; case $st in *"$nl$x$nl"*) st="\${st%%"$nl$x$nl"*}$nl\${st#*"$nl$x$nl"}" ;; esac ;;
   esac
 done
 set -f
 set -- $g
+for s in $o; do [ -d /proc/self ] && [ -e "/proc/$s" ] || set -- "$@" "$s"; done
 if [ $# -gt 0 ]; then
   IFS=,
   command -v pkill >/dev/null 2>&1 && pkill -KILL -s "$*"
@@ -76,6 +82,14 @@ export class OrphanGuard {
   /** The session `sid` (a child's pid) dies with us from now on. */
   add(sid: number): void {
     if (sid > 0) this.ensure()?.stdin?.write(`+${sid}\n`);
+  }
+
+  /**
+   * The leader of session `sid` was reaped: what may be left of it (nohup children) still dies
+   * with us, unless its number is some process's pid again by then (not ours any more).
+   */
+  leaderGone(sid: number): void {
+    if (sid > 0 && this.child) this.child.stdin?.write(`r${sid}\n`);
   }
 
   /** The session `sid` was killed or reaped by us: forget it (its id may be reused). */

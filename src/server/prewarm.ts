@@ -239,7 +239,7 @@ export class SandboxPrewarmer {
 
   private discard(e: Entry): void {
     clearTimeout(e.timer);
-    if (!e.exited && e.child.pid) killTree(e.child.pid);
+    if (!e.exited && e.child.pid) killTree(e.child.pid, () => !e.exited);
     for (const s of [...e.ends, e.control]) s.destroy();
     e.release();
     e.listeners?.release();

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 export interface ProcInfo {
   pid: number;
@@ -75,6 +75,19 @@ interface Root {
 }
 
 /**
+ * Whether the process group and session numbered `pid` may still be ours once our process of that
+ * pid was reaped. The kernel does not give a pid out again while any process still has it as its
+ * group or session id: while something is left of our group, no process has that pid; once a
+ * process has it, the pid was given out again and a group or session of that number is the
+ * newcomer's, never ours. (With pid_max at 32768 a pid comes back within minutes on a busy machine:
+ * a SIGKILL to a long-dead leader's group once killed an unrelated command that had its pid.)
+ * Elsewhere than Linux there is no /proc to ask: assumed ours.
+ */
+export function reapedGroupIsOurs(pid: number): boolean {
+  return process.platform !== 'linux' || !existsSync(`/proc/${pid}`);
+}
+
+/**
  * Every process of the trees rooted at `roots`: processes in a root's process group or session
  * (which catches `nohup` children already reparented), the root itself while it is ours, and all
  * their descendants by parent links (which catches `setsid` children while their parent lives).
@@ -86,8 +99,12 @@ function collectTrees(roots: Root[], procs: ProcInfo[]): Set<number> {
     if (list) list.push(p.pid);
     else children.set(p.ppid, [p.pid]);
   }
-  const groups = new Set(roots.map((r) => r.pid));
-  const leaders = new Set(roots.filter((r) => r.leaderAlive).map((r) => r.pid));
+  // A reaped leader's pid that a process has again: its group and session are not ours (see
+  // `reapedGroupIsOurs`), so that root is passed over.
+  const present = new Set(procs.map((p) => p.pid));
+  const ours = roots.filter((r) => r.leaderAlive || !present.has(r.pid));
+  const groups = new Set(ours.map((r) => r.pid));
+  const leaders = new Set(ours.filter((r) => r.leaderAlive).map((r) => r.pid));
   const found = new Set<number>();
   const queue: number[] = [];
   for (const p of procs) {
@@ -154,7 +171,7 @@ class TreeKiller {
       // Kills asked for in the same turn of the loop (a burst of terminates, a session's end) go together.
       await yieldToLoop();
       for (let batch = 0; this.queued.size > 0 && batch < 1_000_000; batch++) {
-        const roots = [...this.queued].map(([pid, alive]) => ({ pid, leaderAlive: alive() }));
+        const roots = [...this.queued].map(([pid, alive]) => ({ pid, alive }));
         this.queued.clear();
         await killBatch(roots);
       }
@@ -165,16 +182,30 @@ class TreeKiller {
   }
 }
 
-async function killBatch(roots: Root[]): Promise<void> {
-  for (const r of roots) signal(-r.pid, 'SIGSTOP');
+/** A root being killed: whether its leader is still our unreaped child is asked at every scan (the kill reaps it on the way). */
+interface KillRoot {
+  pid: number;
+  alive: () => boolean;
+}
+
+/** Signals the group `-pid` only while it may be ours (see `reapedGroupIsOurs`). */
+function signalGroup(r: KillRoot, sig: NodeJS.Signals): void {
+  if (r.alive() || reapedGroupIsOurs(r.pid)) signal(-r.pid, sig);
+}
+
+async function killBatch(roots: KillRoot[]): Promise<void> {
+  for (const r of roots) signalGroup(r, 'SIGSTOP');
   const stopped = new Set<number>();
   const killed = new Set<number>();
   for (let pass = 0; pass < KILL_PASSES; pass++) {
     let members: number[] = [];
     for (let round = 0; round < FREEZE_ROUNDS; round++) {
+      // Asked at each scan: the kill reaps the leader on the way, and from then on its pid tells
+      // nothing about ours.
+      const now = roots.map((r) => ({ pid: r.pid, leaderAlive: r.alive() }));
       const procs = await scanProcesses();
       const zombies = new Set(procs.filter((p) => p.zombie).map((p) => p.pid));
-      members = [...collectTrees(roots, procs)].filter((pid) => !zombies.has(pid));
+      members = [...collectTrees(now, procs)].filter((pid) => !zombies.has(pid));
       const fresh = members.filter((pid) => !stopped.has(pid));
       if (fresh.length === 0) break;
       for (const pid of fresh) {
@@ -191,7 +222,7 @@ async function killBatch(roots: Root[]): Promise<void> {
     }
   }
   // Members that left every parent link (a reparented child of the group) die with the group.
-  for (const r of roots) signal(-r.pid, 'SIGKILL');
+  for (const r of roots) signalGroup(r, 'SIGKILL');
 }
 
 const killer = new TreeKiller();
