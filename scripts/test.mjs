@@ -13,6 +13,10 @@ import { ensureMachine } from './setup.mjs';
 const root = new URL('..', import.meta.url).pathname;
 const filter = process.argv.slice(2);
 const withVscode = filter.length === 0 || filter.some((x) => x === 'vscode' || x.includes('test/vscode'));
+// OUT_DIR lets several people (or helpers) test in one tree without clobbering each other.
+// FAST=1 (for iterating only): compile even with type errors elsewhere in the tree, skip lint.
+const outDir = process.env.OUT_DIR || 'out';
+const fast = process.env.FAST === '1';
 
 // First, before anything is built: every tool a test starts is here (or one message says what to
 // install), so no test fails on a missing tool. The code-servers of the vscode stage (a download and
@@ -45,10 +49,6 @@ function findTests(dir) {
   return out;
 }
 
-// OUT_DIR lets several people (or helpers) test in one tree without clobbering each other.
-// FAST=1 (for iterating only): compile even with type errors elsewhere in the tree, skip lint.
-const outDir = process.env.OUT_DIR || 'out';
-const fast = process.env.FAST === '1';
 run('node', ['esbuild.config.mjs']);
 rmSync(join(root, outDir), { recursive: true, force: true });
 if (fast) spawnSync('npx', ['tsc', '-p', '.', '--outDir', outDir], { stdio: 'ignore', cwd: root });
