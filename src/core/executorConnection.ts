@@ -214,7 +214,9 @@ export class ExecutorConnection {
       try {
         // A remembered session is this workspace's: a lingering extension host of its previous window
         // (code-server keeps one for a while after a reload) must not keep it from us.
-        client = remembered ? await this.resumeRemembered(options, remembered.sessionId) : await ExecServerClient.connect(options);
+        client = remembered
+          ? await this.resumeRemembered(options, remembered.sessionId, remembered.offlineSince)
+          : await ExecServerClient.connect(options);
       } catch (e) {
         if (!(e instanceof SessionExpiredError)) throw e;
         // After an extension update the session may live on in the older version's daemon.
@@ -265,6 +267,7 @@ export class ExecutorConnection {
       this.clientStateEmitter.fire(s);
       switch (s.kind) {
         case 'connected':
+          this.rememberOffline(undefined);
           this.setState({ kind: 'connected', sessionId: s.sessionId });
           break;
         case 'recovering':
@@ -276,6 +279,7 @@ export class ExecutorConnection {
             });
             break;
           }
+          this.rememberOffline(s.since);
           this.setState({ kind: 'recovering', since: s.since, attempt: s.attempt, cause: s.cause, until: s.until });
           break;
         case 'failed':
@@ -312,19 +316,26 @@ export class ExecutorConnection {
     this.deps.log?.(`${this.name}: connected, session ${client.sessionId}`);
   }
 
+  /** Since when this window's executor is unreachable, kept with its remembered session (a reload goes on from it). */
+  private rememberOffline(since: number | undefined): void {
+    if (this.resumable && !this.takenOver) this.deps.memory?.offline(this.name, since);
+  }
+
   /**
    * Resumes the remembered session (a window reload). An executor that cannot be reached — the
    * reload came during an outage — is tried again, with the client's back-off and state
    * `recovering` ("offline since …, retrying"), for as long as it may keep the session (this
-   * window's TTL from now, plus a minute as the client allows), rather than failing at once and
+   * window's TTL from when it became unreachable, `offlineSince` if the previous window was already
+   * recovering, else now; plus a minute as the client allows), rather than failing at once and
    * leaving the terminals closed until something uses the executor. `retryNow`, `connect` and
    * `reconnect` (which gives it up) act on the wait. The bundled daemon is local: no wait there.
    */
-  private async resumeRemembered(options: ClientOptions, sessionId: string): Promise<ExecServerClient> {
+  private async resumeRemembered(options: ClientOptions, sessionId: string, offlineSince?: number): Promise<ExecServerClient> {
     const resume: ClientOptions = { ...options, resumeSessionId: sessionId, takeOverSession: true };
     const ttl = this.deps.sessionTtlMs?.();
     if (this.config.kind === 'bundled' || ttl === undefined) return ExecServerClient.connect(resume);
-    const since = Date.now();
+    // Never later than now (a clock that went back).
+    const since = Math.min(Date.now(), offlineSince ?? Date.now());
     const until = since + ttl + 60_000;
     const { stepMs, maxMs, longMaxMs = 30_000 } = options.backoff ?? { stepMs: 100, maxMs: 2000, longMaxMs: 30_000 };
     const jitter = Math.random() * 0.3;

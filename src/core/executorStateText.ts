@@ -57,3 +57,13 @@ export function statusBarText(
   const main = `$(${stateText(active.state).icon}) ${active.name}`;
   return recovering.length === 0 ? main : `${main}  $(sync) ${recovering.join(', ')} reconnecting…`;
 }
+
+/**
+ * The executor's version as the Executors view shows it: ours says "exec-bridge 0.1.0" (its name
+ * and version), another server may give a bare "0.171.0", which gets its "v".
+ */
+export function executorVersionLabel(version: string | undefined): string | undefined {
+  const v = version?.trim();
+  if (!v) return undefined;
+  return /^\d/.test(v) ? `v${v}` : v;
+}

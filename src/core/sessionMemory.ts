@@ -43,6 +43,12 @@ const RememberedSession = z.object({
   sessionId: z.string(),
   savedAt: z.number(),
   processes: z.array(RememberedProcess),
+  /**
+   * Since when the executor has been unreachable, while this window was recovering: a reload in
+   * an outage goes on from the outage's start (what "offline since" says, and until when the
+   * executor keeps the session), not from the reload.
+   */
+  offlineSince: z.number().optional(),
 });
 export type RememberedSession = z.infer<typeof RememberedSession>;
 
@@ -82,6 +88,15 @@ export class SessionMemory {
     const old = this.sessions.get(executor);
     const keep = old && old.sessionId === sessionId && old.configKey === configKey ? old.processes : [];
     this.sessions.set(executor, { configKey, sessionId, savedAt: this.clock.now(), processes: keep });
+    this.save();
+  }
+
+  /** `executor` is unreachable since `since` (its connection is recovering), or reachable again (undefined). */
+  offline(executor: string, since: number | undefined): void {
+    const s = this.sessions.get(executor);
+    if (!s || s.offlineSince === since) return;
+    if (since === undefined) delete s.offlineSince;
+    else s.offlineSince = since;
     this.save();
   }
 

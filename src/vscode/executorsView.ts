@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { describeExecutor } from '../core/executorConfig';
-import { stateText } from '../core/executorStateText';
+import { executorVersionLabel, stateText } from '../core/executorStateText';
 import { isActive, type RunRecord, type RunRegistry } from '../core/runRegistry';
 import { formatDuration } from '../util/duration';
 import { describeExitCode } from '../util/exitCode';
@@ -79,8 +79,8 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
         if (detail) item.tooltip = detail;
         if (state.kind === 'connected') {
           item.tooltip = kept;
-          const version = conn?.client?.environmentInfo?.executorVersion;
-          item.description = `session ${state.sessionId.slice(0, 8)}${version ? ` · v${version}` : ''}${ttl !== undefined ? ` · kept ${formatDuration(ttl)}` : ''}`;
+          const version = executorVersionLabel(conn?.client?.environmentInfo?.executorVersion);
+          item.description = `session ${state.sessionId.slice(0, 8)}${version ? ` · ${version}` : ''}${ttl !== undefined ? ` · kept ${formatDuration(ttl)}` : ''}`;
           const remote = conn?.config.kind === 'ssh' ? conn.remote : undefined;
           if (remote && conn?.config.kind === 'ssh')
             item.description = `${conn.config.ssh} · ${remote.platform} · node ${remote.nodeVersion} · ${remote.version}`;

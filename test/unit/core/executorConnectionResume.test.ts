@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ExecServerClient } from '../../../src/client';
 import { ExecutorConnection, type ExecutorState, type RestoredSession } from '../../../src/core/executorConnection';
-import { SessionMemory, type MementoLike } from '../../../src/core/sessionMemory';
+import { SESSION_MEMORY_KEY, SessionMemory, type MementoLike } from '../../../src/core/sessionMemory';
 import { ExecServer } from '../../../src/server/execServer';
 import { FaultProxy } from '../../helpers/faultProxy';
 
@@ -116,6 +116,45 @@ describe('a window reload during an outage', () => {
     await again.handle.write('go\n');
     assert.equal((await again.handle.completion).exitCode, 0);
     assert.equal(text, 'before\nafter\n', 'the output from before the outage, then the rest');
+  });
+
+  test('a reload while the window was already offline: the new window says offline since the outage began, and keeps the session until then plus the TTL', async (t) => {
+    const proxy = await FaultProxy.forUrl(url);
+    const memento = new MapMemento();
+    const w1 = window(memento, proxy);
+    t.after(async () => (w1.conn.dispose(), await proxy.close()));
+    const c1 = await w1.conn.connect();
+    const p = await c1.startProcess({ argv: ['sh', '-c', 'read -r _'], cwd: '/', tty: false, pipeStdin: true });
+    w1.conn.rememberTerminal(p.processId, {
+      title: 'sh',
+      kind: 'command',
+      commandLine: 'sh',
+      cwd: '/',
+      sandboxed: false,
+      sandboxLabel: 'none',
+    });
+    // The connection drops and new ones hang: the first window is recovering.
+    proxy.outage();
+    proxy.cut();
+    await until('the first window recovering', () => w1.conn.state.kind === 'recovering');
+    const since = (w1.conn.state as Extract<ExecutorState, { kind: 'recovering' }>).since;
+    w1.conn.dispose('window reload');
+    await new Promise((r) => setImmediate(r));
+    const w2 = window(memento, proxy);
+    t.after(() => w2.conn.dispose());
+    const connecting = w2.conn.connect();
+    await until('the new window recovering', () => w2.conn.state.kind === 'recovering');
+    const rec = w2.conn.state as Extract<ExecutorState, { kind: 'recovering' }>;
+    assert.equal(rec.since, since, 'offline since the outage began, not since the reload');
+    assert.equal(rec.until, since + TTL_MS + 60_000);
+    proxy.heal();
+    const client = await connecting;
+    assert.equal(client.sessionId, c1.sessionId);
+    // Reachable again: a later reload starts its own count.
+    await new Promise((r) => setImmediate(r));
+    const stored = memento.get<Record<string, { sessionId: string; offlineSince?: number }>>(SESSION_MEMORY_KEY)!;
+    assert.equal(stored['box']!.sessionId, c1.sessionId);
+    assert.equal(stored['box']!.offlineSince, undefined);
   });
 
   test('reconnect() gives the resume up (during an attempt or a wait) and starts a new session once the network is back', async (t) => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ExecutorState } from '../../../src/core/executorConnection';
-import { stateText, statusBarText } from '../../../src/core/executorStateText';
+import { executorVersionLabel, stateText, statusBarText } from '../../../src/core/executorStateText';
 
 const recovering = (attempt: number): ExecutorState => ({
   kind: 'recovering',
@@ -36,4 +36,11 @@ test('the status bar names another executor that is reconnecting', () => {
     ]),
     '$(vm-active) bundled  $(sync) devbox, gpu reconnecting…',
   );
+});
+
+test('the executor version: ours names itself ("exec-bridge 0.1.0", no "v" before it); a bare number gets its "v"', () => {
+  assert.equal(executorVersionLabel('exec-bridge 0.1.0'), 'exec-bridge 0.1.0');
+  assert.equal(executorVersionLabel('0.171.0'), 'v0.171.0');
+  assert.equal(executorVersionLabel('  '), undefined);
+  assert.equal(executorVersionLabel(undefined), undefined);
 });
