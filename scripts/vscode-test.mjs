@@ -91,27 +91,41 @@ const DAEMON_IDLE_MS = 2000;
 
 /**
  * Kills code-server's group the hard way — its extension hosts die without deactivate, as in a
- * crash — then checks that nothing started in this run outlives its lifetimes: the bundled
- * executor is a daemon that keeps a crashed window's sessions for their TTL (a reload resumes
- * them), then ends their processes, and exits after its idle time.
+ * crash — and returns the check that nothing started in this run (`rt`) outlives its lifetimes:
+ * the bundled executor is a daemon that keeps a crashed window's sessions for their TTL (a reload
+ * resumes them), then ends their processes, and exits after its idle time. The check resolves to
+ * what is left (killed then) once all is gone or that time is over; the caller goes on meanwhile.
+ * The browser (still open on purpose, closed by the caller) is not ours to judge here.
  */
-async function crashAndCheckLeaks(cs, rt, ttlS = SESSION_TTL_S) {
+function crashAndCheckLeaks(cs, rt, ttlS = SESSION_TTL_S) {
   try {
     process.kill(-cs.pid, 'SIGKILL');
   } catch {
     // already gone
   }
-  // The browser (still open on purpose) is not ours to judge here.
   const ours = () => processesMentioning(rt).filter((p) => !p.cmd.includes('chromium'));
-  const left = await waitForExit(ours, ttlS * 1000 + DAEMON_IDLE_MS + 15_000);
-  for (const p of left) {
+  return waitForExit(ours, ttlS * 1000 + DAEMON_IDLE_MS + 15_000).then((left) => {
+    for (const p of left) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    return left;
+  });
+}
+
+/** Closes the browser of a crashed code-server; chromium's helpers (crashpad) linger a moment after close: never leave them behind. */
+async function closeBrowser(browser, rt) {
+  await browser?.close().catch(() => {});
+  for (const p of await waitForExit(() => processesMentioning(rt).filter((p) => p.cmd.includes('chromium')), 5000)) {
     try {
       process.kill(p.pid, 'SIGKILL');
     } catch {
       // gone
     }
   }
-  return left;
 }
 
 /** Polls `list` until it is empty or `timeoutMs` passed; returns what is left. */
@@ -119,7 +133,7 @@ async function waitForExit(list, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   let left = list();
   while (left.length > 0 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 250));
     left = list();
   }
   return left;
@@ -400,7 +414,8 @@ async function runUpdate(codeServer, rt, version, vsixes) {
   }
   // A crash with the window live, as in the main run: both daemons, what they ran and code-server
   // itself must be gone after the TTL and the idle time — the older daemon once the session it kept
-  // (detached by Reconnect) has ended, the newer one once the crashed window's has.
+  // (detached by Reconnect) has ended, the newer one once the crashed window's has. That waiting
+  // runs beside the next stages.
   const tCrash = Date.now();
   const exits = {};
   const watch = daemons
@@ -411,31 +426,28 @@ async function runUpdate(codeServer, rt, version, vsixes) {
         }
       })()
     : Promise.resolve();
-  const leaked = await crashAndCheckLeaks(cs, urt, UPDATE_TTL_S);
-  await watch;
-  if (daemons)
-    say(
-      `update stage: after the crash the ${vsixes.v1.version} daemon exited at +${exits.older} ms, the ${vsixes.v2.version} one at +${exits.newer} ms`,
-    );
   running.delete(cs);
-  await browser?.close().catch(() => {});
-  for (const p of await waitForExit(() => processesMentioning(urt), 5000)) {
-    try {
-      process.kill(p.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-  const results = [{ name: `update ${vsixes.v1.version} → ${vsixes.v2.version}`, ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 }];
-  if (leaked.length > 0)
-    console.error(`${ts()} ✗ processes of the update stage outlived it:\n${leaked.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`);
-  results.push({
-    name: 'no leaks after the update stage',
-    ok: leaked.length === 0,
-    passed: leaked.length === 0 ? 1 : 0,
-    failed: leaked.length === 0 ? 0 : 1,
+  const leaks = crashAndCheckLeaks(cs, urt, UPDATE_TTL_S);
+  await closeBrowser(browser, urt);
+  const name = `update ${vsixes.v1.version} → ${vsixes.v2.version}`;
+  const leakCheck = Promise.all([leaks, watch]).then(([leaked]) => {
+    if (daemons)
+      say(
+        `update stage: after the crash the ${vsixes.v1.version} daemon exited at +${exits.older} ms, the ${vsixes.v2.version} one at +${exits.newer} ms`,
+      );
+    if (leaked.length > 0)
+      console.error(`${ts()} ✗ processes of the update stage outlived it:\n${leaked.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`);
+    return [
+      { name, ok, passed: ok ? 1 : 0, failed: ok ? 0 : 1 },
+      {
+        name: 'no leaks after the update stage',
+        ok: leaked.length === 0,
+        passed: leaked.length === 0 ? 1 : 0,
+        failed: leaked.length === 0 ? 0 : 1,
+      },
+    ];
   });
-  return results;
+  return { leakCheck };
 }
 
 /**
@@ -581,12 +593,15 @@ async function main() {
   const vsixDir = withUpdate ? mkdtempSync(join(tmpdir(), 'exec-bridge-vsix-')) : undefined;
   try {
     const vsixes = vsixDir ? buildUpdateVsixes(vsixDir) : undefined;
+    const pending = [];
     for (const t of targets) {
       const version = VSCODE_TARGETS[t].codeServer;
       say(`=== VS Code ${vscodeVersionOf(version)} (code-server ${version}, ${t}) ===`);
-      const results = await runTarget(bins[t], version, t, vsixes);
-      all.push(...results.map((r) => ({ ...r, name: `${vscodeVersionOf(version)} ${r.name}` })));
+      const { done } = await runTarget(bins[t], version, t, vsixes);
+      pending.push(done.then((results) => results.map((r) => ({ ...r, name: `${vscodeVersionOf(version)} ${r.name}` }))));
     }
+    say('waiting for the leak checks (the TTLs after the crashes)');
+    for (const results of await Promise.all(pending)) all.push(...results);
   } finally {
     if (vsixDir) rmSync(vsixDir, { recursive: true, force: true });
   }
@@ -616,35 +631,62 @@ const withUpdate = stage('update');
 const outageTargets = (process.env.EXEC_BRIDGE_OUTAGE_TARGETS || 'newest').split(',').map((n) => n.trim());
 
 async function runTarget(codeServer, version, target, vsixes) {
-  // Throwaway world for code-server, its extension host and chromium. Not under /tmp: the sandbox
-  // lets commands write /tmp, and the approval tests need a HOME it does not let them write.
-  // (A cache given under /tmp, e.g. EXEC_BRIDGE_VSCODE_CACHE=/tmp/x, must not drag the runs there.)
+  // Throwaway worlds for code-server, its extension host and chromium, one per code-server of this
+  // target (so that each leak check sees only its own). Not under /tmp: the sandbox lets commands
+  // write /tmp, and the approval tests need a HOME it does not let them write. (A cache given under
+  // /tmp, e.g. EXEC_BRIDGE_VSCODE_CACHE=/tmp/x, must not drag the runs there.)
   const tmpRoots = [...new Set(['/tmp', tmpdir(), process.env.TMPDIR].filter(Boolean))];
   const underTmp = (p) => tmpRoots.some((t) => p === t || p.startsWith(t.replace(/\/$/, '') + '/'));
   const runsRoot = underTmp(cacheRoot) ? '/var/tmp/exec-bridge-vscode-runs' : join(cacheRoot, 'runs');
   mkdirSync(runsRoot, { recursive: true });
-  const rt = mkdtempSync(join(runsRoot, 'run-'));
-  const results = ['mocha', 'ui', 'reload', 'outage'].some(stage) ? await runMain(codeServer, version, target, rt) : [];
+  const newRoot = () => mkdtempSync(join(runsRoot, 'run-'));
+  const roots = [];
+  const results = [];
+  // What waits out the TTLs after a crash (a minute, idle) runs beside the next stages; the target's
+  // results are complete once they are all in.
+  const later = [];
+  if (['mocha', 'ui', 'reload', 'outage'].some(stage)) {
+    const rt = newRoot();
+    roots.push(rt);
+    const main = await runMain(codeServer, version, target, rt);
+    results.push(...main.results);
+    later.push(main.leakCheck);
+  }
   // A VSCODE_TEST_GREP that picks other tests skips it (its suite is "untrusted workspace").
   const grep = process.env.VSCODE_TEST_GREP;
-  const env = { ...isolatedWorld(rt).env, EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version), EXEC_BRIDGE_RUNTIME_DIR: join(rt, 'private') };
   if (stage('untrusted') && (!grep || new RegExp(grep).test('untrusted workspace'))) {
-    results.push({
-      name: 'untrusted',
-      ...(await runUntrusted(codeServer, rt, { ...env, EXEC_BRIDGE_DAEMON_IDLE_MS: String(DAEMON_IDLE_MS) }, version)),
-    });
+    const rt = newRoot();
+    roots.push(rt);
+    const env = {
+      ...isolatedWorld(rt).env,
+      EXEC_BRIDGE_TEST_VSCODE: vscodeVersionOf(version),
+      EXEC_BRIDGE_RUNTIME_DIR: join(rt, 'private'),
+      EXEC_BRIDGE_DAEMON_IDLE_MS: String(DAEMON_IDLE_MS),
+    };
+    results.push({ name: 'untrusted', ...(await runUntrusted(codeServer, rt, env, version)) });
   }
-  if (vsixes) results.push(...(await runUpdate(codeServer, rt, version, vsixes)));
-  const ok = results.length > 0 && results.every((r) => r.ok);
-  if (!ok) {
-    mkdirSync(resultsDir, { recursive: true });
-    if (existsSync(join(rt, 'code-server.log')))
-      copyFileSync(join(rt, 'code-server.log'), join(resultsDir, `vscode-code-server-${version}.log`));
-    console.error(`${ts()} logs and screenshots: ${resultsDir}`);
+  if (vsixes) {
+    const rt = newRoot();
+    roots.push(rt);
+    // Its window is driven now (the next target's waits for it); its crash's TTLs run beside.
+    later.push((await runUpdate(codeServer, rt, version, vsixes)).leakCheck);
   }
-  if (args.has('--keep') || !ok) say(`runtime folder kept: ${rt}`);
-  else rmSync(rt, { recursive: true, force: true });
-  return results;
+  const done = Promise.all(later).then((more) => {
+    results.push(...more.flat());
+    const ok = results.length > 0 && results.every((r) => r.ok);
+    if (!ok) {
+      mkdirSync(resultsDir, { recursive: true });
+      const csLog = roots[0] && join(roots[0], 'code-server.log');
+      if (csLog && existsSync(csLog)) copyFileSync(csLog, join(resultsDir, `vscode-code-server-${version}.log`));
+      console.error(`${ts()} logs and screenshots: ${resultsDir}`);
+    }
+    for (const rt of roots) {
+      if (args.has('--keep') || !ok) say(`runtime folder kept: ${rt}`);
+      else rmSync(rt, { recursive: true, force: true });
+    }
+    return results;
+  });
+  return { done };
 }
 
 /** The main code-server of a target: the mocha suites, the UI test, the reload and outage stages, the crash leak check. */
@@ -672,6 +714,7 @@ async function runMain(codeServer, version, target, rt) {
   running.add(cs);
 
   let browser;
+  let leaks;
   const results = [];
   try {
     await waitHealthy(base, cs, 60_000);
@@ -697,25 +740,19 @@ async function runMain(codeServer, version, target, rt) {
     results.push({ name: 'harness', ok: false, passed: 0, failed: 1 });
   } finally {
     // Crash first, with the UI window still connected (closing it would let the extension host
-    // shut down cleanly), then close the browser.
-    const leaked = await crashAndCheckLeaks(cs, rt);
-    await browser?.close().catch(() => {});
-    // Chromium's helpers (crashpad) linger a moment after close; never leave them behind.
-    for (const p of await waitForExit(() => processesMentioning(rt), 5000)) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-    if (leaked.length > 0) {
-      console.error(`${ts()} ✗ processes outlived a crash of the extension host:\n${leaked.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`);
-      results.push({ name: 'no leaks after a crash', ok: false, passed: 0, failed: 1 });
-    } else {
-      results.push({ name: 'no leaks after a crash', ok: true, passed: 1, failed: 0 });
-    }
+    // shut down cleanly), then close the browser. (`running` is for signals: a crashed group is none.)
+    running.delete(cs);
+    leaks = crashAndCheckLeaks(cs, rt);
+    await closeBrowser(browser, rt);
   }
-  return results;
+  const leakCheck = leaks.then((leaked) => {
+    if (leaked.length > 0)
+      console.error(`${ts()} ✗ processes outlived a crash of the extension host:\n${leaked.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`);
+    return [
+      { name: 'no leaks after a crash', ok: leaked.length === 0, passed: leaked.length === 0 ? 1 : 0, failed: leaked.length === 0 ? 0 : 1 },
+    ];
+  });
+  return { results, leakCheck };
 }
 
 // Run only when executed.
