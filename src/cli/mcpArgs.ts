@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { parseSshTarget } from '../client/sshConnector';
+import { AGENT_OUTPUT_LIMIT } from '../core/agentOutput';
 import { BUNDLED_EXECUTOR, type ExecutorConfig } from '../core/executorConfig';
 import { DEFAULT_SANDBOX, type SandboxSettings } from '../core/sandboxSettings';
 import { SandboxPolicyName } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
-import { DEFAULT_OUTPUT_LIMIT } from './mcpOutput';
 import { HelpRequested, UsageError } from './runArgs';
 
 /* `exec-bridge mcp`'s command line: the usage text and the parser (the server is in mcp.ts). */
@@ -64,7 +64,7 @@ export interface McpArgs {
 }
 
 export const DEFAULT_MCP_SESSION_TTL_MS = 60_000;
-export const DEFAULT_MAX_OUTPUT_BYTES = DEFAULT_OUTPUT_LIMIT;
+export const DEFAULT_MAX_OUTPUT_BYTES = AGENT_OUTPUT_LIMIT;
 const MIN_OUTPUT_BYTES = 1024;
 /** An answer the model can still take in (and far below the MCP SDK's own limits). */
 const MAX_OUTPUT_BYTES = 1024 * 1024;

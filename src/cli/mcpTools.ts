@@ -4,6 +4,7 @@ import { inheritAllEnv } from '../client/envPolicy';
 import { isExecClientError } from '../client/errors';
 import type { ProcessHandle } from '../client/processHandle';
 import type { ProcessCompletion } from '../client/types';
+import { BoundedOutput, outputBound } from '../core/agentOutput';
 import { reportedDenial, sandboxUnavailableReason } from '../core/approvalPolicy';
 import { redactUrl, type ExecutorConfig } from '../core/executorConfig';
 import type { ExecutorConnection } from '../core/executorConnection';
@@ -12,7 +13,6 @@ import { sandboxLabel, sandboxRequest, withManagedNetwork, type SandboxSettings 
 import { formatDuration } from '../util/duration';
 import { errorMessage } from '../util/errorMessage';
 import { describeExitCode } from '../util/exitCode';
-import { BoundedOutput } from './mcpOutput';
 
 /*
  * What the tools of `exec-bridge mcp` do, without the MCP SDK (mcp.ts registers them): run a
@@ -103,7 +103,7 @@ export class ExecutorTools {
     const launched = await this.launch(p, false);
     if ('text' in launched) return launched;
     const { handle } = launched;
-    const output = new BoundedOutput(this.options.outputLimit);
+    const output = new BoundedOutput(outputBound(this.options.outputLimit));
     handle.onEvent((e) => {
       if (e.type === 'output') output.push(e.data);
     });
@@ -150,7 +150,7 @@ export class ExecutorTools {
       ...launched,
       id: this.options.newId?.() ?? `bg-${randomBytes(4).toString('hex')}`,
       startedAt: Date.now(),
-      unread: new BoundedOutput(this.options.outputLimit),
+      unread: new BoundedOutput(outputBound(this.options.outputLimit)),
       watchers: new Set(),
     };
     this.background.set(bg.id, bg);

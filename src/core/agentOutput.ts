@@ -1,10 +1,11 @@
 /*
  * What a language model is given of a command's output: bounded, as its head and its tail with one
- * line between them that says how much was left out (the full output stays in the terminal). No
- * `vscode` here: the extension's LM tools and `exec-bridge mcp` share it.
+ * line between them that says how much was left out. Held that way as the output arrives, so a
+ * 50 MiB flood costs the bound in memory, not 50 MiB. No `vscode` here: the extension's LM tools
+ * (whose marker adds that the full output is in the terminal) and `exec-bridge mcp` share it.
  */
 
-/** Bytes of output a tool result carries at most (head + tail; the marker line and notes come on top). */
+/** Bytes of output a tool result carries at most by default (head + tail; the marker line and notes come on top). */
 export const AGENT_OUTPUT_LIMIT = 16 * 1024;
 
 export interface OutputBound {
@@ -20,32 +21,42 @@ export function outputBound(limit = AGENT_OUTPUT_LIMIT): OutputBound {
   return { head, tail: limit - head };
 }
 
-/** The line that stands for the middle: `[… 52,428,800 bytes left out …]`. */
-export function leftOutMarker(bytes: number): string {
-  return `[… ${bytes.toLocaleString('en-US')} bytes left out; the full output is in the terminal …]`;
+/** The extension's marker note: its runs are in a terminal, which has all of the output. */
+export const FULL_OUTPUT_IN_TERMINAL = 'the full output is in the terminal';
+
+/** The line that stands for the middle: `[… 52,428,800 bytes left out …]`, or `[… 52,428,800 bytes left out; NOTE …]`. */
+export function leftOutMarker(bytes: number, note?: string): string {
+  return `[… ${bytes.toLocaleString('en-US')} bytes left out${note ? `; ${note}` : ''} …]`;
 }
 
 /**
- * Output as it arrives, kept as at most `head` bytes from its start and `tail` from its end (a ring
- * of chunks), so a 50 MiB flood holds 16 KiB here. `take()` gives the text and starts over (what a
- * background process wrote since the last read).
+ * Output as it arrives, kept as at most `bound.head` bytes from its start and `bound.tail` from its
+ * end (a ring). `take()` gives the text and starts over (what a background process wrote since the
+ * last read). `note` goes into the marker line (where the rest can be found).
  */
 export class BoundedOutput {
-  private headParts: Buffer[] = [];
+  private head: Buffer[] = [];
   private headBytes = 0;
-  private tailParts: Buffer[] = [];
-  private tailBytes = 0;
+  /** The tail is a ring of `bound.tail` bytes: `ring[ringStart…]` then `ring[…ringStart]` once full. */
+  private readonly ring: Buffer;
+  private ringStart = 0;
+  private ringBytes = 0;
   private total = 0;
 
-  constructor(private readonly bound: OutputBound = outputBound()) {}
+  constructor(
+    private readonly bound: OutputBound = outputBound(),
+    private readonly note?: string,
+  ) {
+    this.ring = Buffer.alloc(bound.tail);
+  }
 
   /** Bytes pushed since the start (or the last `take`). */
   get totalBytes(): number {
     return this.total;
   }
-  /** Bytes that `text()` leaves out. */
+  /** Bytes that `text()` leaves out (before cutting at character boundaries). */
   get leftOutBytes(): number {
-    return this.total - this.headBytes - this.tailBytes;
+    return this.total - this.headBytes - this.ringBytes;
   }
 
   push(data: Buffer): void {
@@ -53,70 +64,75 @@ export class BoundedOutput {
     this.total += data.length;
     let rest = data;
     if (this.headBytes < this.bound.head) {
-      const take = Math.min(this.bound.head - this.headBytes, rest.length);
+      const n = Math.min(this.bound.head - this.headBytes, rest.length);
       // A copy: the caller's buffer may be a view of a pooled frame.
-      this.headParts.push(Buffer.from(rest.subarray(0, take)));
-      this.headBytes += take;
-      rest = rest.subarray(take);
+      this.head.push(Buffer.from(rest.subarray(0, n)));
+      this.headBytes += n;
+      rest = rest.subarray(n);
     }
-    if (rest.length === 0 || this.bound.tail === 0) return;
-    if (rest.length >= this.bound.tail) {
-      this.tailParts = [Buffer.from(rest.subarray(rest.length - this.bound.tail))];
-      this.tailBytes = this.bound.tail;
+    const cap = this.ring.length;
+    if (rest.length === 0 || cap === 0) return;
+    if (rest.length >= cap) {
+      rest.copy(this.ring, 0, rest.length - cap);
+      this.ringStart = 0;
+      this.ringBytes = cap;
       return;
     }
-    this.tailParts.push(Buffer.from(rest));
-    this.tailBytes += rest.length;
-    // Drop whole chunks that lie entirely before the tail; the first one kept is cut in `text()`.
-    while (this.tailParts.length > 1 && this.tailBytes - this.tailParts[0]!.length >= this.bound.tail)
-      this.tailBytes -= this.tailParts.shift()!.length;
-    if (this.tailBytes > this.bound.tail) {
-      const first = this.tailParts[0]!;
-      this.tailParts[0] = first.subarray(this.tailBytes - this.bound.tail);
-      this.tailBytes = this.bound.tail;
-    }
+    // Write after the newest byte, wrapping; once full the oldest bytes are overwritten.
+    const end = (this.ringStart + this.ringBytes) % cap;
+    const first = Math.min(rest.length, cap - end);
+    rest.copy(this.ring, end, 0, first);
+    rest.copy(this.ring, 0, first);
+    const overflow = Math.max(0, this.ringBytes + rest.length - cap);
+    this.ringBytes = Math.min(cap, this.ringBytes + rest.length);
+    this.ringStart = (this.ringStart + overflow) % cap;
   }
 
   /** The kept output as text for a model: head, the marker (if anything was left out), tail. */
   text(): string {
-    const head = Buffer.concat(this.headParts);
-    const tail = Buffer.concat(this.tailParts);
+    const head = Buffer.concat(this.head);
+    const cap = this.ring.length;
+    const tail =
+      this.ringStart + this.ringBytes <= cap
+        ? this.ring.subarray(this.ringStart, this.ringStart + this.ringBytes)
+        : Buffer.concat([this.ring.subarray(this.ringStart), this.ring.subarray(0, (this.ringStart + this.ringBytes) % cap)]);
     const leftOut = this.leftOutBytes;
     if (leftOut === 0) return forModel(Buffer.concat([head, tail]).toString('utf8'));
-    // Cut at character boundaries: the head's end and the tail's start may split a UTF-8 sequence.
-    const h = head.subarray(0, utf8Boundary(head, head.length));
+    // Cut at character boundaries: the head's end and the tail's start may split a UTF-8 sequence
+    // (those bytes count as left out too).
+    const h = head.subarray(0, utf8End(head));
     const t = tail.subarray(utf8Start(tail));
     const skipped = leftOut + (head.length - h.length) + (tail.length - t.length);
     const headText = forModel(h.toString('utf8'));
-    const tailText = forModel(t.toString('utf8'));
-    return `${headText}${headText.endsWith('\n') || headText === '' ? '' : '\n'}${leftOutMarker(skipped)}\n${tailText}`;
+    const sep = headText === '' || headText.endsWith('\n') ? '' : '\n';
+    return `${headText}${sep}${leftOutMarker(skipped, this.note)}\n${forModel(t.toString('utf8'))}`;
   }
 
-  /** The text, then empty again. */
+  /** The text and the counts, then empty again. */
   take(): { text: string; bytes: number; leftOut: number } {
     const out = { text: this.text(), bytes: this.total, leftOut: this.leftOutBytes };
-    this.headParts = [];
+    this.head = [];
     this.headBytes = 0;
-    this.tailParts = [];
-    this.tailBytes = 0;
+    this.ringStart = 0;
+    this.ringBytes = 0;
     this.total = 0;
     return out;
   }
 }
 
-/** The largest `end` ≤ `at` that does not cut a UTF-8 sequence of `buf` in two. */
-function utf8Boundary(buf: Buffer, at: number): number {
-  // Step back over at most 3 continuation bytes to the sequence's lead byte.
-  let i = at;
-  while (i > 0 && at - i < 4 && (buf[i - 1]! & 0xc0) === 0x80) i--;
-  if (i === 0) return at;
+/** The length of `buf` without a UTF-8 sequence cut off at its end. */
+export function utf8End(buf: Buffer): number {
+  // Step back over continuation bytes (at most 3) to the last sequence's lead byte.
+  let i = buf.length;
+  while (i > 0 && buf.length - i < 3 && (buf[i - 1]! & 0xc0) === 0x80) i--;
+  if (i === 0) return buf.length;
   const lead = buf[i - 1]!;
   const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  return at - (i - 1) >= need ? at : i - 1;
+  return buf.length - (i - 1) >= need ? buf.length : i - 1;
 }
 
-/** The first index of `buf` that starts a character (skips a cut-off sequence's continuation bytes). */
-function utf8Start(buf: Buffer): number {
+/** The first index of `buf` that begins a character (past a cut-off sequence's continuation bytes). */
+export function utf8Start(buf: Buffer): number {
   let i = 0;
   while (i < buf.length && i < 3 && (buf[i]! & 0xc0) === 0x80) i++;
   return i;

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { ProcessHandle } from '../client/processHandle';
 import { systemClock, type Clock } from '../util/clock';
 import { describeExitCode } from '../util/exitCode';
-import { BoundedOutput, forModel, outputBound, type OutputBound } from './agentOutput';
+import { BoundedOutput, forModel, FULL_OUTPUT_IN_TERMINAL, outputBound, type OutputBound } from './agentOutput';
 import type { RunRegistry } from './runRegistry';
 import type { RunDecision, TerminalRun } from './terminalRun';
 
@@ -115,7 +115,11 @@ class RunCapture {
     this.subs = [
       run.onDidStart((handle) => this.onProcess?.(handle)),
       run.onProcessEvent(({ attempt, sandboxed, event }) => {
-        const a = (this.attempts[attempt - 1] ??= { sandboxed, output: new BoundedOutput(this.bound), lastSeq: 0 });
+        const a = (this.attempts[attempt - 1] ??= {
+          sandboxed,
+          output: new BoundedOutput(this.bound, FULL_OUTPUT_IN_TERMINAL),
+          lastSeq: 0,
+        });
         a.processId ??= run.process?.processId;
         if (event.type === 'failed') return;
         if (attempt === 1 && event.seq <= this.skipThrough) return;

@@ -1,12 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AGENT_OUTPUT_LIMIT, BoundedOutput, forModel, leftOutMarker, outputBound } from '../../../src/core/agentOutput';
+import {
+  AGENT_OUTPUT_LIMIT,
+  BoundedOutput,
+  forModel,
+  FULL_OUTPUT_IN_TERMINAL,
+  leftOutMarker,
+  outputBound,
+  utf8End,
+  utf8Start,
+} from '../../../src/core/agentOutput';
 
 test('output within the bound is given whole, without a marker', () => {
   const o = new BoundedOutput({ head: 8, tail: 8 });
   o.push(Buffer.from('hello '));
   o.push(Buffer.from('world\n'));
   assert.equal(o.text(), 'hello world\n');
+  assert.equal(o.totalBytes, 12);
   assert.equal(o.leftOutBytes, 0);
 });
 
@@ -19,20 +29,61 @@ test('a flood keeps its head and its tail, and says how many bytes were left out
   assert.ok(text.startsWith('0123456789\n'), text);
   assert.ok(text.endsWith('\nTHE END!!\n'), text);
   assert.equal(o.totalBytes, 16 + 98_000 + 10);
-  assert.ok(text.includes(leftOutMarker(16 + 98_000 + 10 - 20)), text);
+  assert.ok(text.includes(`\n${leftOutMarker(16 + 98_000 + 10 - 20)}\n`), text);
 });
 
-test('50 MiB through the default bound: at most the bound (plus the marker line) is kept and given', () => {
-  const o = new BoundedOutput();
-  const chunk = Buffer.from('y\n'.repeat(32 * 1024));
-  for (let i = 0; i < (50 * 1024 * 1024) / chunk.length; i++) o.push(chunk);
+test('the marker: the count alone, or with a note of where the rest is (the extension: the terminal)', () => {
+  assert.equal(leftOutMarker(52_428_800), '[… 52,428,800 bytes left out …]');
+  assert.equal(leftOutMarker(1234, FULL_OUTPUT_IN_TERMINAL), '[… 1,234 bytes left out; the full output is in the terminal …]');
+  const plain = new BoundedOutput({ head: 2, tail: 2 });
+  const noted = new BoundedOutput({ head: 2, tail: 2 }, FULL_OUTPUT_IN_TERMINAL);
+  for (const o of [plain, noted]) o.push(Buffer.from('ab-cut-out-yz'));
+  assert.equal(plain.text(), 'ab\n[… 9 bytes left out …]\nyz');
+  assert.equal(noted.text(), 'ab\n[… 9 bytes left out; the full output is in the terminal …]\nyz');
+});
+
+test('50 MiB through the default bound in 64 KiB chunks: a quarter of the bound from the start, the rest from the end, the marker between', () => {
+  const o = new BoundedOutput(outputBound(), FULL_OUTPUT_IN_TERMINAL);
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  o.push(Buffer.from('FIRST\n'));
+  for (let i = 0; i < 800; i++) o.push(chunk);
+  o.push(Buffer.from('\nLAST\n'));
+  const total = 6 + 800 * chunk.length + 6;
+  assert.equal(o.totalBytes, total);
+  assert.equal(o.leftOutBytes, total - AGENT_OUTPUT_LIMIT);
   const text = o.text();
-  assert.equal(o.totalBytes, 50 * 1024 * 1024);
-  assert.ok(Buffer.byteLength(text) <= AGENT_OUTPUT_LIMIT + 120, `${Buffer.byteLength(text)} bytes`);
-  assert.match(text, /\[… 52,412,416 bytes left out; the full output is in the terminal …\]/);
-  const { head, tail } = outputBound();
-  assert.equal(head + tail, AGENT_OUTPUT_LIMIT);
-  assert.ok(tail > head, 'more of the end, where errors are');
+  const marker = leftOutMarker(total - AGENT_OUTPUT_LIMIT, FULL_OUTPUT_IN_TERMINAL);
+  assert.ok(Buffer.byteLength(text) <= AGENT_OUTPUT_LIMIT + Buffer.byteLength(marker) + 2, `${Buffer.byteLength(text)} bytes`);
+  assert.ok(text.startsWith('FIRST\nxxx'));
+  assert.ok(text.endsWith('xxx\nLAST\n'));
+  assert.ok(
+    text.includes(`\n[… ${(total - AGENT_OUTPUT_LIMIT).toLocaleString('en-US')} bytes left out; the full output is in the terminal …]\n`),
+  );
+  const [head, tail] = text.split(`${marker}\n`) as [string, string];
+  const bound = outputBound();
+  assert.equal(bound.head + bound.tail, AGENT_OUTPUT_LIMIT);
+  assert.ok(bound.tail > bound.head, 'more of the end, where errors are');
+  assert.equal(Buffer.byteLength(head), bound.head + 1); // + the newline before the marker
+  assert.equal(Buffer.byteLength(tail), bound.tail);
+});
+
+test('another limit (exec-bridge mcp --max-output-bytes) splits the same way', () => {
+  assert.deepEqual(outputBound(1024), { head: 256, tail: 768 });
+  assert.deepEqual(outputBound(1025), { head: 256, tail: 769 });
+});
+
+test('the tail ring wraps across many small pushes and keeps the newest bytes in order', () => {
+  const o = new BoundedOutput(outputBound(40)); // head 10, tail 30
+  let all = '';
+  for (let i = 0; i < 200; i++) {
+    const s = `${i},`;
+    all += s;
+    o.push(Buffer.from(s));
+  }
+  const [head, tail] = o.text().split(/\n\[… [\d,]+ bytes left out …\]\n/) as [string, string];
+  assert.equal(head, all.slice(0, 10));
+  assert.equal(tail, all.slice(-30));
+  assert.equal(o.leftOutBytes, all.length - 40);
 });
 
 test('cuts never split a UTF-8 character (the bytes of a cut character count as left out)', () => {
@@ -44,6 +95,25 @@ test('cuts never split a UTF-8 character (the bytes of a cut character count as 
   assert.ok(text.endsWith('\néb'), JSON.stringify(text));
   const leftOut = Number(/\[… ([\d,]+) bytes/.exec(text)![1]!.replace(/,/g, ''));
   assert.equal(leftOut, Buffer.byteLength('aéé' + 'z'.repeat(50) + 'ééb') - Buffer.byteLength('aé') - Buffer.byteLength('éb'));
+
+  // A three-byte character across the head's end, the tail starting inside another.
+  const e = new BoundedOutput(outputBound(16)); // head 4, tail 12
+  e.push(Buffer.from('aaa€' + 'b'.repeat(20) + '€€€€'));
+  const t = e.text();
+  assert.doesNotMatch(t, /\uFFFD/);
+  assert.ok(t.startsWith('aaa\n[… '), JSON.stringify(t));
+  assert.ok(t.endsWith('€€€€'), JSON.stringify(t));
+  const counted = Number(/\[… ([\d,]+) bytes left out …\]/.exec(t)![1]!.replace(/,/g, ''));
+  assert.equal(counted + Buffer.byteLength('aaa') + Buffer.byteLength('€€€€'), e.totalBytes);
+});
+
+test('utf8End / utf8Start: the boundaries of cut sequences', () => {
+  const euro = Buffer.from('€'); // e2 82 ac
+  assert.equal(utf8End(Buffer.concat([Buffer.from('a'), euro.subarray(0, 2)])), 1);
+  assert.equal(utf8End(Buffer.concat([Buffer.from('a'), euro])), 4);
+  assert.equal(utf8End(Buffer.from('abc')), 3);
+  assert.equal(utf8Start(Buffer.concat([euro.subarray(1), Buffer.from('a')])), 2);
+  assert.equal(utf8Start(Buffer.from('abc')), 0);
 });
 
 test('take() gives what came since the last take, then starts over', () => {
@@ -53,6 +123,12 @@ test('take() gives what came since the last take, then starts over', () => {
   assert.deepEqual(o.take(), { text: '', bytes: 0, leftOut: 0 });
   o.push(Buffer.from('second\n'));
   assert.equal(o.take().text, 'second\n');
+  // After a take that had left bytes out, the ring starts empty too.
+  const f = new BoundedOutput({ head: 2, tail: 2 });
+  f.push(Buffer.from('abcdefgh'));
+  assert.equal(f.take().leftOut, 4);
+  f.push(Buffer.from('xy'));
+  assert.deepEqual(f.take(), { text: 'xy', bytes: 2, leftOut: 0 });
 });
 
 test('for a model: no escape codes, CRLF as LF, a progress line redrawn with CR as its last state', () => {
@@ -60,4 +136,9 @@ test('for a model: no escape codes, CRLF as LF, a progress line redrawn with CR 
   assert.equal(forModel('\x1b]0;title\x07done\n'), 'done\n');
   assert.equal(forModel('10%\r50%\r100%\nnext\n'), '100%\nnext\n');
   assert.equal(forModel('cut mid-line\r'), 'cut mid-line');
+  // Through the bounder, on both sides of the marker.
+  const o = new BoundedOutput({ head: 12, tail: 16 });
+  o.push(Buffer.from('\x1b[1mbold\x1b[0m\r\n' + '-'.repeat(100) + '\r\n\x1b[32mok\x1b[0m\r\n'));
+  // 12 + 2 + 100 + 2 + 13 bytes: the CRLF after the head and 99 of the dashes are left out.
+  assert.equal(o.text(), 'bold\n[… 101 bytes left out …]\n-\nok\n');
 });
