@@ -76,32 +76,29 @@ export interface AllowListScopes {
 
 /** What "Allow HOST for this workspace" writes: the workspace value, and the words for where it went. */
 export interface AllowHostWrite {
-  /** The new workspace value; undefined when it already allows the host and all the rest (nothing to write). */
+  /** The new workspace value; undefined when it already lists the host (nothing to write). */
   workspaceValue: string[] | undefined;
-  /** E.g. `added to execBridge.sandboxNetworkAllow in the workspace settings (which also lists your user setting's a.test: …)`. */
+  /** E.g. `added to execBridge.sandboxNetworkAllow in the workspace settings (your user setting's a.test stay allowed too)`. */
   where: string;
 }
 
 const hostList = (v: unknown): string[] => readSandboxSettings(undefined, false, v).networkAllow ?? [];
 
 /**
- * "Allow HOST for this workspace" adds to what is allowed, never takes away. VS Code does not
- * merge an array setting across scopes: a workspace value replaces the user's, so writing only the
- * workspace's own list plus HOST would block every host the user allowed (issue 24 item 2). The
- * workspace value written is therefore this workspace's own list (if any) merged with the user's,
- * plus HOST; `where` says so, naming the user's hosts it copied.
+ * "Allow HOST for this workspace" adds HOST to this workspace's own list, and takes nothing away:
+ * the allow-list in effect is the user's, the workspace's and the folder's lists together
+ * (core/settingScopes.ts `unionOfListScopes`, issue 24 item 2), so the user's hosts stay allowed
+ * without a copy here, and one the user adds or removes later counts in this workspace too.
+ * `where` says where it went, and that the user's hosts stay allowed.
  */
 export function allowHostForWorkspace(scopes: AllowListScopes, host: string): AllowHostWrite {
-  const own = scopes.workspaceValue === undefined ? undefined : hostList(scopes.workspaceValue);
+  const own = hostList(scopes.workspaceValue);
   const user = hostList(scopes.globalValue ?? scopes.defaultValue);
-  const value = [...new Set([...(own ?? []), ...user, host.trim()])].filter((h) => h !== '');
-  const unchanged = own !== undefined && own.length === value.length;
-  const fromUser = user.filter((h) => !(own ?? []).includes(h) && h !== host);
-  const list = fromUser.join(', ');
+  const h = host.trim();
+  const unchanged = h === '' || own.includes(h);
+  const others = user.filter((u) => u !== h && !own.includes(u));
   const where =
     `${unchanged ? 'already in' : 'added to'} execBridge.sandboxNetworkAllow in the workspace settings` +
-    (fromUser.length > 0
-      ? ` (which also lists your user setting's ${list}: a workspace value replaces the user's, so they stay allowed)`
-      : '');
-  return { workspaceValue: unchanged ? undefined : value, where };
+    (others.length > 0 ? ` (your user setting's ${others.join(', ')} stay allowed too)` : '');
+  return { workspaceValue: unchanged ? undefined : [...own, h], where };
 }

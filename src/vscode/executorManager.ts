@@ -1,11 +1,12 @@
 import * as vscode from 'vscode';
 import type { BundledServer } from '../core/bundledServer';
-import { BUNDLED_EXECUTOR, defaultExecutorProblem, parseExecutors, type ExecutorConfig } from '../core/executorConfig';
+import { BUNDLED_EXECUTOR, defaultExecutorProblem, type ExecutorConfig } from '../core/executorConfig';
 import { ExecutorConnection, type ExecutorState, type RestoredSession } from '../core/executorConnection';
 import type { SessionMemory } from '../core/sessionMemory';
 import type { ClientOptions } from '../client/types';
 import { DisposableStore } from '../util/disposable';
 import { Emitter, type Event } from '../util/emitter';
+import { currentExecutors } from './listSettings';
 import { askSshPrompt, SshProgressNotifier } from './sshExecutors';
 
 const SECRET_PREFIX = 'execBridge.token.';
@@ -103,9 +104,8 @@ export class ExecutorManager {
 
   /** Re-reads `execBridge.executors`: keeps connections whose config is unchanged, drops the rest. */
   private reload(): void {
-    const raw = vscode.workspace.getConfiguration('execBridge').get<unknown>('executors');
     const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri.fsPath;
-    const { executors, problems } = parseExecutors(raw, folder);
+    const { executors, problems } = currentExecutors(folder);
     for (const p of problems) this.log.warn(`execBridge.executors: ${p.message} (ignored)`);
     if (problems.length > 0) {
       void vscode.window.showWarningMessage(`Exec Bridge: ${problems.length} executor setting(s) ignored: ${problems[0]!.message}`);

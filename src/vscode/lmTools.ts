@@ -3,10 +3,11 @@ import * as vscode from 'vscode';
 import { AGENT_TOOL_NAMES, AgentTools, commandSketch, type OpenedRun } from '../core/agentTools';
 import { describeExecutor } from '../core/executorConfig';
 import { stateText } from '../core/executorStateText';
-import { readSandboxSettings, sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
+import { sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
 import type { SessionMemory } from '../core/sessionMemory';
 import { errorMessage } from '../util/errorMessage';
 import type { FeatureContext } from './context';
+import { currentSandboxSettings } from './listSettings';
 import type { RunTerminal, TerminalFeature } from './terminals';
 
 type Input = Record<string, unknown>;
@@ -154,8 +155,7 @@ export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature,
  * notification, as for the user's own commands); a run the settings leave unsandboxed is confirmed.
  */
 function prepareRun(input: Input, executor: string, background: boolean): vscode.PreparedToolInvocation {
-  const c = vscode.workspace.getConfiguration('execBridge');
-  const settings = readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'), c.get('sandboxNetworkAllow'));
+  const settings = currentSandboxSettings();
   const sandboxed = sandboxRequest(settings, '/') !== undefined;
   const command = commandSketch(String(input['command'] ?? ''));
   const cwd = str(input['cwd']);

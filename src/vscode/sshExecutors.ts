@@ -6,6 +6,7 @@ import type { AskpassRequest } from '../client/sshAskpass';
 import { parseSshTarget, sshConfigHosts, type SshProgress } from '../client/sshConnector';
 import { scanHostKeys, trustHostKeys } from '../client/sshHostKeys';
 import type { ExecutorState } from '../core/executorConnection';
+import { userExecutorEntries } from './listSettings';
 
 /*
  * SSH executors in the editor: the "Add SSH Executor…" command (Host entries of ~/.ssh/config, or a
@@ -62,10 +63,11 @@ export async function addSshExecutor(existingNames: readonly string[]): Promise<
           : undefined,
   });
   if (!name) return undefined;
-  const config = vscode.workspace.getConfiguration('execBridge');
-  const list = (config.get<unknown[]>('executors') ?? []).slice();
+  // Appended to the user's own list: `get()` would return the workspace's list when there is one
+  // (and copy it into the user settings); the executors of every scope are read together.
+  const list = userExecutorEntries();
   list.push({ name: name.trim(), ssh: target });
-  await config.update('executors', list, vscode.ConfigurationTarget.Global);
+  await vscode.workspace.getConfiguration('execBridge').update('executors', list, vscode.ConfigurationTarget.Global);
   return name.trim();
 }
 

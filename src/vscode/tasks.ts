@@ -7,6 +7,7 @@ import { executorRun } from '../core/executorRun';
 import type { RunSpec, TerminalRun } from '../core/terminalRun';
 import { errorMessage } from '../util/errorMessage';
 import type { FeatureContext } from './context';
+import { currentSandboxSettings } from './listSettings';
 import { runServices } from './terminals';
 
 /**
@@ -146,8 +147,7 @@ class TaskPseudoterminal implements vscode.Pseudoterminal {
   }
 
   private sandboxSettings(override: string | undefined): SandboxSettings {
-    const c = vscode.workspace.getConfiguration('execBridge');
-    const base = readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'), c.get('sandboxNetworkAllow'));
+    const base = currentSandboxSettings();
     return override && override !== 'none' ? readSandboxSettings(override, base.network, base.networkAllow) : base;
   }
 

@@ -2,15 +2,17 @@ import * as vscode from 'vscode';
 import { inheritAllEnv } from '../client/envPolicy';
 import type { ExecutorConnection, RestoredSession } from '../core/executorConnection';
 import type { RememberedProcess } from '../core/sessionMemory';
-import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
+import { sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
 import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
 import { terminalName } from '../core/terminalNames';
 import { TERMINAL_CREDIT_WINDOW } from '../core/terminalFlow';
+import { attachNewest } from '../core/terminalReplayRange';
 import { executorRun, type RunServices } from '../core/executorRun';
 import type { RunSpec, TerminalRun, TerminalRunDeps } from '../core/terminalRun';
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
+import { currentSandboxSettings } from './listSettings';
 
 const TRANSCRIPT_LIMIT = 256 * 1024;
 const HISTORY_KEY = 'execBridge.commandHistory';
@@ -345,12 +347,16 @@ export class TerminalFeature {
       ...(info.task !== undefined ? { task: info.task } : {}),
       ...(info.agent ? { agent: { ...info.agent } } : {}),
     };
-    const run = this.newRun(conn, spec, () =>
-      restored.client.attachProcess(p.processId, {
+    // The newest part the terminal can hold (its scrollback and rows), then live; the rest: Open Full Output.
+    const run = this.newRun(conn, spec, ({ rows }) =>
+      attachNewest(restored.client, p.processId, {
         tty: p.tty,
         stdinWritable: p.stdinWritable,
         // The same window as a terminal's own start: a flood stays bounded after the reload too.
         creditWindow: TERMINAL_CREDIT_WINDOW,
+        scrollback: vscode.workspace.getConfiguration('terminal.integrated').get('scrollback'),
+        rows,
+        ...(info.agent?.backgroundId !== undefined ? { agentReadSeq: info.agent.readSeq ?? 0 } : {}),
       }),
     );
     const pty = new RunPseudoterminal(run, () => this.shuttingDown);
@@ -381,8 +387,7 @@ export class TerminalFeature {
   }
 
   private sandboxSettings() {
-    const c = vscode.workspace.getConfiguration('execBridge');
-    return readSandboxSettings(c.get('sandbox'), c.get('sandboxNetwork'), c.get('sandboxNetworkAllow'));
+    return currentSandboxSettings();
   }
 
   /** The workspace folders are writable roots only where they exist: on the bundled (local) executor. */

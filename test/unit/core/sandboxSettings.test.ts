@@ -8,6 +8,7 @@ import {
   sandboxLabel,
   sandboxRequest,
 } from '../../../src/core/sandboxSettings';
+import { unionOfListScopes } from '../../../src/core/settingScopes';
 import { SandboxContext } from '../../../src/protocol/sandbox';
 
 test('settings fall back to workspace-write with the network off', () => {
@@ -54,36 +55,36 @@ test('the managed network: an allow-list applies only with the network off; labe
   assert.equal(hostOfTarget('[::1]:8080'), '::1');
 });
 
-// Issue 24 item 2: VS Code replaces (does not merge) an array setting's user value with the
-// workspace's, so "Allow HOST for this workspace" writes the merge of both plus HOST.
-test('"Allow HOST for this workspace" keeps every host the user allowed, and says where it went', () => {
+// Issue 24 item 2: the allow-list in effect is every scope's list together (settingScopes.test.ts),
+// so "Allow HOST for this workspace" adds HOST to the workspace's own list, copying nothing.
+test('"Allow HOST for this workspace" adds the host to the workspace list, and says the user\'s stay allowed', () => {
   const first = allowHostForWorkspace({ defaultValue: [], globalValue: ['npm.test', '*.pkg.test:443'] }, '127.0.0.1');
-  assert.deepEqual(first.workspaceValue, ['npm.test', '*.pkg.test:443', '127.0.0.1']);
+  assert.deepEqual(first.workspaceValue, ['127.0.0.1']);
   assert.equal(
     first.where,
-    "added to execBridge.sandboxNetworkAllow in the workspace settings (which also lists your user setting's npm.test, *.pkg.test:443: a workspace value replaces the user's, so they stay allowed)",
+    "added to execBridge.sandboxNetworkAllow in the workspace settings (your user setting's npm.test, *.pkg.test:443 stay allowed too)",
   );
-  // A workspace value of its own (written by an older version, or by hand) keeps its order; the user's missing hosts join.
+  // A workspace value of its own keeps its order; the host joins at the end.
   const second = allowHostForWorkspace({ globalValue: ['npm.test', 'git.test'], workspaceValue: ['a.test', 'git.test'] }, 'b.test');
-  assert.deepEqual(second.workspaceValue, ['a.test', 'git.test', 'npm.test', 'b.test']);
-  assert.match(second.where, /^added to .* user setting's npm\.test:/);
-  // No user value: just the host; nothing to say about the user's.
-  const alone = allowHostForWorkspace({ defaultValue: [] }, 'x.test');
+  assert.deepEqual(second.workspaceValue, ['a.test', 'git.test', 'b.test']);
+  assert.match(second.where, /^added to .* user setting's npm\.test stay allowed too\)$/);
+  // No user value: nothing to say about the user's.
+  const alone = allowHostForWorkspace({ defaultValue: [] }, ' x.test ');
   assert.deepEqual(alone.workspaceValue, ['x.test']);
   assert.equal(alone.where, 'added to execBridge.sandboxNetworkAllow in the workspace settings');
-  // Already there with everything: nothing to write.
-  const again = allowHostForWorkspace({ globalValue: ['npm.test'], workspaceValue: ['npm.test', 'x.test'] }, 'x.test');
+  // Already there: nothing to write.
+  const again = allowHostForWorkspace({ globalValue: ['npm.test'], workspaceValue: ['x.test'] }, 'x.test');
   assert.equal(again.workspaceValue, undefined);
-  assert.equal(again.where, 'already in execBridge.sandboxNetworkAllow in the workspace settings');
-  // Junk in either scope is dropped, as readSandboxSettings does.
-  assert.deepEqual(allowHostForWorkspace({ globalValue: [' npm.test ', 7, ''], workspaceValue: 'no' }, 'x.test').workspaceValue, [
-    'npm.test',
+  assert.match(again.where, /^already in execBridge\.sandboxNetworkAllow in the workspace settings/);
+  // Junk in the workspace scope is dropped, as readSandboxSettings does.
+  assert.deepEqual(allowHostForWorkspace({ globalValue: ['npm.test'], workspaceValue: [' a.test ', 7, ''] }, 'x.test').workspaceValue, [
+    'a.test',
     'x.test',
   ]);
-  // Every host allowed before is allowed after, in every case.
+  // Every host allowed before is allowed after (with the scopes read together), in every case.
   for (const scopes of [{ globalValue: ['u1', 'u2'] }, { globalValue: ['u1'], workspaceValue: ['w1'] }, { workspaceValue: ['w1'] }]) {
-    const before = new Set([...(scopes.workspaceValue ?? []), ...(scopes.globalValue ?? [])]);
-    const after = new Set(allowHostForWorkspace(scopes, 'new.test').workspaceValue);
+    const before = new Set(unionOfListScopes(scopes));
+    const after = new Set(unionOfListScopes({ ...scopes, workspaceValue: allowHostForWorkspace(scopes, 'new.test').workspaceValue }));
     for (const h of before) assert.ok(after.has(h), `${h} stays allowed`);
     assert.ok(after.has('new.test'));
   }

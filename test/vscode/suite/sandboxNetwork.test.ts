@@ -67,8 +67,8 @@ suite('managed network approvals', () => {
     t.terminal.dispose();
   });
 
-  // Issue 24 item 2: a workspace value replaces the user's (VS Code merges no arrays), so allowing
-  // one host for the workspace must carry the user's hosts along, or they are blocked right after.
+  // Issue 24 item 2: allowing one host for the workspace takes none of the user's away (the lists
+  // of every scope count together, listSettings.test.ts), and copies none into the workspace.
   test('allowing a host for the workspace keeps the hosts of the user setting allowed', async () => {
     const userServer = createServer((_q, r) => r.end('user-body\n'));
     await new Promise<void>((r) => userServer.listen(0, '127.0.0.2', r));
@@ -91,11 +91,11 @@ suite('managed network approvals', () => {
       assert.match(
         other.text,
         new RegExp(
-          `allowed 127\\.0\\.0\\.1 for this workspace \\(added to execBridge\\.sandboxNetworkAllow in the workspace settings \\(which also lists your user setting's 127\\.0\\.0\\.2:${userPort}`,
+          `allowed 127\\.0\\.0\\.1 for this workspace \\(added to execBridge\\.sandboxNetworkAllow in the workspace settings \\(your user setting's 127\\.0\\.0\\.2:${userPort} stay allowed too`,
         ),
       );
       other.t.terminal.dispose();
-      assert.deepEqual(c().inspect<string[]>('sandboxNetworkAllow')?.workspaceValue, [`127.0.0.2:${userPort}`, '127.0.0.1']);
+      assert.deepEqual(c().inspect<string[]>('sandboxNetworkAllow')?.workspaceValue, ['127.0.0.1']);
       assert.deepEqual(c().inspect<string[]>('sandboxNetworkAllow')?.globalValue, [`127.0.0.2:${userPort}`], 'the user setting untouched');
 
       const again = await runAnswering(api, `curl -sS -f http://127.0.0.2:${userPort}/`, 'Deny');
