@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ExecServer } from '../server/execServer';
-import { sandboxPlanner } from '../server/planner';
+import { sandboxPlanner } from '../server/sandboxSetup';
 import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, type DaemonState } from '../client/daemonStart';
 import { tuneYoungGeneration } from '../rpc/youngGc';
 import { ExecServerClient, formatDuration } from '../client';

@@ -1,7 +1,7 @@
 import { StdioTransport } from '../rpc/stdioTransport';
 import { tuneYoungGeneration } from '../rpc/youngGc';
 import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
-import { sandboxPlanner } from '../server/planner';
+import { sandboxPlanner } from '../server/sandboxSetup';
 import { errorMessage } from '../util/errorMessage';
 import { readTokenFile } from './tokenFile';
 

@@ -10,7 +10,7 @@ import { systemClock, type Clock } from '../util/clock';
 import type { Disposable } from '../util/disposable';
 import { errorMessage } from '../util/errorMessage';
 import { Emitter, type Event } from '../util/emitter';
-import { Admission, type Permit } from './admission';
+import { Admission, type Permit } from './callPermits';
 import { abortable, fromUri, parseResult, toUri } from './callHelpers';
 import { connectorFor } from './connectors';
 import { inheritAllEnv } from './envPolicy';
@@ -274,11 +274,13 @@ export class ExecServerClient implements Disposable {
    * window reload): its retained output first (what the executor still holds, from the start), then
    * live, in seq order. `tty`/`stdinWritable` as it was started. On a server with credit windows
    * the process gets `creditWindow` (the consumer then reports `outputConsumed`) or none: a credit
-   * its earlier client set never holds it for a consumer that does not acknowledge.
+   * its earlier client set never holds it for a consumer that does not acknowledge. `afterSeq`:
+   * the replay starts after that seq instead (what came before is skipped, as output the executor
+   * no longer holds is: a reopened terminal that shows only the newest part, core/terminalReplayRange.ts).
    */
   async attachProcess(
     processId: string,
-    o: { tty: boolean; stdinWritable: boolean; creditWindow?: number },
+    o: { tty: boolean; stdinWritable: boolean; creditWindow?: number; afterSeq?: number },
   ): Promise<{ handle: ProcessHandle } & AttachedProcess> {
     const known = this.processes.get(processId);
     if (known) return { handle: known, evictedBefore: 0 };
@@ -294,7 +296,7 @@ export class ExecServerClient implements Disposable {
       // A first spool page no larger than the terminal's window (the rest follows as it draws).
       const first = await this.invoke('process/read', {
         processId,
-        afterSeq: 0,
+        afterSeq: o.afterSeq ?? 0,
         ...(spool && credit && o.creditWindow ? { execBridgeSpoolMaxBytes: o.creditWindow } : {}),
       });
       const attached = adoptRead(handle, first);

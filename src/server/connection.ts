@@ -17,7 +17,7 @@ import {
   SMALL_REQUEST_BYTES,
   processServerBudgets,
   type ServerBudgets,
-} from './admission';
+} from './requestAdmission';
 import type { FileHandleTable } from './fileHandles';
 import { ConnectionWatches, DEFAULT_FS_WATCH_LIMITS, type WatchBudget } from './fsWatch';
 import type { Session, SessionConnection } from './session';

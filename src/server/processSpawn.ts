@@ -13,7 +13,7 @@ import {
   type ManagedNetworkSandboxContext,
 } from '../protocol/sandbox';
 import { RpcError } from '../rpc/errors';
-import { buildChildEnv } from './envPolicy';
+import { buildChildEnv } from './childEnv';
 import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';
 import type { SandboxPrewarmer } from './prewarm';

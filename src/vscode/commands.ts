@@ -4,7 +4,7 @@ import { errorMessage } from '../util/errorMessage';
 import { commandId, type CommandName } from './commandIds';
 import type { FeatureContext } from './context';
 import { selectExecutor, setExecutorToken } from './executorCommands';
-import { openExecutorFolder } from './executorFiles';
+import { openExecutorFolder } from './executorFileSystem';
 import { findInExecutorFiles } from './executorSearch';
 import { addSshExecutor } from './sshExecutors';
 import { executorOfNode, runOfNode } from './executorsView';
@@ -87,7 +87,7 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
     },
   },
   statusMenu: { needsTrust: true, needsConnection: false, run: (ext) => showStatusMenu(ext) },
-  // The executor's folder as an `execbridge:` workspace folder (executorFiles.ts).
+  // The executor's folder as an `execbridge:` workspace folder (executorFileSystem.ts).
   openExecutorFolder: { needsTrust: true, needsConnection: true, run: (ext, conn, path) => openExecutorFolder(ext, conn, str(path)) },
   // rg (or grep) on the executors of the window's executor folders, in a Quick Pick (executorSearch.ts).
   findInExecutorFiles: { needsTrust: true, needsConnection: false, run: (ext, arg) => findInExecutorFiles(ext, arg) },

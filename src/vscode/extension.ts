@@ -14,7 +14,7 @@ import { ApprovalService } from './approvals';
 import { registerCommands, type CommandContext } from './commands';
 import { ExecutorManager } from './executorManager';
 import { registerMcpFeature, type McpFeature } from './mcpFeature';
-import { registerExecutorFiles } from './executorFiles';
+import { registerExecutorFiles } from './executorFileSystem';
 import { registerExecutorsView } from './executorsView';
 import { registerLmTools } from './lmTools';
 import { registerStatusBar } from './statusBar';

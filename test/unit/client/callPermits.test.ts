@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Admission, type Permit } from '../../../src/client/admission';
+import { Admission, type Permit } from '../../../src/client/callPermits';
 
 test('regular calls get at most N permits; the reserved one is only for cleanup', async () => {
   const a = new Admission(2);

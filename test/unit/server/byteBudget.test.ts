@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ByteBudget, ByteMeter } from '../../../src/server/admission';
+import { ByteBudget, ByteMeter } from '../../../src/server/requestAdmission';
 
 const turn = () => new Promise((r) => setImmediate(r));
 

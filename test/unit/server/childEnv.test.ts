@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildChildEnv } from '../../../src/server/envPolicy';
+import { buildChildEnv } from '../../../src/server/childEnv';
 
 const base = { HOME: '/h', PATH: '/bin', LANG: 'C', SHELL: '/bin/sh', FOO: 'foo', API_KEY: 'k', GH_TOKEN: 't' };
 /** The result has no prototype; compare its entries. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Admission } from '../../../src/server/admission';
+import { Admission } from '../../../src/server/requestAdmission';
 import { collectTree, parseStat, type ProcInfo } from '../../../src/server/processTree';
 
 const turn = () => new Promise((r) => setImmediate(r));
