@@ -13,6 +13,9 @@ import { readTokenFile } from './tokenFile';
 
 export { MCP_USAGE } from './mcpArgs';
 
+/** After "the bundled exec-server … is gone, and what ran on it ended with it.": what an agent does then. */
+export const BUNDLED_RESTART_HINT = 'The next command of this MCP server starts it again: run again what you still need';
+
 /** run_command's timeout when the call gives none, and the longest it may ask for. */
 const DEFAULT_TIMEOUT_S = 120;
 const MAX_TIMEOUT_S = 3600;
@@ -48,6 +51,8 @@ export async function mcpCommand(argv: string[]): Promise<number> {
         ...(bundled ? { bundled } : {}),
         getToken: () => Promise.resolve(e.tokenFile !== undefined ? readTokenFile(e.tokenFile) : process.env.EXEC_BRIDGE_TOKEN),
         sshBundle: { cliPath },
+        // Not VS Code's Reconnect: here the next tool call starts the daemon again (ExecutorConnection.connect).
+        bundledRestartHint: BUNDLED_RESTART_HINT,
         // Nothing here reattaches later: no spool (it halves a stream's throughput), and a short
         // session, so that a server killed outright leaves nothing running for long.
         clientOptions: { clientName: 'exec-bridge-mcp', sessionTtlMs: args.sessionTtlMs, outputSpool: false },

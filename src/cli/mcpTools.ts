@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { inheritAllEnv } from '../client/envPolicy';
-import { isExecClientError } from '../client/errors';
+import { DisconnectedError, isExecClientError } from '../client/errors';
 import type { ProcessHandle } from '../client/processHandle';
 import type { ProcessCompletion } from '../client/types';
 import { BoundedOutput, outputBound } from '../core/agentOutput';
@@ -392,6 +392,8 @@ function outputBlock(label: 'Output' | 'New output', output: BoundedOutput): str
 /** Why a command's result cannot be told: the connection failed for good, or output was lost. */
 function lostText(command: string, e: unknown): string {
   if (isExecClientError(e) && e.kind === 'outputLost') return `\`${command}\`: ${e.message}`;
+  // Dropped here on purpose (the bundled daemon died, or this server is closing): the words say what became of it.
+  if (e instanceof DisconnectedError && e.reason === 'disposed') return `lost \`${command}\`: ${e.message}`;
   return `lost \`${command}\`: ${errorMessage(e)}; it may still be running on the executor until its session ends`;
 }
 

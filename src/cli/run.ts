@@ -105,7 +105,16 @@ export async function runCommand(argv: string[]): Promise<number> {
       log: args.verbose ? (line) => say(line) : undefined,
     });
     debug(`connected to ${redact(url)} (session ${client.sessionId})`);
-    watchConnection(client, say);
+    watchConnection(client, say, bundled !== undefined);
+    if (bundled) {
+      const [c, server] = [client, bundled];
+      // Its commands die with it (the orphan guard): end the run now, in words that fit here.
+      void server.died.then((how) =>
+        c.dispose(
+          `the bundled exec-server (pid ${server.pid}, started for this run) exited (${how}), and the command ended with it. To run it again: ${rerunLine(args)}`,
+        ),
+      );
+    }
 
     const cwd = args.cwd
       ? args.bundled
@@ -206,14 +215,15 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
   });
 }
 
-function watchConnection(client: ExecServerClient, say: (line: string) => void): void {
+/** `bundled`: the server is our own child on loopback, so a lost connection most likely means it exited (which is said then). */
+function watchConnection(client: ExecServerClient, say: (line: string) => void, bundled: boolean): void {
   let lostAt = 0;
   client.onDidChangeState((s: ConnectionState) => {
     if (s.kind === 'recovering' && s.attempt === 0) {
       lostAt = Date.now();
       const limit =
         s.until !== undefined ? `for up to ${formatDuration(s.until - s.since)}` : 'until the executor says the session is gone';
-      say(`connection lost (${s.cause}); resuming ${limit} — the command keeps running on the executor`);
+      say(`connection lost (${s.cause}); resuming ${limit}${bundled ? '' : ' — the command keeps running on the executor'}`);
     } else if (s.kind === 'connected' && lostAt > 0) {
       say(`resumed after ${Date.now() - lostAt} ms`);
       lostAt = 0;
@@ -292,6 +302,9 @@ function forwardResize(handle: ProcessHandle): () => void {
 interface BundledServer {
   url: string;
   token: string;
+  pid: number;
+  /** Resolves with how the server ended (`killed by SIGKILL`, `exit code 1`) if it ends before `stop()`. */
+  died: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -323,7 +336,14 @@ async function startBundledServer(): Promise<BundledServer> {
   };
   // Last resort if we exit without running the cleanup (e.g. an uncaught error).
   process.once('exit', killNow);
+  let stopping = false;
+  const died = new Promise<string>((resolvePromise) =>
+    child.once('exit', (code, signal) => {
+      if (!stopping) resolvePromise(signal ? `killed by ${signal}` : `exit code ${code}`);
+    }),
+  );
   const stop = async () => {
+    stopping = true;
     process.off('exit', killNow);
     await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
@@ -331,7 +351,7 @@ async function startBundledServer(): Promise<BundledServer> {
   try {
     const url = await readUrl(child);
     rmSync(dir, { recursive: true, force: true });
-    return { url, token, stop };
+    return { url, token, pid: child.pid!, died, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -39,6 +39,11 @@ export interface ExecutorConnectionDeps {
   isActive?(): boolean;
   /** The bundle an SSH executor installs on its host (`dist/cli.js`; node-pty beside it). */
   sshBundle?: { cliPath: string; nodePtyDir?: string | null };
+  /**
+   * What the user does to start the bundled daemon again once it died, said after "… is gone, and
+   * what ran on it ended with it." (default: the extension's Reconnect; `exec-bridge mcp` says its own).
+   */
+  bundledRestartHint?: string;
   /** An SSH executor's steps (connecting, installing, starting), for a progress notification. */
   onSshProgress?(executor: string, progress: SshProgress): void;
   /** Where an SSH executor's password and passphrase prompts go (an input box); none: ssh's BatchMode. */
@@ -303,7 +308,7 @@ export class ExecutorConnection {
         bundled.onDidExit(({ pid }) => {
           if (this.clientValue === client && client.state.kind !== 'failed') {
             this.deps.memory?.forget(this.name);
-            this.failureReason = bundledExitText(pid);
+            this.failureReason = bundledExitText(pid, this.deps.bundledRestartHint);
             this.deps.log?.(`${this.name}: ${this.failureReason}`);
             client.dispose(this.failureReason);
           }
@@ -500,9 +505,12 @@ export interface RestoredSession {
   lostTerminals?: number;
 }
 
-/** What a user reads when the bundled server died under them: what happened, what to do. */
-export function bundledExitText(pid: number): string {
-  return `the bundled exec-server (the exec-bridge daemon, pid ${pid}) is gone, and what ran on it ended with it. Run "Exec Bridge: Reconnect" (or click the status bar) to start it again`;
+/** In VS Code: how the bundled daemon is started again after it died. */
+export const RECONNECT_TO_RESTART = 'Run "Exec Bridge: Reconnect" (or click the status bar) to start it again';
+
+/** What a user reads when the bundled server died under them: what happened, then what to do (`restartHint`). */
+export function bundledExitText(pid: number, restartHint = RECONNECT_TO_RESTART): string {
+  return `the bundled exec-server (the exec-bridge daemon, pid ${pid}) is gone, and what ran on it ended with it. ${restartHint}`;
 }
 
 function describeEndpoint(e: Endpoint): string {

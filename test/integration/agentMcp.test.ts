@@ -28,13 +28,24 @@ let tags = 0;
 const tag = () => `${7000 + (process.pid % 1000)}${++tags}`;
 const sleeping = (t: string) => liveProcesses().some((p) => procFile(p.pid, 'cmdline') === `sleep\u0000${t}\u0000`);
 
+/** The pids of the bundled daemons of runtime directory `dir` (or of every one of this file: under `base`). */
+function daemons(dir?: string): number[] {
+  return liveProcesses()
+    .filter((p) => {
+      const cmd = procFile(p.pid, 'cmdline').split('\0');
+      const env = procFile(p.pid, 'environ');
+      return (
+        cmd.includes('daemon') &&
+        cmd.includes('run') &&
+        env.includes(dir ? `EXEC_BRIDGE_RUNTIME_DIR=${dir}\0` : `EXEC_BRIDGE_RUNTIME_DIR=${base}/`)
+      );
+    })
+    .map((p) => p.pid);
+}
+
 after(() => {
-  // The bundled daemon outlives its clients by design: this file's goes now.
-  for (const p of liveProcesses()) {
-    const cmd = procFile(p.pid, 'cmdline').split('\0');
-    if (cmd.includes('daemon') && cmd.includes('run') && procFile(p.pid, 'environ').includes(`EXEC_BRIDGE_RUNTIME_DIR=${runtime}\0`))
-      process.kill(p.pid, 'SIGKILL');
-  }
+  // The bundled daemon outlives its clients by design: this file's go now.
+  for (const pid of daemons()) process.kill(pid, 'SIGKILL');
   rmSync(base, { recursive: true, force: true });
   rmSync(outside, { recursive: true, force: true });
 });
@@ -53,12 +64,12 @@ interface Mcp {
   close(): Promise<void>;
 }
 
-async function startMcp(args: string[], cwd: string): Promise<Mcp> {
+async function startMcp(args: string[], cwd: string, runtimeDir = runtime): Promise<Mcp> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'mcp', '--verbose', ...args],
     cwd,
-    env: { ...process.env, EXEC_BRIDGE_RUNTIME_DIR: runtime } as Record<string, string>,
+    env: { ...process.env, EXEC_BRIDGE_RUNTIME_DIR: runtimeDir } as Record<string, string>,
     stderr: 'pipe',
   });
   let err = '';
@@ -329,5 +340,45 @@ describe('exec-bridge mcp killed outright', () => {
     // No kill from us: the daemon ends the detached session, and its processes, after the TTL.
     await until(() => !sleeping(t), 20_000, 'the command ended with the session');
     await m.close();
+  });
+});
+
+describe('exec-bridge mcp when the bundled daemon dies', () => {
+  test("the answers say so in this CLI's words (not VS Code's Reconnect), and the next command starts a new daemon", async () => {
+    // A daemon of its own: the other tests' sessions are not in it.
+    const dir = join(base, 'run-dies');
+    const ws = realpathSync(mkdtempSync(join(base, 'ws-dies-')));
+    const m = await startMcp([], ws, dir);
+    try {
+      assert.match((await m.call('run_command', { command: 'true' })).text, /\nExit: exit code 0\./);
+      const [pid, ...more] = daemons(dir);
+      assert.ok(pid !== undefined && more.length === 0, `one daemon: ${pid} ${more.join(' ')}`);
+      const [runTag, bgTag] = [tag(), tag()];
+      const bg = await m.call('start_process', { command: `exec sleep ${bgTag}`, wait_seconds: 0 });
+      const id = /as "(bg-[0-9a-f]{8})"/.exec(bg.text)?.[1];
+      assert.ok(id, bg.text);
+      const inFlight = m.call('run_command', { command: `exec sleep ${runTag}`, timeout_seconds: 600 });
+      await until(() => sleeping(runTag) && sleeping(bgTag), 20_000, 'both commands running');
+      // The whole group, as an OOM kill would.
+      process.kill(-pid, 'SIGKILL');
+      const gone = `the bundled exec-server \\(the exec-bridge daemon, pid ${pid}\\) is gone, and what ran on it ended with it\\. The next command of this MCP server starts it again: run again what you still need`;
+      const r = await inFlight;
+      assert.equal(r.isError, true, r.text);
+      assert.match(r.text, new RegExp(`^lost \`exec sleep ${runTag}\`: ${gone}\nOutput: none\\.$`));
+      assert.doesNotMatch(r.text, /Reconnect|status bar|may still be running/);
+      const read = await m.call('read_process_output', { id });
+      assert.equal(read.isError, true, read.text);
+      assert.match(read.text, new RegExp(`^State: lost: lost \`exec sleep ${bgTag}\`: ${gone}\\.\nNew output: none\\.$`));
+      // What ran on it ended with it (the orphan guard), as the words say.
+      await until(() => !sleeping(runTag) && !sleeping(bgTag), 10_000, 'both commands gone with the daemon');
+      const again = await m.call('run_command', { command: 'echo again' });
+      assert.equal(again.isError, false, again.text);
+      assert.match(again.text, /\nExit: exit code 0\.\n.*\nagain\n$/s);
+      const [next] = daemons(dir);
+      assert.ok(next !== undefined && next !== pid, `a new daemon (${next}, was ${pid})`);
+    } finally {
+      await m.close();
+      for (const p of daemons(dir)) process.kill(p, 'SIGKILL');
+    }
   });
 });

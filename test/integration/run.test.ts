@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { FaultProxy } from '../helpers/faultProxy';
-import { liveProcesses, procFile, until } from '../helpers/procs';
+import { descendantsOf, liveProcesses, procFile, until } from '../helpers/procs';
 import { CLI_JS, startExecServer, type ExecServerProcess } from '../helpers/servers';
 import { numberedLines, streamingScript } from './clientHelpers';
 import { processInTree, stalled } from './stalls';
@@ -129,6 +129,28 @@ describe('run --bundled', () => {
     assert.equal(gone, true, 'the bundled server outlived run');
     const running = () => liveProcesses().some((p) => procFile(p.pid, 'cmdline') === `sleep\u00007${tag}\u0000`);
     await until(() => !running(), 5000, 'the command gone');
+  });
+
+  test("its server dies mid-run: run ends at once, says what happened and how to run it again (not VS Code's Reconnect)", async () => {
+    const tag = `${process.pid}${Date.now() % 100000}`;
+    const r = run(['--bundled', '--no-stdin', '--', 'sh', '-c', `echo ready; exec sleep 8${tag}`]);
+    await until(() => r.stdout().includes('ready'), 15_000, 'ready');
+    const server = descendantsOf(r.child.pid!).find((p) => procFile(p.pid, 'cmdline').split('\0').includes('serve'));
+    assert.ok(server, 'the bundled server, a child of run');
+    process.kill(server.pid, 'SIGKILL');
+    assert.equal(await r.exit, 255);
+    const said = r.stderr();
+    assert.match(
+      said,
+      new RegExp(
+        `^exec-bridge: the bundled exec-server \\(pid ${server.pid}, started for this run\\) exited \\(killed by SIGKILL\\), and the command ended with it\\. To run it again: \\S*node \\S+ run --no-stdin -- sh -c 'echo ready; exec sleep 8${tag}'$`,
+        'm',
+      ),
+    );
+    // Nothing that holds only in VS Code, nor that the command goes on.
+    assert.doesNotMatch(said, /Reconnect|status bar|keeps running|could not resume/);
+    const running = () => liveProcesses().some((p) => procFile(p.pid, 'cmdline') === `sleep\u00008${tag}\u0000`);
+    await until(() => !running(), 5000, 'the command gone with its server');
   });
 
   test('Ctrl-C becomes an interrupt of the remote command', async () => {
