@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { homedir } from 'node:os';
 import { StdioTransport } from '../rpc/stdioTransport';
 import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import type { Disposable } from '../util/disposable';
@@ -7,6 +6,7 @@ import { shellLine } from '../util/shellQuote';
 import { startAskpass, type AskpassHandler, type AskpassSession } from './sshAskpass';
 import { bundleFor, localUname, remoteCommand } from './sshBootstrap';
 import type { Connection, Connector } from './types';
+import { sshUserHome } from './sshConfigFiles';
 
 export { remoteCommand } from './sshBootstrap';
 
@@ -147,7 +147,7 @@ export function removeHostKeyCommand(targetText: string, sshOptions: readonly st
   const name = alias && alias.toLowerCase() !== 'none' ? alias : t.port && t.port !== 22 ? `[${t.host}]:${t.port}` : t.host;
   const file = sshOption(sshOptions, 'UserKnownHostsFile')
     ?.split(/\s+/)[0]
-    ?.replace(/^~(?=\/)/, homedir());
+    ?.replace(/^~(?=\/)/, sshUserHome());
   return shellLine(['ssh-keygen', ...(file ? ['-f', file] : []), '-R', name]);
 }
 
@@ -413,15 +413,4 @@ export class RelayConnection extends StdioTransport implements Connection {
     }
     super.emitMessage(text);
   }
-}
-
-/** `Host` aliases of an ssh_config text (no wildcards or negations), in file order. */
-export function sshConfigHosts(text: string): string[] {
-  const out: string[] = [];
-  for (const raw of text.split('\n')) {
-    const m = /^\s*Host\s+(.+?)\s*$/i.exec(raw.replace(/#.*/, ''));
-    if (!m) continue;
-    for (const h of m[1]!.split(/\s+/)) if (h && !/[*?!]/.test(h) && !out.includes(h)) out.push(h);
-  }
-  return out;
 }

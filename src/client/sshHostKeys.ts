@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { appendFileSync, mkdirSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { dirname } from 'node:path';
+import { sshUserHome } from './sshConfigFiles';
 import { parseSshTarget, sshArgs } from './sshConnector';
 
 /*
@@ -46,7 +46,7 @@ export async function scanHostKeys(target: string, sshOptions: string[] = [], ss
   const port = Number(get('port') ?? t.port ?? 22);
   const alias = get('hostkeyalias');
   const recordAs = alias && alias !== 'none' ? alias : port === 22 ? hostname : `[${hostname}]:${port}`;
-  const knownHostsFile = (get('userknownhostsfile') ?? '~/.ssh/known_hosts').split(/\s+/)[0]!.replace(/^~(?=\/)/, homedir());
+  const knownHostsFile = (get('userknownhostsfile') ?? '~/.ssh/known_hosts').split(/\s+/)[0]!.replace(/^~(?=\/)/, sshUserHome());
   const scanned = await run('ssh-keyscan', ['-T', '10', '-p', String(port), hostname]);
   const keys = scanned
     .split('\n')

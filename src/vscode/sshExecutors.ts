@@ -1,35 +1,25 @@
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { AskpassRequest } from '../client/sshAskpass';
-import { parseSshTarget, sshConfigHosts, type SshProgress } from '../client/sshConnector';
+import { sshConfigHostsOf } from '../client/sshConfigFiles';
+import { parseSshTarget, type SshProgress } from '../client/sshConnector';
 import { scanHostKeys, trustHostKeys } from '../client/sshHostKeys';
 import type { ExecutorState } from '../core/executorConnection';
 import { userExecutorEntries } from './listSettings';
 
 /*
- * SSH executors in the editor: the "Add SSH Executor…" command (Host entries of ~/.ssh/config, or a
+ * SSH executors in the editor: the "Add SSH Executor…" command (the Host entries ssh knows, or a
  * typed user@host), the progress notification of a first connect, and ssh's password and
  * passphrase prompts as input boxes.
  */
 
-/** The `Host` aliases of ~/.ssh/config (none when it is missing). */
-export function configuredSshHosts(file = join(homedir(), '.ssh', 'config')): string[] {
-  try {
-    return sshConfigHosts(readFileSync(file, 'utf8'));
-  } catch {
-    return [];
-  }
-}
-
 /** Asks for a host and a name, appends `{name, ssh}` to execBridge.executors (user settings); resolves the name. */
 export async function addSshExecutor(existingNames: readonly string[]): Promise<string | undefined> {
   const typed = '$(edit) Type user@host[:port]…';
-  const hosts = configuredSshHosts();
+  // What ssh reads: ~/.ssh/config of the account's home (not $HOME), /etc/ssh/ssh_config, their Includes.
+  const hosts = sshConfigHostsOf();
   const pick = await vscode.window.showQuickPick(
-    [...hosts.map((h) => ({ label: h, description: '~/.ssh/config' })), { label: typed, description: '' }],
-    { title: 'Add SSH Executor', placeHolder: hosts.length ? 'A Host from ~/.ssh/config, or type one' : 'Type user@host[:port]' },
+    [...hosts.map((h) => ({ label: h.host, description: h.file })), { label: typed, description: '' }],
+    { title: 'Add SSH Executor', placeHolder: hosts.length ? 'A Host from your ssh config, or type one' : 'Type user@host[:port]' },
   );
   if (!pick) return undefined;
   let target = pick.label;

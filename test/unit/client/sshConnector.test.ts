@@ -7,7 +7,6 @@ import {
   removeHostKeyCommand,
   sshArgs,
   sshCommandLine,
-  sshConfigHosts,
 } from '../../../src/client/sshConnector';
 import { isRelayCommand } from '../../../src/client/connectors';
 import { parseExecutors } from '../../../src/core/executorConfig';
@@ -46,11 +45,6 @@ test('describeSshFailure: each ssh failure is one message with the fix', () => {
   assert.match(auth.message, /ssh-add/);
   assert.equal(describeSshFailure('d', 'ssh: Could not resolve hostname d: Name or service not known', 255).kind, 'unreachable');
   assert.equal(describeSshFailure('d', 'something else', 1).kind, 'other');
-});
-
-test('sshConfigHosts: concrete Host aliases only, in order, without duplicates', () => {
-  const text = 'Host devbox gpu\n  HostName 10.0.0.2\nHost *\n  ForwardAgent no\nhost  build-1 # ci\nHost !bad dev?\nHost devbox\n';
-  assert.deepEqual(sshConfigHosts(text), ['devbox', 'gpu', 'build-1']);
 });
 
 test('parseExecutors: an ssh entry (with sshOptions); a bad destination or mixed kinds are reported', () => {
