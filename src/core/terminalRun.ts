@@ -17,6 +17,7 @@ import type { RunKind, RunRegistry } from './runRegistry';
 import { hostOfTarget } from './sandboxSettings';
 import { TERMINAL_CREDIT_WINDOW } from './terminalFlow';
 import { terminalName } from './terminalNames';
+import { reopenNotice, type ReplayStart } from './terminalReplayRange';
 import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
 
 /** What to run in one terminal. */
@@ -80,9 +81,14 @@ export interface TerminalRunDeps {
   registry?: RunRegistry;
   /**
    * Instead of starting a process: follow one that already runs (a terminal reopened after a window
-   * reload). Resolves with its handle (retained output first) and where the retained output begins.
+   * reload). Resolves with its handle (retained output first) and where the retained output begins;
+   * `replay`: where the replay was made to start (the newest part the terminal holds,
+   * core/terminalReplayRange.ts), its first `skipBytes` of event `afterSeq + 1` not shown.
+   * `view.rows`: the terminal's rows, if it said.
    */
-  attach?(): Promise<{ handle: ProcessHandle; evictedBefore: number; droppedBytes?: number; spoolCapBytes?: number }>;
+  attach?(view: {
+    rows: number | undefined;
+  }): Promise<{ handle: ProcessHandle; evictedBefore: number; droppedBytes?: number; spoolCapBytes?: number; replay?: ReplayStart }>;
   /** The process behind the terminal started (for what a window reload reopens). */
   onStarted?(handle: ProcessHandle, sandboxed: boolean): void;
   log?(line: string): void;
@@ -249,7 +255,7 @@ export class TerminalRun {
     this.model.notice(this.sandboxedNow ? `sandbox: ${spec.sandboxLabel}` : 'sandbox: none');
     let attached;
     try {
-      attached = await attach();
+      attached = await attach({ rows: this.model.dimensions?.rows });
     } catch (e) {
       const message = errorMessage(e);
       this.model.error(`could not reopen: ${message}`);
@@ -266,14 +272,23 @@ export class TerminalRun {
     this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
     const dims = this.model.dimensions;
     if (handle.tty && dims && this.deps.canResize()) handle.resize(dims.cols, dims.rows).catch(() => undefined);
-    const completion = await this.follow(handle, this.sandboxedNow);
+    const r = attached.replay;
+    const skip = r && r.skipBytes > 0 ? { seq: r.afterSeq + 1, bytes: r.skipBytes } : undefined;
+    const completion = await this.follow(handle, this.sandboxedNow, skip);
     if (!completion) return;
     this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: completion.sandboxDenied });
     this.model.finish(completion.exitCode);
   }
 
-  /** Feeds the terminal from `handle` until it completes; undefined (reported) if it failed. */
-  private async follow(handle: ProcessHandle, sandboxed: boolean): Promise<ProcessCompletion | undefined> {
+  /**
+   * Feeds the terminal from `handle` until it completes; undefined (reported) if it failed. `skip`:
+   * the first bytes of output event `seq` are not shown (a reopened terminal starts at a line inside it).
+   */
+  private async follow(
+    handle: ProcessHandle,
+    sandboxed: boolean,
+    skip?: { seq: number; bytes: number },
+  ): Promise<ProcessCompletion | undefined> {
     this.handle = handle;
     const attempt = ++this.attempts;
     for (const l of [...this.startListeners]) l(handle);
@@ -283,7 +298,17 @@ export class TerminalRun {
       canPause: handle.canPause,
       credit: handle.creditWindow !== undefined,
     });
-    const events = handle.onEvent((event) => {
+    const events = handle.onEvent((e) => {
+      let event = e;
+      if (skip && event.type === 'output' && event.seq >= skip.seq) {
+        if (event.seq === skip.seq) {
+          const cut = Math.min(skip.bytes, event.data.length);
+          event = { ...event, data: event.data.subarray(cut) };
+          // Never given to the terminal, so taken: the credit window stays whole.
+          handle.outputConsumed(cut);
+        }
+        skip = undefined;
+      }
       this.model.processEvent(event);
       for (const l of [...this.eventListeners]) l({ attempt, sandboxed, event });
     });
@@ -510,21 +535,4 @@ export class TerminalRun {
         break;
     }
   }
-}
-
-/** The line a reopened terminal starts with: what of its earlier output the executor no longer had. */
-export function reopenNotice(a: { evictedBefore: number; droppedBytes?: number; spoolCapBytes?: number }): string {
-  const head = '↻ reopened after the window reload';
-  if (a.droppedBytes !== undefined && a.spoolCapBytes !== undefined) {
-    // A spooling executor: everything it still holds follows; say how much its cap dropped.
-    if (a.droppedBytes === 0) return head;
-    return `${head}; ${mib(a.droppedBytes)} of earlier output was dropped (spool cap ${mib(a.spoolCapBytes)})`;
-  }
-  return a.evictedBefore > 0 ? `${head}; the executor no longer holds its oldest output (it keeps the newest 1 MiB)` : head;
-}
-
-function mib(bytes: number): string {
-  const m = bytes / (1024 * 1024);
-  if (m < 0.1) return `${Math.max(1, Math.round(bytes / 1024))} KiB`;
-  return `${m >= 10 || Number.isInteger(m) ? Math.round(m) : m.toFixed(1)} MiB`;
 }

@@ -129,6 +129,8 @@ export const ProcessReadResult = z.object({
   execBridgeSpooled: z.boolean().optional(),
   /** Ours, with `execBridgeOutputSpool`: output bytes the server no longer holds (older than all it holds; a cap dropped them). */
   execBridgeDroppedBytes: U64.optional(),
+  /** Ours, with `execBridgeOutputSpool`: output bytes the process produced in all (it holds this minus `execBridgeDroppedBytes`). */
+  execBridgeOutputBytes: U64.optional(),
   /** Ours, with `execBridgeOutputSpool`: the seq of `exited`, once the process exited. */
   execBridgeExitSeq: U64.optional(),
 });

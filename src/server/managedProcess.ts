@@ -463,7 +463,13 @@ export class ManagedProcess {
       failure: null,
       sandboxDenied: this.denied,
       ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
-      ...(spooled ? { execBridgeDroppedBytes: this.droppedBytes, ...(this.exit ? { execBridgeExitSeq: this.exit.seq } : {}) } : {}),
+      ...(spooled
+        ? {
+            execBridgeDroppedBytes: this.droppedBytes,
+            execBridgeOutputBytes: this.outputBytes,
+            ...(this.exit ? { execBridgeExitSeq: this.exit.seq } : {}),
+          }
+        : {}),
     };
   }
 

@@ -12,6 +12,7 @@ import * as mcp from './mcpCommands';
 import { allowBlockedNode } from './mcpSandbox';
 import type { McpFeature } from './mcpFeature';
 import { showStatusMenu } from './statusBar';
+import { openFullOutput } from './terminalOutput';
 import type { TerminalFeature } from './terminals';
 
 /** What the command handlers reach: the features' context plus the features themselves. */
@@ -149,6 +150,12 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
       if (run && !ext.terminals.showRun(run.id))
         void vscode.window.showInformationMessage(`The terminal of "${run.commandLine}" was closed.`);
     },
+  },
+  // The active Exec Bridge terminal's (or the one of its context menu, or of the notice's link).
+  openFullOutput: {
+    needsTrust: true,
+    needsConnection: false,
+    run: (ext, target) => openFullOutput(ext, () => ext.terminals.terminals(), target),
   },
   'run.copyCommand': {
     needsTrust: false,

@@ -12,6 +12,7 @@ import type { RunSpec, TerminalRun, TerminalRunDeps } from '../core/terminalRun'
 import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
+import { registerFullOutput } from './terminalOutput';
 import { currentSandboxSettings } from './listSettings';
 
 const TRANSCRIPT_LIMIT = 256 * 1024;
@@ -154,6 +155,7 @@ export class TerminalFeature {
   constructor(private readonly ext: FeatureContext) {
     ext.disposables.add(this.opened);
     ext.disposables.add(this.reopened);
+    registerFullOutput(ext, () => this.terminals());
     ext.disposables.add(
       vscode.window.onDidOpenTerminal((t) => {
         const pty = (t.creationOptions as vscode.ExtensionTerminalOptions).pty;

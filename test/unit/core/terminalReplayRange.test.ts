@@ -1,0 +1,435 @@
+/**
+ * What a reopened terminal replays (core/terminalReplayRange.ts) and Open Full Output's copy
+ * (core/terminalFullOutput.ts): the cut as pure logic, and against our real exec-server in process
+ * (spooling, capped, and a connection without the spool), through a real client and `TerminalRun`.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ExecServerClient, type ProcessHandle } from '../../../src/client';
+import { copyFullOutput, fullOutputNote } from '../../../src/core/terminalFullOutput';
+import { STATUS_REPLY, STATUS_REQUEST } from '../../../src/core/terminalFlow';
+import { attachNewest, cutTail, mib, reopenNotice, terminalLines, type TailChunk } from '../../../src/core/terminalReplayRange';
+import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
+import { ExecServer } from '../../../src/server/execServer';
+import { MemoryTransport } from '../../helpers/memoryTransport';
+
+const MiB = 1024 * 1024;
+const WAIT_MS = 20_000;
+
+const chunks = (...parts: string[]): TailChunk[] => parts.map((p, i) => ({ seq: i + 1, data: Buffer.from(p) }));
+/** The bytes from a cut on. */
+const from = (tail: TailChunk[], cut: { index: number; offset: number }) =>
+  Buffer.concat([
+    tail[cut.index]?.data.subarray(cut.offset) ?? Buffer.alloc(0),
+    ...tail.slice(cut.index + 1).map((c) => c.data),
+  ]).toString();
+
+describe('cutTail: where the replay starts', () => {
+  test('after the newline before the last `lines` lines, inside a chunk', () => {
+    const tail = chunks('a\nb\nc', '\nd\n', 'e\n');
+    const cut = cutTail(tail, 2, 1000, false)!;
+    assert.deepEqual(cut, { index: 1, offset: 1, limit: 'lines', midLine: false });
+    assert.equal(from(tail, cut), 'd\ne\n');
+  });
+
+  test('a last line without its newline (a prompt) comes on top of the lines', () => {
+    const tail = chunks('1\n2\n3\n$ ');
+    const cut = cutTail(tail, 2, 1000, false)!;
+    assert.equal(from(tail, cut), '2\n3\n$ ');
+  });
+
+  test('a cut right after a chunk that ends with the newline starts at the next chunk', () => {
+    const tail = chunks('x\n', 'y\n', 'z\n');
+    const cut = cutTail(tail, 2, 1000, false)!;
+    assert.deepEqual(cut, { index: 1, offset: 0, limit: 'lines', midLine: false });
+  });
+
+  test('fewer lines than asked: everything, when it is all the executor holds; else undefined (read further back)', () => {
+    const tail = chunks('a\n', 'b');
+    assert.deepEqual(cutTail(tail, 5, 1000, true), { index: 0, offset: 0, limit: 'none', midLine: false });
+    assert.equal(cutTail(tail, 5, 1000, false), undefined);
+    assert.deepEqual(cutTail([], 5, 1000, true), { index: 0, offset: 0, limit: 'none', midLine: false });
+  });
+
+  test('the byte cap: at the first line boundary within the newest maxBytes', () => {
+    const tail = chunks('aaaa\nbbbb\n', 'cccc\ndd');
+    const cut = cutTail(tail, 100, 10, false)!;
+    assert.equal(cut.limit, 'bytes');
+    assert.equal(from(tail, cut), 'cccc\ndd');
+    assert.equal(cut.midLine, false);
+  });
+
+  test('a line longer than the cap: the newest maxBytes of it, mid-line', () => {
+    const tail = chunks('x'.repeat(30), 'y'.repeat(30));
+    const cut = cutTail(tail, 100, 20, false)!;
+    assert.deepEqual(cut, { index: 1, offset: 10, limit: 'bytes', midLine: true });
+    // Its only newline is the last byte: nothing would be shown after it, so the cap's bytes are.
+    const ends = chunks('x'.repeat(40) + '\n');
+    assert.equal(from(ends, cutTail(ends, 100, 20, false)!), 'x'.repeat(19) + '\n');
+  });
+
+  test('exactly maxBytes from a newline is still within the cap', () => {
+    const tail = chunks('aa\nbbbb\n');
+    assert.equal(from(tail, cutTail(tail, 100, 5, false)!), 'bbbb\n');
+  });
+});
+
+describe('the notice and the terminal size', () => {
+  test('scrollback from the setting (else 1000) plus rows (else 50)', () => {
+    assert.deepEqual(terminalLines(500, 30), { lines: 530, scrollback: 500 });
+    assert.deepEqual(terminalLines(undefined, undefined), { lines: 1050, scrollback: 1000 });
+    assert.deepEqual(terminalLines('lots', 0), { lines: 1050, scrollback: 1000 });
+  });
+
+  test('says what is not shown, why, where it is, and what the cap dropped', () => {
+    const replay = { limit: 'lines' as const, notShownBytes: 63.2 * MiB, scrollback: 1000, oldestHeldSeq: 9, maxBytes: 2 * MiB };
+    assert.equal(
+      reopenNotice({ evictedBefore: 9, droppedBytes: 136.8 * MiB, spoolCapBytes: 64 * MiB, replay }),
+      "↻ reopened after the window reload; 63.2 MiB of earlier output is not shown here (more than the terminal's 1000 lines of scrollback): Exec Bridge: Open Full Output; 136.8 MiB before that was dropped (spool cap 64 MiB)",
+    );
+    assert.equal(
+      reopenNotice({
+        evictedBefore: 0,
+        droppedBytes: 0,
+        spoolCapBytes: 64 * MiB,
+        replay: { ...replay, limit: 'bytes', notShownBytes: undefined },
+      }),
+      '↻ reopened after the window reload; earlier output is not shown here (the terminal is given at most the newest 2 MiB): Exec Bridge: Open Full Output',
+    );
+    assert.equal(
+      reopenNotice({ evictedBefore: 0, droppedBytes: 0, spoolCapBytes: 64 * MiB, replay: { ...replay, limit: 'none' } }),
+      '↻ reopened after the window reload',
+    );
+    // No spool (a codex-style executor): its window lost older output.
+    assert.equal(
+      reopenNotice({ evictedBefore: 40, replay: { ...replay, notShownBytes: 5000 } }),
+      "↻ reopened after the window reload; 5 KiB of earlier output is not shown here (more than the terminal's 1000 lines of scrollback): Exec Bridge: Open Full Output; the executor no longer holds its oldest output (it keeps the newest 1 MiB)",
+    );
+    assert.equal(mib(8 * MiB), '8 MiB');
+    assert.equal(mib(0.25 * MiB), '0.3 MiB');
+  });
+});
+
+let dir: string;
+let server: ExecServer;
+let capped: ExecServer;
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'exec-bridge-replay-range-'));
+  server = new ExecServer({ sandboxPrewarmMs: 0 });
+  capped = new ExecServer({ sandboxPrewarmMs: 0, spoolProcessBytes: 2 * MiB });
+});
+after(async () => {
+  await server.close();
+  await capped.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function connect(on: ExecServer, resumeSessionId?: string, outputSpool = true): Promise<ExecServerClient> {
+  return ExecServerClient.connect({
+    connector: async () => {
+      const [near, far] = MemoryTransport.pair();
+      on.serve(far);
+      return near;
+    },
+    keepalive: false,
+    outputSpool,
+    ...(resumeSessionId ? { resumeSessionId } : {}),
+  });
+}
+
+/** Line k: k in 15 digits and "\n" (16 bytes: the byte at any offset is known). */
+const line = (k: number) => String(k).padStart(15, '0') + '\n';
+const LINE = 16;
+
+function printed(h: ProcessHandle, pattern: RegExp): Promise<void> {
+  let tail = '';
+  return new Promise((resolve) => {
+    h.onEvent((e) => {
+      if (e.type !== 'output') return;
+      tail = (tail + e.data.toString()).slice(-256);
+      if (pattern.test(tail)) resolve();
+    });
+  });
+}
+
+/**
+ * `lines` numbered lines (then a marker line), printed while a first client is attached, which then
+ * goes away; the process waits on a gate, then prints `late` and ends. Returns the second client.
+ */
+async function detachedPrinter(on: ExecServer, name: string, lines: number, o: { outputSpool?: boolean; prompt?: string } = {}) {
+  const first = await connect(on, undefined, o.outputSpool ?? true);
+  const gate = join(dir, name);
+  const p = await first.startProcess({
+    argv: [
+      'bash',
+      '-c',
+      `mkfifo ${gate}; seq -f '%015.0f' 0 ${lines - 1}; printf '${o.prompt ?? 'MARK\\n'}'; read -r _ < ${gate}; echo late`,
+    ],
+    cwd: dir,
+    tty: false,
+  });
+  await printed(p, o.prompt ? /\$ $/ : /MARK\n/);
+  first.dispose('window reload');
+  const second = await connect(on, first.sessionId, o.outputSpool ?? true);
+  return { client: second, processId: p.processId, go: () => writeFileSync(gate, 'go\n') };
+}
+
+const spec = (): RunSpec => ({
+  kind: 'command',
+  executor: 'local',
+  commandLine: 'print',
+  argv: [],
+  cwd: dir,
+  tty: false,
+  pipeStdin: false,
+  sandboxLabel: 'none',
+});
+
+/** A reopened terminal of `rows` rows over `client`'s process, its output bytes (as given) and its notices. */
+function reopen(client: ExecServerClient, processId: string, o: { scrollback: unknown; rows: number; maxBytes?: number }) {
+  const run = new TerminalRun(spec(), {
+    start: () => Promise.reject(new Error('a reopened terminal starts nothing')),
+    attach: ({ rows }) =>
+      attachNewest(client, processId, {
+        tty: false,
+        stdinWritable: false,
+        creditWindow: 256 * 1024,
+        scrollback: o.scrollback,
+        rows,
+        ...(o.maxBytes !== undefined ? { maxBytes: o.maxBytes } : {}),
+      }),
+    approve: () => Promise.reject(new Error('no approvals here')),
+    beforeRun: () => Promise.reject(new Error('a reopened terminal asks nothing')),
+    onConnectionState: client.onDidChangeState,
+    canResize: () => false,
+  });
+  const given: Buffer[] = [];
+  run.onProcessEvent(({ event }) => {
+    if (event.type === 'output') given.push(event.data);
+  });
+  let raw = '';
+  const waiters = new Set<() => void>();
+  run.model.onWrite((t) => {
+    raw += t;
+    const requests = t.split(STATUS_REQUEST).length - 1;
+    if (requests > 0) setImmediate(() => Array.from({ length: requests }, () => run.model.handleInput(STATUS_REPLY)));
+    for (const w of [...waiters]) w();
+  });
+  const text = () =>
+    raw
+      .split(STATUS_REQUEST)
+      .join('')
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .replace(/\r\n/g, '\n');
+  const until = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!pattern.test(text())) return;
+        waiters.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(`timed out waiting for ${pattern}; text ends ${JSON.stringify(text().slice(-200))}`));
+      }, WAIT_MS);
+      waiters.add(check);
+      check();
+    });
+  run.model.open({ cols: 80, rows: o.rows });
+  run.start();
+  return { run, text, until, output: () => Buffer.concat(given).toString('latin1') };
+}
+
+const notice = (text: string) => /↻ reopened after the window reload[^\n]*/.exec(text)?.[0] ?? '';
+
+describe('a reopened terminal gets the newest lines it can hold', () => {
+  test('3 MiB spooled: exactly scrollback + rows lines, ending at the last, then live output, nothing twice or skipped', async () => {
+    const N = (3 * MiB) / LINE;
+    const { client, processId, go } = await detachedPrinter(server, 'g1', N);
+    try {
+      const t = reopen(client, processId, { scrollback: 100, rows: 24 });
+      await t.until(/MARK\n/);
+      go();
+      await t.run.done;
+      // 124 lines: the marker and the 123 numbered lines before it.
+      assert.equal(t.output(), Array.from({ length: 123 }, (_, i) => line(N - 123 + i)).join('') + 'MARK\nlate\n');
+      const held = N * LINE + 'MARK\n'.length;
+      const shown = 123 * LINE + 'MARK\n'.length;
+      assert.equal(
+        notice(t.text()),
+        `↻ reopened after the window reload; ${mib(held - shown)} of earlier output is not shown here (more than the terminal's 100 lines of scrollback): Exec Bridge: Open Full Output`,
+      );
+      assert.equal(t.run.model.exitCode, 0);
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('a prompt without its newline is shown on top of the lines; a short output is replayed whole without a notice', async () => {
+    const { client, processId, go } = await detachedPrinter(server, 'g2', 3000, { prompt: '$ ' });
+    try {
+      const t = reopen(client, processId, { scrollback: 10, rows: 5 });
+      await t.until(/\$ $/);
+      go();
+      await t.run.done;
+      assert.equal(t.output(), Array.from({ length: 15 }, (_, i) => line(3000 - 15 + i)).join('') + '$ late\n');
+    } finally {
+      client.dispose();
+    }
+    const short = await detachedPrinter(server, 'g3', 20);
+    try {
+      const t = reopen(short.client, short.processId, { scrollback: 1000, rows: 24 });
+      await t.until(/MARK\n/);
+      short.go();
+      await t.run.done;
+      assert.equal(t.output(), Array.from({ length: 20 }, (_, i) => line(i)).join('') + 'MARK\nlate\n');
+      assert.equal(notice(t.text()), '↻ reopened after the window reload');
+    } finally {
+      short.client.dispose();
+    }
+  });
+
+  test('scrollback larger than the byte cap: the newest maxBytes, from a line boundary', async () => {
+    const N = (3 * MiB) / LINE;
+    const { client, processId, go } = await detachedPrinter(server, 'g4', N);
+    try {
+      const t = reopen(client, processId, { scrollback: 1_000_000, rows: 24, maxBytes: 64 * 1024 });
+      await t.until(/MARK\n/);
+      go();
+      await t.run.done;
+      const out = t.output();
+      // Within 64 KiB of the end at a line boundary: 4095 whole lines and the marker.
+      assert.equal(out, Array.from({ length: 4095 }, (_, i) => line(N - 4095 + i)).join('') + 'MARK\nlate\n');
+      assert.match(notice(t.text()), /not shown here \(the terminal is given at most the newest 64 KiB\): Exec Bridge: Open Full Output$/);
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('a spool cap: the notice says both what is not shown and what was dropped', async () => {
+    const N = (3 * MiB) / LINE;
+    const { client, processId, go } = await detachedPrinter(capped, 'g5', N);
+    try {
+      const t = reopen(client, processId, { scrollback: 50, rows: 10 });
+      await t.until(/MARK\n/);
+      go();
+      await t.run.done;
+      assert.equal(t.output(), Array.from({ length: 59 }, (_, i) => line(N - 59 + i)).join('') + 'MARK\nlate\n');
+      const m =
+        /not shown here \(more than the terminal's 50 lines of scrollback\): Exec Bridge: Open Full Output; ([\d.]+) MiB before that was dropped \(spool cap 2 MiB\)$/.exec(
+          notice(t.text()),
+        );
+      assert.ok(m, notice(t.text()));
+      assert.ok(Math.abs(Number(m[1]) - 1) <= 0.05, m[0]);
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('a connection without the spool (codex-style): the newest lines of the 1 MiB window, and the old note', async () => {
+    const N = (3 * MiB) / LINE;
+    const { client, processId, go } = await detachedPrinter(server, 'g6', N, { outputSpool: false });
+    try {
+      const t = reopen(client, processId, { scrollback: 30, rows: 10 });
+      await t.until(/MARK\n/);
+      go();
+      await t.run.done;
+      assert.equal(t.output(), Array.from({ length: 39 }, (_, i) => line(N - 39 + i)).join('') + 'MARK\nlate\n');
+      assert.match(notice(t.text()), /not shown here .*; the executor no longer holds its oldest output \(it keeps the newest 1 MiB\)$/);
+    } finally {
+      client.dispose();
+    }
+  });
+});
+
+describe('Open Full Output: every byte the executor holds', () => {
+  /** The hash of what the printer printed (N lines, then `tail`) from byte `offset` on. */
+  const digestFrom = (n: number, tail: string, offset = 0) => {
+    const all = Buffer.from(Array.from({ length: n }, (_, k) => line(k)).join('') + tail, 'latin1');
+    return createHash('sha256').update(all.subarray(offset)).digest('hex');
+  };
+
+  async function copy(client: ExecServerClient, processId: string, signal?: AbortSignal) {
+    const h = createHash('sha256');
+    let bytes = 0;
+    let progressCalls = 0;
+    const r = await copyFullOutput(
+      (afterSeq, maxBytes) => client.call('process/read', { processId, afterSeq, ...(maxBytes !== undefined ? { maxBytes } : {}) }),
+      async (data) => {
+        h.update(data);
+        bytes += data.length;
+      },
+      { ...(signal ? { signal } : {}), onProgress: () => progressCalls++ },
+    );
+    return { r, digest: h.digest('hex'), bytes, progressCalls };
+  }
+
+  test('3 MiB spooled, process still running: the copy is all of it, byte-exact, in pages', async () => {
+    const N = (3 * MiB) / LINE;
+    const { client, processId, go } = await detachedPrinter(server, 'f1', N);
+    try {
+      const c = await copy(client, processId);
+      assert.equal(c.bytes, N * LINE + 5);
+      assert.equal(c.digest, digestFrom(N, 'MARK\n'));
+      assert.deepEqual({ ...c.r, bytes: 0 }, { bytes: 0, spooled: true, droppedBytes: 0, evicted: false, gap: false, cancelled: false });
+      assert.ok(c.progressCalls >= 3, `${c.progressCalls} progress reports`);
+      assert.equal(fullOutputNote(c.r), undefined);
+      go();
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('an ended process over a spool cap: what the cap kept, and the note says what it dropped', async () => {
+    const N = (3 * MiB) / LINE;
+    const { client, processId, go } = await detachedPrinter(capped, 'f2', N);
+    try {
+      go();
+      // The process ends: its output is still there to copy.
+      for (let i = 0; i < 100; i++) {
+        const r = await client.call('process/read', { processId, afterSeq: Number.MAX_SAFE_INTEGER, waitMs: 200 });
+        if (r.closed) break;
+      }
+      const c = await copy(client, processId);
+      const dropped = c.r.droppedBytes!;
+      assert.ok(dropped > 0.9 * MiB && dropped < 1.1 * MiB, `${dropped} dropped`);
+      assert.equal(c.bytes + dropped, N * LINE + 'MARK\nlate\n'.length);
+      assert.equal(c.digest, digestFrom(N, 'MARK\nlate\n', dropped));
+      assert.match(fullOutputNote(c.r) ?? '', /^The executor's spool cap had dropped the oldest [\d.]+ MiB/);
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('without the spool: the window only, said so; cancel stops at once', async () => {
+    const N = (3 * MiB) / LINE;
+    const { client, processId, go } = await detachedPrinter(server, 'f3', N, { outputSpool: false });
+    try {
+      const c = await copy(client, processId);
+      assert.equal(c.r.spooled, false);
+      assert.equal(c.r.evicted, true);
+      assert.ok(c.bytes > 0 && c.bytes <= MiB, `${c.bytes} bytes`);
+      assert.match(fullOutputNote(c.r) ?? '', /keeps only the newest 1 MiB/);
+      go();
+    } finally {
+      client.dispose();
+    }
+    const again = await detachedPrinter(server, 'f4', N);
+    try {
+      const abort = new AbortController();
+      abort.abort();
+      const c = await copy(again.client, again.processId, abort.signal);
+      assert.equal(c.r.cancelled, true);
+      assert.equal(c.bytes, 0);
+      assert.match(fullOutputNote(c.r) ?? '', /^Copy cancelled/);
+      again.go();
+    } finally {
+      again.client.dispose();
+    }
+  });
+});
