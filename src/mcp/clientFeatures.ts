@@ -1,15 +1,12 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  ListRootsRequestSchema,
-  type ClientCapabilities,
-  type CreateMessageRequest,
-  type CreateMessageResult,
-  type ElicitRequestFormParams,
-  type ElicitRequestURLParams,
-  type ElicitResult,
-  type Root,
+import type { Client } from '@modelcontextprotocol/client';
+import type {
+  ClientCapabilities,
+  CreateMessageRequest,
+  CreateMessageResult,
+  ElicitRequestFormParams,
+  ElicitRequestURLParams,
+  ElicitResult,
+  Root,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Event } from '../util/emitter';
 
@@ -58,6 +55,11 @@ export function clientCapabilities(features: McpClientFeatures | undefined): Cli
 /**
  * Installs the request handlers for the announced features on `sdk` (before connect), and keeps
  * the server's roots current. Returns a disposer for the roots subscription.
+ *
+ * The same handlers serve both eras: a 2025 server sends `elicitation/create`,
+ * `sampling/createMessage` and `roots/list` as requests of its own; a 2026-07-28 server answers a
+ * call with an `input_required` result, whose embedded requests the SDK passes to these handlers
+ * before it sends the call again with the answers.
  */
 export function installClientFeatures(
   sdk: Client,
@@ -71,39 +73,42 @@ export function installClientFeatures(
   if (!features) return { dispose: () => undefined };
   const { roots, elicit, elicitUrl } = features;
   const sample = announced.sampling ? features.sample : undefined;
-  if (roots) sdk.setRequestHandler(ListRootsRequestSchema, () => ({ roots: roots.list(executorId) }));
+  if (roots) sdk.setRequestHandler('roots/list', () => ({ roots: roots.list(executorId) }));
   if (elicit) {
-    sdk.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
-      const params = req.params;
+    sdk.setRequestHandler('elicitation/create', async (req, extra) => {
+      const params = req.params as ElicitRequestFormParams | ElicitRequestURLParams;
+      const signal = extra.mcpReq.signal;
       const by = origin();
       if (params.mode === 'url') {
         if (!/^https?:\/\//i.test(params.url)) return { action: 'decline' };
         if (by?.elicit && by.elicitUrl) {
           log(`the server asks to open a URL (asked in VS Code's MCP client, which made the call): ${params.message}`);
-          return by.elicit(params, extra.signal);
+          return by.elicit(params, signal);
         }
         if (!elicitUrl) return { action: 'decline' };
         log(`the server asks to open a URL: ${params.message}`);
-        const result = await elicitUrl(server, params, extra.signal);
+        const result = await elicitUrl(server, params, signal);
         log(`URL request answered: ${result.action}`);
         return result;
       }
-      const form = params as ElicitRequestFormParams;
+      const form = params;
       log(`the server asks for input${by?.elicit ? " (asked in VS Code's MCP client, which made the call)" : ''}: ${params.message}`);
-      const result = by?.elicit ? await by.elicit(form, extra.signal) : await elicit(server, form, extra.signal);
+      const result = by?.elicit ? await by.elicit(form, signal) : await elicit(server, form, signal);
       log(`input request answered: ${result.action}`);
       return result;
     });
   }
   if (sample) {
-    sdk.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+    sdk.setRequestHandler('sampling/createMessage', async (req, extra) => {
+      const params = req.params as CreateMessageRequest['params'];
+      const signal = extra.mcpReq.signal;
       const by = origin();
       if (by?.sample) {
         log("the server asks for a language model completion (sampling), asked of VS Code's MCP client, which made the call");
-        return by.sample(req.params, extra.signal);
+        return by.sample(params, signal);
       }
       log('the server asks for a language model completion (sampling)');
-      return sample(server, req.params, extra.signal);
+      return sample(server, params, signal);
     });
   }
   if (!roots) return { dispose: () => undefined };

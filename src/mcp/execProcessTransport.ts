@@ -111,6 +111,16 @@ export class ExecProcessTransport implements Transport {
     this.protocolVersion = version;
   }
 
+  /**
+   * `pid` and `stderr` mark this as a stdio channel for the SDK's version negotiation (it looks
+   * for the two, as on its own stdio transport): a server that never answers `server/discover`
+   * is then a 2025 server and gets `initialize`, rather than failing the start. The probe runs
+   * on this very process. stderr goes to the server log, not to a stream; the OS pid is the
+   * executor's to know.
+   */
+  readonly pid = null;
+  readonly stderr = null;
+
   /** The executor process, once started. */
   get process(): ProcessHandle | undefined {
     return this.handle;

@@ -1,4 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type {
   CallToolResult,
@@ -196,7 +196,7 @@ export class McpServer extends McpServerView {
     const id = ++this.callSeq;
     this.calls.set(id, origin);
     try {
-      const result = (await sdk.callTool({ name, arguments: args }, undefined, request)) as CallToolResult;
+      const result = (await sdk.callTool({ name, arguments: args }, request)) as CallToolResult;
       if (this.sandbox) this.scanForBlockedWrites(result);
       return result;
     } finally {
@@ -382,6 +382,7 @@ export class McpServer extends McpServerView {
           this.capabilitiesValue = client.getServerCapabilities();
           this.serverInfoValue = client.getServerVersion();
           this.instructionsValue = client.getInstructions();
+          this.protocolVersionValue = client.getNegotiatedProtocolVersion();
         },
         session: {
           onNotification: (n) => {

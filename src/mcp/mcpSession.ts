@@ -1,12 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  LoggingMessageNotificationSchema,
-  ResourceUpdatedNotificationSchema,
-  type ClientCapabilities,
-  type LoggingMessageNotification,
-  type ResourceUpdatedNotification,
-} from '@modelcontextprotocol/sdk/types.js';
+import { Client, type ClientCapabilities as SdkClientCapabilities } from '@modelcontextprotocol/client';
+import type { ClientCapabilities, LoggingMessageNotification, ResourceUpdatedNotification } from '@modelcontextprotocol/sdk/types.js';
 import { inheritAllEnv } from '../client/envPolicy';
 import { defaultExecutorDir } from '../client/executorPaths';
 import { clientCapabilities, installClientFeatures, type RequestOrigin } from './clientFeatures';
@@ -80,7 +74,7 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
   });
 
   const caps = clientCapabilities(ctx.client);
-  const sdk = newSdkClient(ctx, caps, log, o.onListChanged, o.hooks);
+  const sdk = newSdkClient(ctx, caps, log, o.onListChanged, o.hooks, 'auto');
   const features = installClientFeatures(sdk, ctx.client, caps, o.def.name, executor.id, (line) => log.lifecycle(line), o.hooks?.origin);
   return { transport, sdk, features };
 }
@@ -115,7 +109,9 @@ export async function createRemoteSession(
     useOAuth ? { authProvider: auth.provider, fetch: auth.fetch } : undefined,
   );
   const caps = clientCapabilities(ctx.client);
-  const sdk = newSdkClient(ctx, caps, log, onListChanged, hooks);
+  // 2025 revisions only over HTTP: the 1.x SDK's transports (and its OAuth) carry the session, and
+  // they cannot carry 2026-07-28's requests (docs/mcp.md, "Protocol versions").
+  const sdk = newSdkClient(ctx, caps, log, onListChanged, hooks, 'legacy');
   const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line), hooks?.origin);
   return { transport, sdk, features };
 }
@@ -143,29 +139,37 @@ export function resolveLaunchOn(def: McpServerDefinition, executor: McpExecutor,
   });
 }
 
-/** The SDK client with our capabilities, list_changed hooks and log handlers. */
+/**
+ * The SDK client (the v2 package, which speaks 2026-07-28 and every 2025 revision) with our
+ * capabilities, list_changed hooks and log handlers. `auto`: `connect` first asks
+ * `server/discover`; a server that answers it runs on 2026-07-28, one that refuses it (or stays
+ * silent) gets the 2025 `initialize` handshake. `legacy`: `initialize` only.
+ */
 function newSdkClient(
   ctx: McpServerContext,
   caps: ClientCapabilities,
   log: ServerLog,
   onListChanged: (kind: ListKind) => void,
   hooks: SessionHooks | undefined,
+  negotiation: 'auto' | 'legacy',
 ): Client {
   const debounceMs = ctx.timings.listChangedDebounceMs;
   const sdk = new Client(ctx.clientInfo, {
-    capabilities: caps,
+    // The 1.x SDK's type of the same wire shape (what the gateway and the UI share).
+    capabilities: caps as SdkClientCapabilities,
+    versionNegotiation: negotiation === 'auto' ? { mode: 'auto', probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } } : { mode: 'legacy' },
     listChanged: {
       tools: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('tools') },
       resources: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('resources') },
       prompts: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('prompts') },
     },
   });
-  sdk.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+  sdk.setNotificationHandler('notifications/message', (n) => {
     const data = typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data);
     log.append('message', `[${n.params.level}${n.params.logger ? ` ${n.params.logger}` : ''}] ${data}`);
-    hooks?.onNotification?.(n);
+    hooks?.onNotification?.(n as LoggingMessageNotification);
   });
-  sdk.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => hooks?.onNotification?.(n));
+  sdk.setNotificationHandler('notifications/resources/updated', (n) => hooks?.onNotification?.(n as ResourceUpdatedNotification));
   sdk.onerror = (e) => {
     // A request abandoned while the server stops: the SDK's courtesy notice cannot reach a process
     // that is going away. Nothing failed that the user could act on.
@@ -177,6 +181,13 @@ function newSdkClient(
   };
   return sdk;
 }
+
+/**
+ * How long a stdio server may stay silent on `server/discover` before it counts as a 2025 server
+ * (some never answer a request before `initialize`); the handshake then goes on within the start's
+ * own bound.
+ */
+const STDIO_PROBE_TIMEOUT_MS = 5000;
 
 function truncate(s: string, n: number): string {
   return s.length > n ? `${s.slice(0, n)}… (${s.length - n} more characters)` : s;

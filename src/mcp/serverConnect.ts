@@ -1,4 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { McpAuthSession } from './authSession';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { describeExitCode } from '../util/exitCode';
@@ -55,12 +55,27 @@ export async function connectRun(
   run.subscriptions.add(features);
   void transport.closed.then(() => hooks.onClosed());
   run.sdk = sdk;
-  await sdk.connect(transport, request);
+  await untilAborted(sdk.connect(transport, request), request.signal);
   hooks.onInitialized(sdk);
   const info = sdk.getServerVersion();
   const version = info ? `${info.name} ${info.version}` : 'unknown server';
   log.lifecycle(`initialized: ${version}${over}, protocol ${transport.protocolVersion ?? '?'}, in ${ctx.clock.now() - t0} ms`);
   return sdk;
+}
+
+/**
+ * `p`, or the signal's reason as soon as it aborts. The SDK's `server/discover` probe runs on its
+ * own timeout and does not follow the signal: a start that timed out or was stopped meanwhile
+ * must not wait for it (the run's end closes the client and the transport, which ends the probe).
+ */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** Why a run's transport closed when nobody asked it to: the reason for its `crashed` state. */

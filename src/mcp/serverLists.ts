@@ -1,4 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isToolEnabled, type McpServerDefinition } from './config';
@@ -25,7 +25,7 @@ export class McpServerLists {
       jobs.push(
         paginate(
           (cursor) => sdk.listTools(cursor ? { cursor } : {}, request),
-          (r) => r.tools,
+          (r) => r.tools as Tool[],
         ).then((tools) => {
           if (!current()) return;
           this.allTools = tools;
@@ -37,7 +37,7 @@ export class McpServerLists {
       jobs.push(
         paginate(
           (cursor) => sdk.listResources(cursor ? { cursor } : {}, request),
-          (r) => r.resources,
+          (r) => r.resources as Resource[],
         ).then((v) => {
           if (current()) this.resources = v;
         }),
@@ -45,7 +45,7 @@ export class McpServerLists {
       jobs.push(
         paginate(
           (cursor) => sdk.listResourceTemplates(cursor ? { cursor } : {}, request),
-          (r) => r.resourceTemplates,
+          (r) => r.resourceTemplates as ResourceTemplate[],
         ).then((v) => {
           if (current()) this.resourceTemplates = v;
         }),
@@ -55,7 +55,7 @@ export class McpServerLists {
       jobs.push(
         paginate(
           (cursor) => sdk.listPrompts(cursor ? { cursor } : {}, request),
-          (r) => r.prompts,
+          (r) => r.prompts as Prompt[],
         ).then((v) => {
           if (current()) this.prompts = v;
         }),

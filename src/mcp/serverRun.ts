@@ -1,4 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import { Deferred } from '../util/deferred';
 import { DisposableStore } from '../util/disposable';
 import type { ExecProcessTransport } from './execProcessTransport';

@@ -22,6 +22,7 @@ export abstract class McpServerView {
   protected serverInfoValue: Implementation | undefined;
   protected capabilitiesValue: ServerCapabilities | undefined;
   protected instructionsValue: string | undefined;
+  protected protocolVersionValue: string | undefined;
   protected executorValue: { id: string; label: string } | undefined;
   protected connectionValue: ConnectionState['kind'] | undefined;
   /** What the sandbox blocked during the current (or last) run, oldest first, each once. */
@@ -69,6 +70,10 @@ export abstract class McpServerView {
   }
   get instructions(): string | undefined {
     return this.instructionsValue;
+  }
+  /** The MCP revision the current (or last) run negotiated: `2026-07-28`, `2025-11-25`, … */
+  get protocolVersion(): string | undefined {
+    return this.protocolVersionValue;
   }
   /** Where the current (or last) run happens. */
   get executor(): { id: string; label: string } | undefined {

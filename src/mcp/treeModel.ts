@@ -304,6 +304,7 @@ export class McpTreeModel {
       );
     if (server.processId) blocks.push(`Process: \`${server.processId}\``);
     if (server.serverInfo) blocks.push(`Server: ${escapeMd(`${server.serverInfo.name} ${server.serverInfo.version}`)}`);
+    if (server.protocolVersion) blocks.push(`MCP ${escapeMd(server.protocolVersion)}`);
     // A time, not a duration: a tooltip is computed once and would go stale.
     blocks.push(`In this state since ${new Date(st.since).toLocaleTimeString()}`);
     if (server.isActive && server.connection === 'recovering')
