@@ -21,7 +21,7 @@ import { registerHttpMethods } from './httpRequest';
 import { treesKilled } from './processTree';
 import { SessionRegistry } from './sessionRegistry';
 import { PendingSockets, pendingSocketCap } from './socketBudget';
-import { SpoolStore } from './outputSpool';
+import { SpoolStore } from './spoolStore';
 import { planUnsandboxed, type SpawnPlanner } from './spawnPlan';
 
 export interface ExecServerOptions {

@@ -6,7 +6,7 @@ import type { FifoPool } from './fifoPool';
 import type { SandboxPrewarmer } from './prewarm';
 import { FileHandleTable } from './fileHandles';
 import { ManagedProcess, type ProcessSink } from './managedProcess';
-import type { SpoolStore } from './outputSpool';
+import type { SpoolStore } from './spoolStore';
 import type { SpawnPlanner } from './spawnPlan';
 
 /** What a session needs from the connection it is attached to: what its processes send through, and a probe. */

@@ -41,7 +41,7 @@ export interface BwrapOptions {
   managedNetwork?: { socketDir: string; launcher: string[] };
   /**
    * Variables bwrap sets for the command (`--setenv`) instead of receiving them: the dynamic
-   * loader's, which must not act on the host-side bwrap (see `hostLaunchEnv` in ./planner.ts).
+   * loader's, which must not act on the host-side bwrap (see ./hostLaunchEnv.ts).
    */
   setenv?: Array<[string, string]>;
 }

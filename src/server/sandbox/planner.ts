@@ -1,20 +1,20 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { lstatSync, mkdirSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { privateDir, privateDirCandidates, sandboxHiddenDirs, type HiddenDirs } from '../../util/privateDir';
 import { findOnPath, isExecutableFile } from '../executables';
 import { argvWithArg0, passthroughPlan, type PrewarmListeners, type PrewarmSpec, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
 import { bwrapArgs } from './bwrapArgs';
 import { findBwrap, probeBwrap } from './bwrapProbe';
 import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
+import { hostLaunchEnv } from './hostLaunchEnv';
 import { SandboxUnavailableError } from './errors';
+import { SandboxStateFiles } from './stateFiles';
 import { computeLayout, type Layout } from './layout';
 import { isClaimedStub, PlaceholderClaims } from './placeholders';
 import { isWithin, resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
 import { hostFingerprint, PREWARM_STUB, stubScript } from './prewarmStub';
 import { ManagedNetworks, type ManagedNetSnapshot } from './managedNet';
 import { bridgeLauncher, launcherEnv } from './netBridge';
-import { keyringOffFilter, managedNetworkFilter, networkOffFilter } from './seccomp';
 import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
 
 export interface SandboxOptions {
@@ -56,15 +56,13 @@ function sharedPlanner(bwrapPath: string | undefined): SandboxPlanner {
 export class SandboxPlanner {
   private bwrapReady: Promise<string> | undefined;
   private bwrapWorks = false;
-  private readonly seccompPrograms = new Map<'net-off' | 'keyring-off', Buffer | null>();
   /** Placeholder stubs on the host for missing carve-outs that this planner claims (./placeholders.ts). */
   private readonly placeholders = new PlaceholderClaims();
   /** The managed network's proxies, started on first use (./managedNet.ts). */
   private readonly networks = new ManagedNetworks(
-    () => this.stateDir(),
+    () => this.files.stateDir(),
     (line) => this.opts.log?.(line),
   );
-  private managedFilter: Buffer | undefined;
   /** Listeners made for pre-started sandboxes, until a start adopts them. */
   private readonly waitingNets = new WeakMap<PrewarmListeners, ManagedNetSnapshot>();
 
@@ -75,7 +73,17 @@ export class SandboxPlanner {
       /** Every server's private directories, to hide (default: `sandboxHiddenDirs`, src/util/privateDir.ts). */
       hiddenDirs?: () => HiddenDirs;
     } = {},
-  ) {}
+  ) {
+    this.files = new SandboxStateFiles(opts.stateDir);
+  }
+
+  /** The seccomp programs' files, in the planner's state directory. */
+  private readonly files: SandboxStateFiles;
+
+  /** Where the seccomp programs live (created on first use). */
+  get stateDirectory(): string {
+    return this.files.stateDir();
+  }
 
   /** Whether sandboxed starts can run here, as far as the last check knows. */
   get available(): boolean {
@@ -149,16 +157,16 @@ export class SandboxPlanner {
     // be a way out. privateDir() first: it (re-)registers ours for the other servers' sandboxes.
     privateDir();
     const dirs = (this.opts.hiddenDirs ?? sandboxHiddenDirs)();
-    const outer = outermost([this.stateDir(), ...dirs.own].filter(ensureDir), dirs.others);
+    const outer = outermost([this.files.stateDir(), ...dirs.own].filter(ensureDir), dirs.others);
     const hidden = outer.filter((p) => !dirs.others.includes(p));
     const covered = outer.filter((p) => dirs.others.includes(p));
     // Network off: the full filter. Network on: still no kernel keyrings (they are not namespaced).
     // Managed network: the launcher applies its own filter after the bridge is up (./netBridge.ts).
-    const seccomp = net ? undefined : this.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
+    const seccomp = net ? undefined : this.files.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
     const managedNetwork = net
       ? {
           socketDir: net.socketDir!,
-          launcher: bridgeLauncher({ routes: net.routes, filter: this.managedNetworkFilter() }),
+          launcher: bridgeLauncher({ routes: net.routes, filter: this.files.managedNetworkFilter() }),
         }
       : undefined;
     const files = seccomp ? [seccomp] : [];
@@ -332,15 +340,6 @@ export class SandboxPlanner {
     };
   }
 
-  private managedNetworkFilter(): Buffer {
-    try {
-      return (this.managedFilter ??= managedNetworkFilter());
-    } catch (e) {
-      const reason = `cannot enforce a managed network on this machine: ${(e as Error).message}.`;
-      throw new SandboxUnavailableError(reason, `${reason.slice(0, -1)}; the command was not run. Run on x86_64/arm64.`);
-    }
-  }
-
   /** Finds bwrap and checks once that it can build a sandbox here; fails closed with a fix-it. */
   private bwrap(): Promise<string> {
     if (!this.bwrapReady) {
@@ -357,65 +356,6 @@ export class SandboxPlanner {
     }
     return this.bwrapReady;
   }
-
-  /** Where the seccomp program lives (created on first use). */
-  get stateDirectory(): string {
-    return this.stateDir();
-  }
-
-  /**
-   * Where the seccomp program lives: `sandbox/` in our private directory, which no sandbox can see
-   * (see `hidden` in planLinux), so a sandboxed command can neither read nor swap the filter of the next one.
-   */
-  private stateDir(): string {
-    if (this.opts.stateDir) return this.opts.stateDir;
-    let dir: string;
-    try {
-      dir = join(privateDir(), 'sandbox');
-      mkdirSync(dir, { mode: 0o700, recursive: true });
-    } catch (e) {
-      throw new SandboxUnavailableError(`${(e as Error).message}.`, `${(e as Error).message}; the command was not run.`);
-    }
-    return (this.opts.stateDir = dir);
-  }
-
-  /**
-   * The filter file, checked on every use (cheap: a few hundred bytes) and rewritten if it changed.
-   * Undefined only for the keyring filter on an architecture we have no syscall table for (the
-   * network-off one then fails closed instead).
-   */
-  private seccompFile(kind: 'net-off' | 'keyring-off'): string | undefined {
-    let bpf = this.seccompPrograms.get(kind);
-    if (bpf === undefined) {
-      try {
-        bpf = kind === 'net-off' ? networkOffFilter() : keyringOffFilter();
-      } catch (e) {
-        if (kind === 'net-off') {
-          const reason = `cannot turn the network off on this machine: ${(e as Error).message}.`;
-          throw new SandboxUnavailableError(
-            reason,
-            `${reason.slice(0, -1)}; the command was not run. Allow the network in the sandbox request or run on x86_64/arm64.`,
-          );
-        }
-        bpf = null;
-      }
-      this.seccompPrograms.set(kind, bpf);
-    }
-    if (bpf === null) return undefined;
-    const file = join(this.stateDir(), `${kind}-${process.arch}-${createHash('sha256').update(bpf).digest('hex').slice(0, 16)}.bpf`);
-    let current: Buffer | undefined;
-    try {
-      current = readFileSync(file);
-    } catch {
-      current = undefined;
-    }
-    if (!current || !current.equals(bpf)) {
-      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-      writeFileSync(tmp, bpf, { mode: 0o400, flag: 'wx' });
-      renameSync(tmp, file);
-    }
-    return file;
-  }
 }
 
 /**
@@ -430,28 +370,6 @@ function ensureDir(p: string): boolean {
   }
   return lstatSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
 }
-
-/**
- * The host-side launcher (bwrap, and the shell in front of it for a PTY) runs outside the sandbox
- * with the command's environment. The dynamic loader's variables would make it load code or read
- * files named there before any namespace exists (`LD_PRELOAD=./x.so`, an `LD_LIBRARY_PATH` with a
- * workspace folder or an empty element: code a sandboxed command could have written). So they are
- * moved: bwrap gets the environment without them and sets them for the command (`--setenv`), which
- * sees exactly the environment it asked for. (The pre-started path already runs bwrap with an
- * empty environment; its script sets the command's.)
- */
-export function hostLaunchEnv(env: Record<string, string>): { env: Record<string, string>; moved: Array<[string, string]> } {
-  const out = Object.create(null) as Record<string, string>;
-  const moved: Array<[string, string]> = [];
-  for (const [k, v] of Object.entries(env)) {
-    if (k.startsWith('LD_') || LOADER_VARS.includes(k)) moved.push([k, v]);
-    else out[k] = v;
-  }
-  return { env: out, moved };
-}
-
-/** Besides `LD_*`: what makes glibc load modules or read files from a path it names (ld.so drops them for setuid programs). */
-const LOADER_VARS = ['GCONV_PATH', 'GLIBC_TUNABLES', 'LOCPATH', 'NLSPATH', 'MALLOC_TRACE', 'HOSTALIASES', 'RESOLV_HOST_CONF'];
 
 /** The paths none of the others contains (a tmpfs over a directory covers everything in it). */
 function outermost(...lists: string[][]): string[] {

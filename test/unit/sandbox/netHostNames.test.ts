@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseProxyRequest } from '../../../src/server/netProxy';
+import { parseProxyRequest } from '../../../src/server/netProxyWire';
 import { canonicalHost, isSpecialAddress, NetPolicy, NetRuleError, normalizeIp, parseNetRule } from '../../../src/server/netProxyRules';
 
 const policy = new NetPolicy(['*.allowed.test', 'exact.test', '127.0.0.1:8080', '[::1]:8081'], ['deny.allowed.test']);

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { SPOOL_DIR_PREFIX, SpoolStore, type OutputSpool } from '../../../src/server/outputSpool';
+import { SPOOL_DIR_PREFIX, type OutputSpool } from '../../../src/server/outputSpool';
+import { SpoolStore } from '../../../src/server/spoolStore';
 import { privateDir } from '../../../src/util/privateDir';
 
 /** Chunk `seq`'s bytes: its seq repeated, so a misplaced byte shows. */
