@@ -27,6 +27,7 @@ export const COMMAND_NAMES = [
   'run.stop',
   'run.showTerminal',
   'run.copyCommand',
+  'executors.snapshot',
   'openFullOutput',
   'mcp.start',
   'mcp.stop',

@@ -7,7 +7,7 @@ import { selectExecutor, setExecutorToken } from './executorCommands';
 import { openExecutorFolder } from './executorFileSystem';
 import { findInExecutorFiles } from './executorSearch';
 import { addSshExecutor } from './sshExecutors';
-import { executorOfNode, runOfNode } from './executorsView';
+import { executorOfNode, executorsViewSnapshot, runOfNode } from './executorsView';
 import * as mcp from './mcpCommands';
 import { allowBlockedNode } from './mcpSandbox';
 import type { McpFeature } from './mcpFeature';
@@ -157,6 +157,7 @@ const COMMANDS: { readonly [name in CommandName]: Command } = {
     needsConnection: false,
     run: (ext, target) => openFullOutput(ext, () => ext.terminals.terminals(), target),
   },
+  'executors.snapshot': { needsTrust: false, needsConnection: false, run: (ext) => executorsViewSnapshot(ext) },
   'run.copyCommand': {
     needsTrust: false,
     needsConnection: false,

@@ -41,6 +41,10 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
     this.changed.fire(undefined);
   }
 
+  dispose(): void {
+    this.changed.dispose();
+  }
+
   getChildren(node?: Node): Node[] {
     if (!node) return this.ext.executors.all().map((c) => ({ kind: 'executor', name: c.name }));
     if (node.kind !== 'executor') return [];
@@ -122,6 +126,40 @@ class ExecutorsTreeProvider implements vscode.TreeDataProvider<Node> {
         return item;
       }
     }
+  }
+}
+
+/** A row of the view as plain data (`execBridge.executors.snapshot`). */
+export interface ExecutorsViewRow {
+  /** The item's id: `executor:NAME`, `state:NAME`, `run:RUN-ID` (a run's node for `execBridge.run.*` is `{ kind: 'run', executor, runId }`). */
+  id?: string;
+  label: string;
+  description?: string;
+  tooltip?: string;
+  contextValue: string;
+  children: ExecutorsViewRow[];
+}
+
+/** The view's rows, read through its data provider (the same items the view shows): for tests and bug reports. */
+export function executorsViewSnapshot(ext: FeatureContext): ExecutorsViewRow[] {
+  const provider = new ExecutorsTreeProvider(ext);
+  const rows = (node?: Node): ExecutorsViewRow[] =>
+    provider.getChildren(node).map((child) => {
+      const item = provider.getTreeItem(child);
+      const tooltip = typeof item.tooltip === 'string' ? item.tooltip : item.tooltip?.value;
+      return {
+        ...(item.id !== undefined ? { id: item.id } : {}),
+        label: typeof item.label === 'string' ? item.label : (item.label?.label ?? ''),
+        ...(typeof item.description === 'string' ? { description: item.description } : {}),
+        ...(tooltip !== undefined ? { tooltip } : {}),
+        contextValue: item.contextValue ?? '',
+        children: child.kind === 'executor' ? rows(child) : [],
+      };
+    });
+  try {
+    return rows();
+  } finally {
+    provider.dispose();
   }
 }
 

@@ -70,8 +70,18 @@ export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature,
 
   const register = (name: string, tool: vscode.LanguageModelTool<Input>) =>
     ext.disposables.add(
-      vscode.lm.registerTool(name, {
+      vscode.lm.registerTool<Input>(name, {
         ...tool,
+        prepareInvocation: async (o, token) => {
+          const prepared = await tool.prepareInvocation?.(o, token);
+          const ask = prepared?.confirmationMessages;
+          // VS Code shows it (the chat's Continue/Cancel, or a dialog outside a chat); the log says it was asked.
+          if (ask)
+            ext.log.info(
+              `language-model tool ${name} asks the user to confirm: ${ask.title} ${typeof ask.message === 'string' ? ask.message : ask.message.value}`,
+            );
+          return prepared;
+        },
         invoke: async (o, token) => {
           ext.log.info(`language-model tool ${name}: ${JSON.stringify(o.input).slice(0, 200)}`);
           try {

@@ -4,12 +4,12 @@
 // on VS Code versions with the final model-provider API, the tool's answer is sent on to the
 // test-only model (test/vscode/fake-model) and reaches it.
 import * as assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import type { ApprovalChoice, ExecBridgeApi, ExecTerminal, PendingApproval } from '../../../src/vscode/api';
-import { getApi, plain, waitForText, withSettings } from './helpers';
+import { findFiles, getApi, plain, waitFor, waitForText, withSettings } from './helpers';
 
 const TOOLS = [
   'execBridge_runCommand',
@@ -24,6 +24,39 @@ const MiB = 1024 * 1024;
 /** The model's share of a tool answer (core/agentOutput.ts AGENT_OUTPUT_LIMIT) plus room for the words around it. */
 const ANSWER_LIMIT = 16 * 1024 + 2048;
 const FLOOD = Number(process.env.EXEC_BRIDGE_AGENT_FLOOD_BYTES ?? 50 * MiB);
+
+/** A row of the Executors view (`execBridge.executors.snapshot`: read through the view's data provider). */
+interface ViewRow {
+  id?: string;
+  label: string;
+  description?: string;
+  tooltip?: string;
+  contextValue: string;
+  children: ViewRow[];
+}
+
+/** Waits (bounded) until the Executors view lists a run under `executor` that `match` accepts. */
+async function viewRun(executor: string, match: (row: ViewRow) => boolean, what: string, timeoutMs = 15_000): Promise<ViewRow> {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 0; ; i++) {
+    const rows = (await vscode.commands.executeCommand<ViewRow[] | undefined>('execBridge.executors.snapshot')) ?? [];
+    const runs = rows.find((r) => r.label === executor)?.children.filter((c) => c.contextValue.startsWith('run;')) ?? [];
+    const row = runs.find(match);
+    if (row) return row;
+    if (Date.now() > deadline || i > 2000)
+      throw new Error(`the Executors view shows no ${what}; its runs: ${JSON.stringify(runs.map((r) => [r.label, r.description]))}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The extension's log ("Exec Bridge" LogOutputChannel files). */
+function logText(api: ExecBridgeApi): string {
+  return findFiles(api.logUri.fsPath, /Exec Bridge\.log$/)
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 async function invoke(name: string, input: object, token?: vscode.CancellationToken): Promise<string> {
   const result = await vscode.lm.invokeTool(name, { input, toolInvocationToken: undefined }, token);
@@ -97,7 +130,7 @@ suite('language-model tools', () => {
     assert.equal(t.sandboxed, true, 'in the sandbox by default');
     await waitForText(t, /^agent-ran-42\r?$/m);
     assert.match(plain(t.text()), /sandbox: workspace-write, network off/);
-    assert.match(answer, new RegExp(`the terminal "${t.terminal.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`));
+    assert.match(answer, new RegExp(`the terminal "${escape(t.terminal.name)}"`));
 
     // The answer goes on to a model (the test model, where VS Code has the final provider API).
     const ext = vscode.extensions.getExtension<{ enable(): vscode.Disposable; requests: { messages: { text: string }[] }[] }>(FAKE_ID);
@@ -243,5 +276,83 @@ suite('language-model tools', () => {
     assert.match(stopped, new RegExp(`^Stopped "${id}"\\.\\nState: ended, exit code \\d+.*\\(stopped by the agent\\)`));
     await waitForText(t, /■ stopped: stopped by the agent/);
     await assert.rejects(invoke('execBridge_readBackground', { id: 'bg-nope' }), /There is no background process "bg-nope"/);
+  });
+  test("each run is in the Executors view's process list while it runs, and shown ended after; the view's Stop ends a background one", async function () {
+    this.timeout(90_000);
+    const api = await getApi();
+    const tag = `${process.pid}-${Date.now()}`;
+    const gate = `agent-view-gate-${tag}`;
+    const command = `echo view-${tag}; while [ ! -e ${gate} ]; do sleep 0.1; done; echo through`;
+    const opened = nextAgentTerminal(api);
+    const running = invoke('execBridge_runCommand', { command, timeoutSeconds: 60 });
+    try {
+      const t = await opened;
+      await waitForText(t, new RegExp(`^view-${tag}\\r?$`, 'm'));
+      const row = await viewRun('bundled', (r) => r.label === command && r.description === 'running', 'running foreground run');
+      assert.match(row.contextValue, /;running;canStop;/);
+      assert.equal(row.tooltip, `Command on bundled (process ${t.process!.processId})`);
+    } finally {
+      writeFileSync(join(workspace, gate), '');
+    }
+    const answer = await running;
+    assert.match(answer, /^Exit: exit code 0\.$/m);
+    assert.match(answer, /^through$/m);
+    const ended = await viewRun('bundled', (r) => r.label === command && r.description === 'exit code 0', 'ended foreground run');
+    assert.doesNotMatch(ended.contextValue, /running;/);
+    rmSync(join(workspace, gate), { force: true });
+
+    // A background one, stopped by the user from the view: the model reads that it ended.
+    const bgCommand = `echo bg-view-${tag}; exec sleep 600`;
+    const started = await invoke('execBridge_startBackground', { command: bgCommand, waitSeconds: 1 });
+    const id = /as "(bg-[0-9a-f]+)"/.exec(started)?.[1];
+    assert.ok(id, started);
+    const bg = await viewRun('bundled', (r) => r.label === bgCommand && r.description === 'running', 'running background run');
+    const runId = /^run:(.+)$/.exec(bg.id ?? '')?.[1];
+    assert.ok(runId, JSON.stringify(bg));
+    await vscode.commands.executeCommand('execBridge.run.stop', { kind: 'run', executor: 'bundled', runId });
+    const read = await invoke('execBridge_readBackground', { id, waitSeconds: 30 });
+    assert.match(read, /^State: ended, exit code 137 \(killed\)\.$/m);
+    const bgEnded = await viewRun(
+      'bundled',
+      (r) => r.label === bgCommand && r.description === 'exit code 137 (killed)',
+      'ended background run',
+    );
+    assert.doesNotMatch(bgEnded.contextValue, /running;/);
+  });
+
+  test('settings that leave runs unsandboxed: prepareInvocation asks to confirm each run (VS Code shows it; the log says so); a sandboxed run asks nothing', async function () {
+    this.timeout(60_000);
+    const api = await getApi();
+    const tag = `${process.pid}-${Date.now()}`;
+    const inSandbox = `echo confirm-none-${tag}`;
+    assert.match(await invoke('execBridge_runCommand', { command: inSandbox }), new RegExp(`^confirm-none-${tag}$`, 'm'));
+    const undo = await withSettings({ sandbox: 'full-access', sandboxNetwork: true });
+    try {
+      const opened = nextAgentTerminal(api);
+      const command = `echo confirm-${tag}`;
+      // Outside a chat request VS Code confirms in a dialog, which extension tests answer "yes" by themselves.
+      const answer = await invoke('execBridge_runCommand', { command });
+      assert.match(answer, /^Exit: exit code 0\.$/m);
+      assert.equal((await opened).sandboxed, false, 'it ran without a sandbox, as the settings say');
+      const bgCommand = `echo confirm-bg-${tag}`;
+      assert.match(await invoke('execBridge_startBackground', { command: bgCommand, waitSeconds: 5 }), /and it already ended/);
+      const asked = (tool: string, cmd: string) =>
+        new RegExp(
+          `language-model tool ${tool} asks the user to confirm: Run without a sandbox\\? Run \`${escape(cmd)}\` on \\*\\*bundled\\*\\* \\(no sandbox\\)\\? The workspace's setting \`execBridge\\.sandbox\` is full-access with the network on, so this command runs without the sandbox\\.`,
+        );
+      const log = await waitFor(
+        'both confirmations in the log',
+        () => {
+          const text = logText(api);
+          return asked('execBridge_runCommand', command).test(text) && asked('execBridge_startBackground', bgCommand).test(text) && text;
+        },
+        15_000,
+      );
+      // The sandboxed run came first (so its lines are in the log): invoked, never confirmed.
+      assert.ok(log.includes(`language-model tool execBridge_runCommand: {"command":"${inSandbox}"}`), 'the sandboxed run was invoked');
+      assert.doesNotMatch(log, new RegExp(`asks the user to confirm: .*confirm-none-${tag}`));
+    } finally {
+      await undo();
+    }
   });
 });
