@@ -14,6 +14,7 @@ import { SPOOL_PAGE_BYTES, type OutputSpool } from './outputSpool';
 import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
 import type { SandboxPrewarmer } from './prewarm';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
+import { StdinWriter } from './processStdin';
 import { guardPtyDrain, type PtyDrainGuard } from './ptyProcess';
 import { killTree, reapedGroupIsOurs, treesKilled } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
@@ -40,11 +41,8 @@ export interface ProcessOptions {
   onClosed?: () => void;
 }
 
-const WRITE_ID_MEMORY = 4096;
 /** A spool page (`process/read` of spooled output) carries at most this, whatever `maxBytes` asks. */
 const MAX_SPOOL_PAGE = 2 * SPOOL_PAGE_BYTES;
-/** A pipe write is answered at once unless this much is already queued for the child's stdin. */
-const STDIN_QUEUE_LIMIT = 8 * 1024 * 1024;
 /** After a sandboxed exit, wait this long (or for the pipes to close) before judging a denial. */
 const DENIAL_GRACE_MS = 150;
 const DEFAULT_PTY = { cols: 80, rows: 24 };
@@ -89,11 +87,13 @@ export class ManagedProcess {
   /** Managed network: the destination its proxy refused (`host:port`), when that was the denial. */
   private deniedTarget: string | undefined;
   private openStreams = 0;
-  private readonly writeIds = new Set<string>();
-  private readonly writeOrder: string[] = [];
-  /** Pipe writes not yet answered, by writeId; each starts once the one before it was answered. */
-  private readonly pipeWrites = new Map<string, Promise<WriteStatus>>();
-  private pipeTail: Promise<unknown> = Promise.resolve();
+  /** `process/write` (./processStdin.ts). */
+  private readonly stdinWriter = new StdinWriter({
+    accepts: () => this.tty || this.pipeStdin,
+    ended: () => this.rawExit !== undefined || this.destroyed,
+    pty: () => this.pty,
+    stdin: () => this.stdin,
+  });
   private waiters = new Set<() => void>();
   private readonly output: OutputCoalescer;
   /** The connection is congested (connection-level backpressure). */
@@ -485,57 +485,8 @@ export class ManagedProcess {
     for (const w of ws) w();
   }
 
-  async write(data: Buffer, writeId: string): Promise<WriteStatus> {
-    if (!this.tty && !this.pipeStdin) return 'stdinClosed';
-    if (this.writeIds.has(writeId)) return 'accepted';
-    // The same write sent again while it waits its turn: one write, one outcome.
-    const waiting = this.pipeWrites.get(writeId);
-    if (waiting) return waiting;
-    if (this.rawExit !== undefined || this.destroyed) throw RpcError.internal('failed to write to process stdin');
-    if (this.pty) {
-      if (data.length > 0) this.pty.write(data);
-      this.rememberWrite(writeId);
-      return 'accepted';
-    }
-    // Pipe writes go in one at a time while one is held: each then waits in its request (which the
-    // connection's request budget counts), not in the child's stdin queue, which stays below
-    // STDIN_QUEUE_LIMIT plus one write (120 concurrent 11 MiB writes once queued 1.3 GB there).
-    const run = () => this.writePipe(data, writeId);
-    const write = this.pipeWrites.size === 0 ? run() : this.pipeTail.then(run, run);
-    this.pipeTail = write;
-    this.pipeWrites.set(writeId, write);
-    const settled = () => {
-      if (this.pipeWrites.get(writeId) === write) this.pipeWrites.delete(writeId);
-    };
-    write.then(settled, settled);
-    return write;
-  }
-
-  private async writePipe(data: Buffer, writeId: string): Promise<WriteStatus> {
-    const stdin = this.stdin;
-    if (this.rawExit !== undefined || this.destroyed || !stdin || stdin.destroyed || !stdin.writable)
-      throw RpcError.internal('failed to write to process stdin');
-    if (data.length > 0) stdin.write(data);
-    if (stdin.writableLength > STDIN_QUEUE_LIMIT) {
-      // The child is not reading: hold the answer (and so the client's next write) until it does.
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          stdin.off('drain', done);
-          stdin.off('close', done);
-          resolve();
-        };
-        stdin.on('drain', done);
-        stdin.on('close', done);
-      });
-    }
-    this.rememberWrite(writeId);
-    return 'accepted';
-  }
-
-  private rememberWrite(writeId: string): void {
-    this.writeIds.add(writeId);
-    this.writeOrder.push(writeId);
-    if (this.writeOrder.length > WRITE_ID_MEMORY) this.writeIds.delete(this.writeOrder.shift()!);
+  write(data: Buffer, writeId: string): Promise<WriteStatus> {
+    return this.stdinWriter.write(data, writeId);
   }
 
   /** SIGINT to the process group (a PTY's line discipline does the same for ^C). */
