@@ -5,6 +5,7 @@ import type { RememberedProcess } from '../core/sessionMemory';
 import { sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
 import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
 import { terminalName } from '../core/terminalNames';
+import { isStandIn } from '../core/standInTerminal';
 import { TERMINAL_CREDIT_WINDOW } from '../core/terminalFlow';
 import { attachNewest } from '../core/terminalReplayRange';
 import { executorRun, type RunServices } from '../core/executorRun';
@@ -18,6 +19,8 @@ import { currentSandboxSettings } from './listSettings';
 const TRANSCRIPT_LIMIT = 256 * 1024;
 const HISTORY_KEY = 'execBridge.commandHistory';
 const HISTORY_LIMIT = 30;
+/** Whether this workspace's window has a local terminal of its own (one VS Code revives after a reload). */
+const LOCAL_TERMINALS_KEY = 'execBridge.windowHasLocalTerminal';
 export const SHELL_PROFILE_ID = 'execBridge.shell';
 /** Marks our terminals in the tab list (the same icon as executors in our views). */
 const TERMINAL_ICON = new vscode.ThemeIcon('vm');
@@ -137,6 +140,11 @@ class ExecTerminalImpl implements ExecTerminal {
   }
 }
 
+/** A terminal an extension drives (a Pseudoterminal): no process of its own for VS Code to revive. */
+function isCustom(options: vscode.Terminal['creationOptions']): boolean {
+  return 'pty' in options && options.pty !== undefined;
+}
+
 /**
  * Run Command, New Executor Shell (their commands are in the table, commands.ts), the
  * "Exec Bridge shell" profile, and the open terminals.
@@ -151,13 +159,26 @@ export class TerminalFeature {
   /** A terminal came back after a window reload (after onDidOpenTerminal), following its process again. */
   readonly onDidReopenTerminal = this.reopened.event;
   private shuttingDown = false;
+  /** VS Code's own shell opened for want of ours after a reload (core/standInTerminal.ts), until closed. */
+  private standIn: vscode.Terminal | undefined;
+  private standInFound = false;
+  private reopenedAny = false;
+  private readonly closedStandIns = new WeakSet<vscode.Terminal>();
+  /** The last write of LOCAL_TERMINALS_KEY: writes go in the order they were asked for. */
+  private recording: Promise<void> = Promise.resolve();
+  private readonly activatedAt = Date.now();
+  private readonly lastWindowHadLocal: boolean | undefined;
 
   constructor(private readonly ext: FeatureContext) {
+    this.lastWindowHadLocal = ext.context.workspaceState.get<boolean>(LOCAL_TERMINALS_KEY);
+    for (const t of vscode.window.terminals) this.watchStandIn(t, 0);
     ext.disposables.add(this.opened);
     ext.disposables.add(this.reopened);
     registerFullOutput(ext, () => this.terminals());
     ext.disposables.add(
       vscode.window.onDidOpenTerminal((t) => {
+        this.watchStandIn(t, Date.now() - this.activatedAt);
+        void this.recordLocalTerminals();
         const pty = (t.creationOptions as vscode.ExtensionTerminalOptions).pty;
         if (!(pty instanceof RunPseudoterminal) || !this.unadopted.delete(pty)) return;
         this.track(t, pty);
@@ -168,6 +189,8 @@ export class TerminalFeature {
     );
     ext.disposables.add(
       vscode.window.onDidCloseTerminal((t) => {
+        if (t === this.standIn) this.standIn = undefined;
+        if (!this.shuttingDown && t.exitStatus?.reason !== vscode.TerminalExitReason.Shutdown) void this.recordLocalTerminals();
         const i = this.open.findIndex((x) => x.terminal === t);
         if (i < 0) return;
         if (t.exitStatus?.reason === vscode.TerminalExitReason.Shutdown || this.shuttingDown) {
@@ -330,7 +353,62 @@ export class TerminalFeature {
     let last: ExecTerminal | undefined;
     for (const p of restored.terminals) last = this.reopen(conn, restored, p) ?? last;
     last?.terminal.show(true);
+    if (last) {
+      this.reopenedAny = true;
+      this.closeStandIn();
+    }
     this.ext.log.info(`${conn.name}: reopened ${restored.terminals.length} terminal(s) of session ${restored.client.sessionId}`);
+  }
+
+  /** Notes VS Code's own startup shell (core/standInTerminal.ts), closed once ours are back. */
+  private watchStandIn(t: vscode.Terminal, sinceActivation: number): void {
+    const seen = { custom: isCustom(t.creationOptions), named: Boolean(t.creationOptions.name), sinceActivation };
+    if (!isStandIn(seen, this.lastWindowHadLocal, this.standInFound)) return;
+    this.standInFound = true;
+    this.standIn = t;
+    this.closeStandIn();
+  }
+
+  /**
+   * Closes VS Code's stand-in shell once a terminal of ours is back, unless someone typed in it
+   * (then it is theirs) or it has no process of its own. Said in the log.
+   */
+  private closeStandIn(): void {
+    const t = this.standIn;
+    if (!t || !this.reopenedAny) return;
+    this.standIn = undefined;
+    void Promise.resolve(t.processId).then((pid) => {
+      if (t.state.isInteractedWith || t.exitStatus !== undefined || !pid || pid <= 0) return;
+      this.ext.log.info(
+        `closed the local shell "${t.name}" (pid ${pid}) VS Code opened at startup while ours were coming back: the last window had no local terminal`,
+      );
+      this.closedStandIns.add(t);
+      t.dispose();
+    });
+  }
+
+  /** Remembers whether a local terminal of this window's own (one with a process) is open, for the next window. */
+  private recordLocalTerminals(): Promise<void> {
+    const state = this.ext.context.workspaceState;
+    this.recording = this.recording.then(async () => {
+      // Pseudoterminals (ours, tasks', other extensions') are never revived by VS Code: only shells count.
+      const live = vscode.window.terminals.filter(
+        (t) => t.exitStatus === undefined && !this.closedStandIns.has(t) && !isCustom(t.creationOptions),
+      );
+      // A process that has not started within 5 s counts as one (the next window then closes nothing).
+      const pidOf = (t: vscode.Terminal) =>
+        new Promise<number | undefined>((resolve) => {
+          const timer = setTimeout(() => resolve(Number.MAX_SAFE_INTEGER), 5_000);
+          Promise.resolve(t.processId).then(
+            (pid) => (clearTimeout(timer), resolve(pid)),
+            () => (clearTimeout(timer), resolve(undefined)),
+          );
+        });
+      const pids = await Promise.all(live.map(pidOf));
+      const hasLocal = pids.some((pid) => pid !== undefined && pid > 0);
+      if (!this.shuttingDown && state.get<boolean>(LOCAL_TERMINALS_KEY) !== hasLocal) await state.update(LOCAL_TERMINALS_KEY, hasLocal);
+    });
+    return this.recording;
   }
 
   private reopen(conn: ExecutorConnection, restored: RestoredSession, p: RememberedProcess): ExecTerminal | undefined {

@@ -22,8 +22,26 @@ export async function drive({ page, log, shot, workspace }: ReloadContext): Prom
   const container = page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]');
   await container.waitFor({ timeout: 60_000 });
   await reloadKeepsTerminals(page, log, shot, workspace);
+  await noLocalShellOfItsOwn(page, log, 'after the reload');
   // A model's background process and a running task through a second real reload (./agentReload.ui.ts).
   await agentWorkSurvivesReload({ page, log, shot, workspace });
+  await noLocalShellOfItsOwn(page, log, 'after the second reload');
+}
+
+/**
+ * Issue 24 item 8: the local shell VS Code opens at startup for want of ours (the panel was open,
+ * none of its own to revive) is closed once ours are back: every tab is one of ours (`… · bundled`).
+ */
+async function noLocalShellOfItsOwn(page: Page, log: ReloadContext['log'], when: string): Promise<void> {
+  const tabs = async () => (await page.locator('.tabs-list .monaco-list-row').allTextContents()).map((t) => t.trim());
+  const ours = async () => {
+    const now = await tabs();
+    return now.length > 0 && now.every((t) => t.includes(' · ')) ? now : undefined;
+  };
+  const seen = await poll('', ours, 30_000).catch(async () => {
+    throw new Error(`a local terminal VS Code opened is still there ${when}: ${JSON.stringify(await tabs())}`);
+  });
+  log(`terminal tabs ${when}: ${JSON.stringify(seen)} (none of VS Code's own)`);
 }
 /** Live processes whose environment carries `MCP_TEST_TAG=<tag>` (an MCP server and its reaper wrapper). */
 async function tagged(tag: string): Promise<number[]> {
