@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { machine, type } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/sandboxSetup';
@@ -72,6 +73,10 @@ async function runDaemon(argv: string[]): Promise<number> {
     startedAt: Date.now(),
     sessionTtlMs: ttlMs ?? DEFAULT_SESSION_TTL_MS,
     idleExitMs: idleMs,
+    // What an SSH client's fast path reports without starting Node (src/client/sshShare.ts).
+    platform: `${type()} ${machine()}`,
+    node: process.execPath,
+    nodeVersion: process.version,
   };
   writeFileSync(`${paths.state}.${process.pid}`, JSON.stringify(state) + '\n', { mode: 0o600 });
   renameSync(`${paths.state}.${process.pid}`, paths.state);

@@ -51,6 +51,10 @@ export interface DaemonState {
   /** How long a detached session lives (older daemons do not say). */
   sessionTtlMs?: number;
   idleExitMs?: number;
+  /** `uname -sm` as Node sees it, and the daemon's Node (older daemons do not say). */
+  platform?: string;
+  node?: string;
+  nodeVersion?: string;
 }
 
 export interface DaemonInfo extends DaemonState {

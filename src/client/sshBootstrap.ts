@@ -214,12 +214,44 @@ if (fs.existsSync(path.join(dir, '.complete'))) {
 }
 `;
 
-/** The command line ssh hands to the remote login shell. */
-export function remoteCommand(versionKey: string, relayArgs: string[] = []): string {
+/**
+ * The remote side's private directory as `privateDirCandidates()[0]` (src/util/privateDir.ts) finds
+ * it, in sh: `$EXEC_BRIDGE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/exec-bridge` when that is a plain
+ * directory of ours only we can open, else `/tmp` (Linux) or `$TMPDIR` + `/exec-bridge-<uid>`.
+ * Should it ever differ, the fast path finds no daemon and Node's bootstrap runs (slower, as right).
+ */
+export const REMOTE_PRIVATE_DIR_SH = [
+  'r=',
+  'case "$EXEC_BRIDGE_RUNTIME_DIR" in /*) r=$EXEC_BRIDGE_RUNTIME_DIR;; esac',
+  'x=$XDG_RUNTIME_DIR',
+  'if [ -z "$r" ] && [ -n "$x" ] && [ -d "$x" ] && [ ! -h "$x" ] && [ -O "$x" ]; then case "$x" in /*) case $(ls -ld "$x" 2>/dev/null) in d???------*) r=$x/exec-bridge;; esac;; esac; fi',
+  'if [ -z "$r" ]; then t=/tmp; [ "$(uname -s 2>/dev/null)" = Linux ] || t=${TMPDIR:-/tmp}; r=${t%/}/exec-bridge-$(id -u 2>/dev/null); fi',
+];
+
+/**
+ * The fast path (a shared connection, see sshShare): when `versionKey`'s daemon runs, print
+ * `EB-DAEMON <token> <state.json>` with no Node started, then wait for the client's word on stdin:
+ * end of input (it reached the daemon through a forward) ends the session; `relay` goes on with
+ * the bootstrap in this same session.
+ */
+function fastPathSh(versionKey: string): string[] {
+  return [
+    ...REMOTE_PRIVATE_DIR_SH,
+    `d=$r/daemon-${versionKey}`,
+    'if [ -S "$d/sock" ] && [ -O "$d/token" ] && [ -O "$d/state.json" ] && IFS= read -r t < "$d/token" && IFS= read -r s < "$d/state.json"; then p=${s#*\\"pid\\":}; p=${p%%[!0-9]*}; if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then printf "EB-DAEMON %s %s\\n" "$t" "$s"; IFS= read -r a || exit 0; [ "$a" = relay ] || exit 0; fi; fi',
+  ];
+}
+
+/**
+ * The command line ssh hands to the remote login shell. `fast`: look for a running daemon first
+ * (fastPathSh) — only where the client can reach it through a shared connection.
+ */
+export function remoteCommand(versionKey: string, relayArgs: string[] = [], fast = false): string {
   for (const a of [versionKey, ...relayArgs])
     if (!/^[\w.=:/-]+$/.test(a)) throw new Error(`unsafe argument for the remote command: ${JSON.stringify(a)}`);
   const js = Buffer.from(BOOTSTRAP_JS).toString('base64');
   const script = [
+    ...(fast ? fastPathSh(versionKey) : []),
     'u=$(uname -sm 2>/dev/null)',
     'n=$(command -v node 2>/dev/null)',
     'v=',

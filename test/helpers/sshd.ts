@@ -14,7 +14,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isAlive } from './procs';
+import { isAlive, liveProcesses } from './procs';
 
 export const SSHD_BIN = '/usr/sbin/sshd';
 /** The name the test server's host key is recorded under (HostKeyAlias). */
@@ -143,6 +143,15 @@ export async function startSshd(): Promise<Sshd> {
     ],
     log: () => safeRead(logFile),
     async stop() {
+      // Its connections go first: an ssh master shared by a client (ControlPersist) then sees its end and exits.
+      if (child.pid !== undefined)
+        for (const p of liveProcesses().filter((x) => x.ppid === child.pid)) {
+          try {
+            process.kill(p.pid, 'SIGTERM');
+          } catch {
+            // gone already
+          }
+        }
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         await exited;

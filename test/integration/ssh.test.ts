@@ -27,7 +27,8 @@ import { ExecutorConnection } from '../../src/core/executorConnection';
 import { isUnknownHostKey, scanHostKeys, trustHostKeys } from '../../src/client/sshHostKeys';
 import { ASKPASS_DIR_PREFIX, startAskpass, type AskpassHandler, type AskpassRequest } from '../../src/client/sshAskpass';
 import { bundleFor } from '../../src/client/sshBootstrap';
-import { SshConnectError, sshConnector, type SshProgress } from '../../src/client/sshConnector';
+import { parseSshTarget, SshConnectError, sshConnector, type SshProgress } from '../../src/client/sshConnector';
+import { shareDirFor } from '../../src/client/sshShare';
 import { privateDir } from '../../src/util/privateDir';
 import { FaultProxy } from '../helpers/faultProxy';
 import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
@@ -339,7 +340,7 @@ describe('ssh executors', () => {
       assert.equal(conn.state.kind, 'connected');
       assert.match(conn.remote!.platform, /^Linux /);
       assert.ok(steps.includes('devbox:ready'));
-      const ssh = liveSsh(sshd.port);
+      const ssh = connectionSsh(sshd.port);
       assert.equal(ssh.length, 1);
       process.kill(ssh[0]!, 'SIGKILL');
       await until(() => states.includes('recovering') && conn.state.kind === 'connected', 20_000, 'recovering, then connected');
@@ -436,11 +437,14 @@ describe('ssh executors', () => {
     assert.equal(auth.kind, 'auth');
     assert.match(auth.message, /ssh-add|IdentityFile/);
 
-    const noNode = await failure(connector(sshd.noNodePort));
+    // Without a shared connection: this fixture's ports share one runtime directory, so the fast
+    // path would reach the daemon the other tests started there, with no Node needed.
+    const unshared = [...sshd.clientOptions, 'ControlMaster=no'];
+    const noNode = await failure(connector(sshd.noNodePort, { sshOptions: unshared }));
     assert.equal(noNode.kind, 'no-node');
     assert.match(noNode.message, /install Node\.js 20 or newer/);
 
-    const oldNode = await failure(connector(sshd.oldNodePort));
+    const oldNode = await failure(connector(sshd.oldNodePort, { sshOptions: unshared }));
     assert.equal(oldNode.kind, 'old-node');
     assert.match(oldNode.message, /v18\.19\.0 .* needs 20 or newer/);
   });
@@ -452,6 +456,8 @@ describe('ssh prompts reach the caller (askpass)', () => {
     `IdentityFile=${sshd.passphraseKey}`,
     'IdentitiesOnly=yes',
     'IdentityAgent=none',
+    // Every attempt must log in: no connection shared with the one before (sshReuse.test.ts has those).
+    'ControlMaster=no',
     ...sshd.clientOptions.slice(2),
   ];
   const ourAskpassDirs = () => readdirSync(privateDir()).filter((n) => n.startsWith(`${ASKPASS_DIR_PREFIX}${process.pid}-`));
@@ -577,10 +583,18 @@ describe('ssh prompts reach the caller (askpass)', () => {
   });
 });
 
-/** Our ssh client processes to this port. */
-function liveSsh(port: number): number[] {
+/**
+ * The ssh process that carries our connection to this port: our own ssh child (a relay), or the
+ * shared master of that destination (`ssh: <its ControlPath> [mux]`, detached from us).
+ */
+function connectionSsh(port: number): number[] {
+  const share = shareDirFor('ssh', parseSshTarget(`root@127.0.0.1:${port}`), sshd.clientOptions);
+  const master = typeof share === 'string' ? undefined : `ssh: ${share.ctl} [mux]`;
   return liveProcesses()
-    .filter((p) => p.ppid === process.pid && procFile(p.pid, 'cmdline').split('\0').includes(String(port)))
+    .filter((p) => {
+      const argv = procFile(p.pid, 'cmdline').split('\0');
+      return (p.ppid === process.pid && argv.includes(String(port))) || (master !== undefined && argv[0] === master);
+    })
     .map((p) => p.pid);
 }
 
