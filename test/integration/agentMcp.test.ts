@@ -11,11 +11,10 @@ import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
 import { startExecServer, type ExecServerProcess, type ServerKind } from '../helpers/servers';
 import { copyBundle } from '../helpers/sshd';
+import { assertBoundedFlood, floodCommand, startMcp as startMcpClient, type Mcp } from './agentMcpClient';
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), 'eb-agent-mcp-')));
 // A copy: a rebuild of dist/ while this file runs must not change the bundle (nor the daemon's key).
@@ -30,17 +29,17 @@ const sleeping = (t: string) => liveProcesses().some((p) => procFile(p.pid, 'cmd
 
 /** The pids of the bundled daemons of runtime directory `dir` (or of every one of this file: under `base`). */
 function daemons(dir?: string): number[] {
-  return liveProcesses()
-    .filter((p) => {
-      const cmd = procFile(p.pid, 'cmdline').split('\0');
-      const env = procFile(p.pid, 'environ');
-      return (
-        cmd.includes('daemon') &&
-        cmd.includes('run') &&
-        env.includes(dir ? `EXEC_BRIDGE_RUNTIME_DIR=${dir}\0` : `EXEC_BRIDGE_RUNTIME_DIR=${base}/`)
-      );
-    })
-    .map((p) => p.pid);
+  const all = liveProcesses().filter((p) => {
+    const cmd = procFile(p.pid, 'cmdline').split('\0');
+    const env = procFile(p.pid, 'environ');
+    return (
+      cmd.includes('daemon') &&
+      cmd.includes('run') &&
+      env.includes(dir ? `EXEC_BRIDGE_RUNTIME_DIR=${dir}\0` : `EXEC_BRIDGE_RUNTIME_DIR=${base}/`)
+    );
+  });
+  // A child the daemon is starting has its command line until it execs: not a daemon.
+  return all.filter((p) => !all.some((d) => d.pid === p.ppid)).map((p) => p.pid);
 }
 
 after(() => {
@@ -50,42 +49,12 @@ after(() => {
   rmSync(outside, { recursive: true, force: true });
 });
 
-interface Answer {
-  text: string;
-  isError: boolean;
-}
-
-interface Mcp {
-  client: Client;
-  /** The `exec-bridge mcp` process. */
-  pid: number;
-  stderr(): string;
-  call(name: string, args?: Record<string, unknown>): Promise<Answer>;
-  close(): Promise<void>;
-}
-
-async function startMcp(args: string[], cwd: string, runtimeDir = runtime): Promise<Mcp> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI, 'mcp', '--verbose', ...args],
+function startMcp(args: string[], cwd: string, runtimeDir = runtime): Promise<Mcp> {
+  return startMcpClient(CLI, args, {
     cwd,
     env: { ...process.env, EXEC_BRIDGE_RUNTIME_DIR: runtimeDir } as Record<string, string>,
-    stderr: 'pipe',
+    clientName: 'agent-mcp-test',
   });
-  let err = '';
-  transport.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const client = new Client({ name: 'agent-mcp-test', version: '1.0.0' });
-  await client.connect(transport);
-  return {
-    client,
-    pid: transport.pid!,
-    stderr: () => err,
-    call: async (name, a = {}) => {
-      const r = (await client.callTool({ name, arguments: a })) as { content: Array<{ type: string; text?: string }>; isError?: boolean };
-      return { text: r.content.map((c) => c.text ?? '').join(''), isError: r.isError === true };
-    },
-    close: () => client.close(),
-  };
 }
 
 const KINDS: readonly ServerKind[] = ['ours', 'codex'];
@@ -146,19 +115,7 @@ for (const kind of KINDS) {
     });
 
     test('run_command: 50 MiB of output comes back as head and tail within the bound, with the marker', async () => {
-      const r = await mcp.call('run_command', {
-        command: "echo FIRST; head -c 52428800 /dev/zero | tr '\\0' x; echo; echo LAST",
-        timeout_seconds: 120,
-      });
-      assert.equal(r.isError, false, r.text.slice(0, 300));
-      const total = 'FIRST\n'.length + 52428800 + '\nLAST\n'.length;
-      assert.ok(r.text.includes(`\nOutput (stdout and stderr, ${total.toLocaleString('en-US')} bytes):\n`), r.text.slice(0, 300));
-      const m = /\n\[… ([\d,]+) bytes left out …\]\n/.exec(r.text);
-      assert.ok(m, 'the marker');
-      assert.equal(Number(m[1]!.replace(/,/g, '')), total - 16 * 1024);
-      assert.ok(Buffer.byteLength(r.text) <= 16 * 1024 + 300, `${Buffer.byteLength(r.text)} bytes answered`);
-      assert.match(r.text, /\nFIRST\nxxx/);
-      assert.ok(r.text.endsWith('xxx\nLAST\n'));
+      assertBoundedFlood(await mcp.call('run_command', { command: floodCommand(52428800), timeout_seconds: 120 }), 52428800);
     });
 
     test('run_command: a timeout kills the command and says so', async () => {

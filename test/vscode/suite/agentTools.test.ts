@@ -8,7 +8,8 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import type { ApprovalChoice, ExecBridgeApi, ExecTerminal, PendingApproval } from '../../../src/vscode/api';
+import type { ApprovalChoice, ExecBridgeApi, PendingApproval } from '../../../src/vscode/api';
+import { invoke, nextAgentTerminal } from './agentHelpers';
 import { findFiles, getApi, plain, waitFor, waitForText, withSettings } from './helpers';
 
 const TOOLS = [
@@ -57,22 +58,6 @@ function logText(api: ExecBridgeApi): string {
 }
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-async function invoke(name: string, input: object, token?: vscode.CancellationToken): Promise<string> {
-  const result = await vscode.lm.invokeTool(name, { input, toolInvocationToken: undefined }, token);
-  return result.content.map((p) => (p instanceof vscode.LanguageModelTextPart ? p.value : '')).join('');
-}
-
-/** The agent terminal that opens next (its name starts with `agent: `). */
-function nextAgentTerminal(api: ExecBridgeApi): Promise<ExecTerminal> {
-  return new Promise((resolve) => {
-    const sub = api.onDidOpenTerminal((t) => {
-      if (!t.terminal.name.startsWith('agent: ')) return;
-      sub.dispose();
-      resolve(t);
-    });
-  });
-}
 
 /** Answers every approval notification with `choice` (or the function's answer) while `during` runs. */
 async function answering<T>(

@@ -7,26 +7,10 @@ import * as assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
-import * as vscode from 'vscode';
-import type { ApprovalChoice, ExecBridgeApi, ExecTerminal, PendingApproval } from '../../../src/vscode/api';
+import type { ApprovalChoice, PendingApproval } from '../../../src/vscode/api';
 import { startSshd, type Sshd } from '../../helpers/sshd';
+import { invoke, nextAgentTerminal } from './agentHelpers';
 import { getApi, plain, waitFor, waitForText, withSettings } from './helpers';
-
-async function invoke(name: string, input: object): Promise<string> {
-  const result = await vscode.lm.invokeTool(name, { input, toolInvocationToken: undefined });
-  return result.content.map((p) => (p instanceof vscode.LanguageModelTextPart ? p.value : '')).join('');
-}
-
-/** The agent terminal that opens next. */
-function nextAgentTerminal(api: ExecBridgeApi): Promise<ExecTerminal> {
-  return new Promise((resolve) => {
-    const sub = api.onDidOpenTerminal((t) => {
-      if (!t.terminal.name.startsWith('agent: ')) return;
-      sub.dispose();
-      resolve(t);
-    });
-  });
-}
 
 suite('language-model tools on an SSH executor', () => {
   let sshd: Sshd;
