@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// SSH executor figures (issue 11): `node bench/ssh.mjs` (after `npm run build`; needs /usr/sbin/sshd).
-// Bundles bench/sshBench.ts with esbuild and runs it (REPS=5 by default).
+// SSH executor figures (issues 11 and 26): `node bench/ssh.mjs` (after `node esbuild.config.mjs`;
+// needs /usr/sbin/sshd). Bundles bench/sshBench.ts with esbuild and runs it (REPS=5 by default;
+// PHASES=roundtrip,connect, see there).
 import { spawnSync } from 'node:child_process';
 import * as esbuild from 'esbuild';
 import { join } from 'node:path';

@@ -1,23 +1,143 @@
-// SSH executor figures (issue 11), run by bench/ssh.mjs: a real sshd on 127.0.0.1 (the tests'
-// helper), first connect with the upload into an empty remote home, connect with the bundle
-// installed (new ssh + relay + daemon already up), and cut → output flowing again.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// SSH executor figures (issues 11 and 26), run by bench/ssh.mjs: a real sshd on 127.0.0.1 (the
+// tests' helper). PHASES (default "roundtrip,connect"):
+//  - roundtrip (issue 26 item 3): paired reps, one row each, of a plain `ssh host true`, our cold
+//    `exec-bridge run --ssh host -- true` (no master; the daemon up), the same run again at once
+//    (warm: the master and its forward up), the extension's first connect (a new connector in this
+//    already running Node; no master), the same with no local record of the daemon (a machine that
+//    never connected), and the floor of a warm run: `exec-bridge run --url` straight to the
+//    daemon's socket (no ssh at all). Ratios are per pair, to `ssh host true` of the same pair.
+//  - connect (issue 11): first connect with the upload into an empty remote home, connect with the
+//    bundle installed, and cut → output flowing again; a fresh sshd per rep.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExecServerClient } from '../src/client';
-import { sshConnector } from '../src/client/sshConnector';
+import { parseSshTarget, sshArgs, sshConnector } from '../src/client/sshConnector';
+import { forgetRecord, masterPidOf, runSsh, shareDirFor, type ShareDir } from '../src/client/sshShare';
+import { isAlive } from '../test/helpers/procs';
+import { bundleFor, localUname } from '../src/client/sshBootstrap';
 import { FaultProxy } from '../test/helpers/faultProxy';
-import { copyBundle, NODE_PTY_DIR, startSshd } from '../test/helpers/sshd';
+import { copyBundle, NODE_PTY_DIR, startSshd, type Sshd } from '../test/helpers/sshd';
 
 const REPS = Number(process.env.REPS ?? 5);
+const PHASES = (process.env.PHASES ?? 'roundtrip,connect').split(',');
 
 function stats(xs: number[]): string {
   const s = [...xs].sort((a, b) => a - b);
   return `median ${s[Math.floor(s.length / 2)]!.toFixed(0)} ms (min ${s[0]!.toFixed(0)}, max ${s.at(-1)!.toFixed(0)}, n=${s.length})`;
 }
 
-async function main(): Promise<void> {
-  const work = mkdtempSync(join(tmpdir(), 'eb-ssh-bench-'));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Wall time of a process to its exit (bounded: a hung one fails the bench). */
+function timed(cmd: string, args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(performance.now() - t0);
+      else reject(new Error(`${cmd} ${args.slice(0, 3).join(' ')} exited ${code}: ${err}`));
+    });
+  });
+}
+
+async function roundTrips(work: string): Promise<void> {
+  const sshd = await startSshd();
+  const cli = copyBundle(join(work, 'rt'));
+  const target = `root@127.0.0.1:${sshd.port}`;
+  const opts = sshd.clientOptions;
+  const share = shareDirFor('ssh', parseSshTarget(target), opts) as ShareDir;
+  const key = bundleFor(cli, null, localUname()).version;
+  const sshTrue = ['-T', ...opts.flatMap((o) => ['-o', o]), '-p', String(sshd.port), 'root@127.0.0.1', 'true'];
+  const runArgs = [cli, 'run', '--ssh', target, ...opts.flatMap((o) => ['--ssh-option', o]), '--no-stdin', '--', 'true'];
+  const mux = (op: string) =>
+    runSsh(
+      'ssh',
+      sshArgs(parseSshTarget(target), [...opts, `ControlPath=${share.ctl}`], undefined, false, ['-O', op]),
+      process.env,
+      10_000,
+    );
+  /** Ends our master and waits (bounded) until its process is gone, so that its teardown is not measured with the next row. */
+  const exitMaster = async () => {
+    const pid = masterPidOf(await mux('check'));
+    await mux('exit');
+    for (let i = 0; i < 500 && ((pid !== undefined && isAlive(pid)) || existsSync(share.ctl)); i++)
+      await new Promise((r) => setTimeout(r, 10));
+  };
+  const connectOnce = async () => {
+    const t0 = performance.now();
+    const c = await ExecServerClient.connect({
+      connector: sshConnector({ target, sshOptions: opts, cliPath: cli, nodePtyDir: NODE_PTY_DIR }),
+      attemptTimeoutMs: 60_000,
+    });
+    const ms = performance.now() - t0;
+    c.dispose();
+    return ms;
+  };
+  const rows: Record<string, number[]> = { ssh: [], cold: [], warm: [], ext: [], extNoRecord: [], floor: [] };
+  const loads: number[] = [];
+  try {
+    // Install and start the daemon (not measured), then one run that records it.
+    await timed(process.execPath, runArgs);
+    await timed(process.execPath, runArgs);
+    const daemonDir = join(sshd.runtimeDir, `daemon-${key}`);
+    const floorArgs = [
+      cli,
+      'run',
+      '--url',
+      `ws+unix:${join(daemonDir, 'sock')}:/`,
+      '--token-file',
+      join(daemonDir, 'token'),
+      '--no-stdin',
+      '--',
+      'true',
+    ];
+    for (let r = 0; r < REPS; r++) {
+      loads.push(loadavg()[0]!);
+      rows.ssh!.push(await timed('ssh', sshTrue));
+      await exitMaster();
+      rows.cold!.push(await timed(process.execPath, runArgs));
+      rows.warm!.push(await timed(process.execPath, runArgs));
+      await exitMaster();
+      rows.ext!.push(await connectOnce());
+      await exitMaster();
+      forgetRecord(share, key);
+      rows.extNoRecord!.push(await connectOnce());
+      rows.floor!.push(await timed(process.execPath, floorArgs));
+    }
+  } finally {
+    await exitMaster();
+    await sshd.stop();
+    rmSync(share.dir, { recursive: true, force: true });
+  }
+  const ratio = (k: string) => {
+    const rs = rows[k]!.map((v, i) => v / rows.ssh![i]!);
+    const s = [...rs].sort((a, b) => a - b);
+    return `${median(rs).toFixed(2)}× (${s[0]!.toFixed(2)}–${s.at(-1)!.toFixed(2)})`;
+  };
+  const line = (label: string, k: string, target = '') =>
+    console.log(`| ${label} | ${median(rows[k]!).toFixed(0)} ms | ${k === 'ssh' ? '1' : ratio(k)} | ${target} |`);
+  console.log(
+    `\nSSH round trips: ${REPS} paired reps, load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} (1 min)\n`,
+  );
+  console.log('| | median | ratio to `ssh host true` (median of pairs, min–max) | target |');
+  console.log('|---|---|---|---|');
+  line('`ssh host true`', 'ssh');
+  line('`exec-bridge run --ssh host -- true`, cold (no master, daemon up)', 'cold', '≤ 1.3×');
+  line('the same within a minute (warm: master and forward up)', 'warm', '≤ 0.3×');
+  line("extension's first connect (new connector, no master, daemon up)", 'ext', '≤ 1.2×');
+  line('… on a machine that never connected (no local record: `-O forward` after)', 'extNoRecord');
+  line('floor of a warm run: `exec-bridge run --url` to the daemon socket, no ssh', 'floor');
+  console.log('\nraw (ms, per rep):');
+  for (const [k, v] of Object.entries(rows)) console.log(`  ${k}: ${v.map((x) => x.toFixed(0)).join(' ')}`);
+}
+
+async function connects(work: string): Promise<void> {
   const cli = copyBundle(join(work, 'bundle'));
   const first: number[] = [];
   const again: number[] = [];
@@ -25,12 +145,14 @@ async function main(): Promise<void> {
   let bytes = 0;
   for (let r = 0; r < REPS; r++) {
     // A fresh sshd (and so an empty remote home) per rep: every first connect uploads.
-    const sshd = await startSshd();
+    const sshd: Sshd = await startSshd();
     const proxy = await FaultProxy.start(sshd.port);
+    const target = `root@127.0.0.1:${proxy.port}`;
+    const share = shareDirFor('ssh', parseSshTarget(target), sshd.clientOptions) as ShareDir;
     try {
       const mk = () =>
         sshConnector({
-          target: `root@127.0.0.1:${proxy.port}`,
+          target,
           sshOptions: sshd.clientOptions,
           cliPath: cli,
           nodePtyDir: NODE_PTY_DIR,
@@ -72,13 +194,23 @@ async function main(): Promise<void> {
     } finally {
       await proxy.close();
       await sshd.stop();
+      rmSync(share.dir, { recursive: true, force: true });
     }
   }
-  rmSync(work, { recursive: true, force: true });
-  console.log(`upload: ${(bytes / 1e6).toFixed(2)} MB`);
+  console.log(`\nupload: ${(bytes / 1e6).toFixed(2)} MB`);
   console.log(`first connect (probe + upload + install + daemon start + initialize): ${stats(first)}`);
-  console.log(`connect, bundle installed and daemon up (new ssh + relay + initialize): ${stats(again)}`);
-  console.log(`TCP cut under ssh -> output flowing again (new ssh + relay + resume): ${stats(reconnect)}`);
+  console.log(`connect, bundle installed and daemon up (the shared master of the first + forward + initialize): ${stats(again)}`);
+  console.log(`TCP cut under ssh -> output flowing again (a new master + forward + resume): ${stats(reconnect)}`);
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), 'eb-ssh-bench-'));
+  try {
+    if (PHASES.includes('roundtrip')) await roundTrips(work);
+    if (PHASES.includes('connect')) await connects(work);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }
 
 main().then(

@@ -465,18 +465,15 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
             );
             if (r.code !== 0) log(`ssh -O forward: ${r.stderr.trim() || `exit ${r.code ?? 'timed out'}`}`);
           }
+          const conn = await connectThroughForward(fwd, token.data, signal);
           // The forward must live in a master that outlives this session (a session that is no mux client takes its forwards with it).
-          const [conn, check] = await Promise.all([
-            connectThroughForward(fwd, token.data, signal),
-            runSsh(sshPath, argsFor(sharing, undefined, true, ['-O', 'check']), env, SHARED_PATH_MS),
-          ]);
-          const masterPid = masterPidOf(check);
+          const master = 'ok' in conn && (await socketAccepts(sharing.kind === 'none' ? '' : sharing.controlPath));
           if (settled) {
             if ('ok' in conn) conn.ok.close('the attempt ended');
             return;
           }
           if (!('ok' in conn)) return relayInstead(`the forward to the daemon did not connect (${conn.error.message})`);
-          if (masterPid === undefined) {
+          if (!master) {
             conn.ok.close('no master');
             return relayInstead('no master carries the forward');
           }
@@ -485,14 +482,24 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
           // End of input: the remote sh ends this session; the master stays for the next connection.
           child.stdin!.end();
           remote = infoOf(st, bundle.version);
-          via = { masterPid };
-          try {
-            writeRecord(shared, { key: st.key, socket: st.socket, token: token.data, ...remoteFields(remote), pid: st.pid, masterPid });
-          } catch (e) {
-            log(`cannot record the daemon for the next connection: ${(e as Error).message}`);
-          }
+          const carried = { masterPid: undefined as number | undefined };
+          via = carried;
+          const rec = { key: st.key, socket: st.socket, token: token.data, ...remoteFields(remote), pid: st.pid };
+          const keep = () => {
+            try {
+              writeRecord(shared, { ...rec, ...(carried.masterPid ? { masterPid: carried.masterPid } : {}) });
+            } catch (e) {
+              log(`cannot record the daemon for the next connection: ${(e as Error).message}`);
+            }
+          };
+          keep();
+          // Which process the master is (sshPid), learned beside the connection's first calls rather than before them.
+          void runSsh(sshPath, argsFor(sharing, undefined, true, ['-O', 'check']), env, SHARED_PATH_MS).then((check) => {
+            carried.masterPid = masterPidOf(check);
+            if (carried.masterPid) keep();
+          });
           options.progress?.({ step: 'ready', info: remote });
-          log(`reached the daemon (pid ${st.pid}) through a forward on the shared connection (master pid ${masterPid})`);
+          log(`reached the daemon (pid ${st.pid}) through a forward on the shared connection`);
           resolve(conn.ok);
         };
         const onLine = (line: string): boolean => {

@@ -315,7 +315,9 @@ describe('ssh connection sharing', () => {
       assert.match(c.remote!.platform, /^Linux /);
       assert.match(c.remote!.nodeVersion, /^v\d+\./);
       assert.equal(c.remote!.installed, false);
-      assert.equal(c.sshPid, await ourMaster(o), 'the master carries the connection');
+      const master = await ourMaster(o);
+      assert.ok(master);
+      await until(() => c.sshPid === master, 10_000, 'sshPid to name the master that carries the connection');
       const p = await client.startProcess({ argv: ['echo', 'extension'], cwd: '/tmp' });
       let out = '';
       p.onEvent((e) => {
