@@ -121,6 +121,10 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const argv = process.argv.slice(2);
   const purpose = argv.includes('--for') ? argv[argv.indexOf('--for') + 1] : 'test';
   if (!['start', 'test', 'packages'].includes(purpose)) fail(`--for ${purpose}: expected start, test or packages`);
-  await ensureMachine(purpose);
-  console.log('[setup] this machine has everything Exec Bridge needs');
+  // Not a top-level await: codeServer.mjs, which ensureMachine imports, imports this module, and
+  // that import waits for this module's evaluation to end (an await here never settled: exit 13).
+  ensureMachine(purpose).then(
+    () => console.log('[setup] this machine has everything Exec Bridge needs'),
+    (e) => fail(e?.stack ?? String(e)),
+  );
 }

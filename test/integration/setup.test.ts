@@ -7,10 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 
 const REPO = join(__dirname, '..', '..', '..');
 const emptyPath = mkdtempSync(join(tmpdir(), 'eb-setup-path-'));
@@ -81,6 +82,30 @@ describe('machine set-up: the missing-package message', () => {
     assert.equal(r.status, 2, r.stdout + r.stderr);
     assertMessage(r.stderr, /there is no apt-get here/);
     assert.doesNotMatch(r.stdout, /esbuild|tsc/);
+  });
+
+  test('setup.mjs --for test with the code-servers in place exits 0 (it once deadlocked on its own import: exit 13, no word)', async () => {
+    const cache = mkdtempSync(join(tmpdir(), 'eb-setup-cache-'));
+    try {
+      // What an installed code-server leaves: its launcher (ensureCodeServer looks for nothing else).
+      const { VSCODE_TARGETS } = (await import(pathToFileURL(join(REPO, 'scripts', 'codeServer.mjs')).href)) as {
+        VSCODE_TARGETS: Record<string, { codeServer: string }>;
+      };
+      for (const t of Object.values(VSCODE_TARGETS)) {
+        mkdirSync(join(cache, `code-server-${t.codeServer}`));
+        writeFileSync(join(cache, `code-server-${t.codeServer}`, 'launch-code-server'), '#!/bin/sh\n', { mode: 0o755 });
+      }
+      const r = spawnSync(process.execPath, [join(REPO, 'scripts', 'setup.mjs'), '--for', 'test'], {
+        cwd: REPO,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, EXEC_BRIDGE_VSCODE_CACHE: cache },
+      });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, /has everything Exec Bridge needs/);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 
   test('this machine has everything: setup.mjs --for packages exits 0', () => {
