@@ -300,7 +300,8 @@ export class ExecServerClient implements Disposable {
         ...(spool && credit && o.creditWindow ? { execBridgeSpoolMaxBytes: o.creditWindow } : {}),
       });
       const attached = adoptRead(handle, first);
-      if (credit) await this.invoke('process/ack', { processId, seq: 0, window: o.creditWindow ?? null });
+      // What comes before `afterSeq` is not replayed: acknowledged at once, or it would hold the process.
+      if (credit) await this.invoke('process/ack', { processId, seq: o.afterSeq ?? 0, window: o.creditWindow ?? null });
       if (first.execBridgeSpooled) {
         // The rest of the spool, page by page as the consumer takes it; then the window, merged with live output.
         this.continueSpool(handle, first.nextSeq - 1, true);

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -245,6 +245,19 @@ function reopen(client: ExecServerClient, processId: string, o: { scrollback: un
   return { run, text, until, output: () => Buffer.concat(given).toString('latin1') };
 }
 
+/** `p`, or a failure naming `what` after WAIT_MS (a held process must fail the test, not hang it). */
+async function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), WAIT_MS))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const notice = (text: string) => /↻ reopened after the window reload[^\n]*/.exec(text)?.[0] ?? '';
 
 describe('a reopened terminal gets the newest lines it can hold', () => {
@@ -255,7 +268,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 100, rows: 24 });
       await t.until(/MARK\n/);
       go();
-      await t.run.done;
+      await within(t.run.done, 'the run to end');
       // 124 lines: the marker and the 123 numbered lines before it.
       assert.equal(t.output(), Array.from({ length: 123 }, (_, i) => line(N - 123 + i)).join('') + 'MARK\nlate\n');
       const held = N * LINE + 'MARK\n'.length;
@@ -276,7 +289,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 10, rows: 5 });
       await t.until(/\$ $/);
       go();
-      await t.run.done;
+      await within(t.run.done, 'the run to end');
       assert.equal(t.output(), Array.from({ length: 15 }, (_, i) => line(3000 - 15 + i)).join('') + '$ late\n');
     } finally {
       client.dispose();
@@ -286,7 +299,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(short.client, short.processId, { scrollback: 1000, rows: 24 });
       await t.until(/MARK\n/);
       short.go();
-      await t.run.done;
+      await within(t.run.done, 'the run to end');
       assert.equal(t.output(), Array.from({ length: 20 }, (_, i) => line(i)).join('') + 'MARK\nlate\n');
       assert.equal(notice(t.text()), '↻ reopened after the window reload');
     } finally {
@@ -301,7 +314,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 1_000_000, rows: 24, maxBytes: 64 * 1024 });
       await t.until(/MARK\n/);
       go();
-      await t.run.done;
+      await within(t.run.done, 'the run to end');
       const out = t.output();
       // Within 64 KiB of the end at a line boundary: 4095 whole lines and the marker.
       assert.equal(out, Array.from({ length: 4095 }, (_, i) => line(N - 4095 + i)).join('') + 'MARK\nlate\n');
@@ -318,7 +331,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 50, rows: 10 });
       await t.until(/MARK\n/);
       go();
-      await t.run.done;
+      await within(t.run.done, 'the run to end');
       assert.equal(t.output(), Array.from({ length: 59 }, (_, i) => line(N - 59 + i)).join('') + 'MARK\nlate\n');
       const m =
         /not shown here \(more than the terminal's 50 lines of scrollback\): Exec Bridge: Open Full Output; ([\d.]+) MiB before that was dropped \(spool cap 2 MiB\)$/.exec(
@@ -331,6 +344,51 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
     }
   });
 
+  test('a process held to a credit window (as a terminal starts it): what is not replayed is acknowledged, so it prints on live', async () => {
+    const first = await connect(server);
+    const gate0 = join(dir, 'c0');
+    const gate = join(dir, 'c1');
+    const done = join(dir, 'c-done');
+    const N = (3 * MiB) / LINE;
+    const p = await first.startProcess({
+      argv: [
+        'bash',
+        '-c',
+        `mkfifo ${gate0} ${gate}; echo armed; read -r _ < ${gate0}; seq -f '%015.0f' 0 ${N - 1}; touch ${done}; read -r _ < ${gate}; seq -f '%015.0f' ${N} ${N + 99999}`,
+      ],
+      cwd: dir,
+      tty: false,
+      creditWindow: 256 * 1024,
+    });
+    await printed(p, /armed\n/);
+    first.dispose('window reload');
+    // Detached: the credit window does not hold it, the spool takes 3 MiB.
+    writeFileSync(gate0, 'go\n');
+    for (let i = 0; i < 400 && !existsSync(done); i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok(existsSync(done), 'the detached command printed everything');
+    const client = await connect(server, first.sessionId);
+    try {
+      const t = reopen(client, p.processId, { scrollback: 100, rows: 24 });
+      await t.until(new RegExp(`${line(N - 1)}`));
+      // 1.6 MiB more, live: more than the credit window, so it is acknowledged as the terminal takes it.
+      writeFileSync(gate, 'go\n');
+      await within(t.run.done, 'the run to end');
+      assert.equal(t.run.model.exitCode, 0);
+      const out = t.output();
+      const lines = out.split('\n').slice(0, -1);
+      assert.equal(lines.at(-1), line(N + 99999).slice(0, -1), 'the live output to its last line');
+      const firstShown = Number(lines[0]);
+      assert.ok(firstShown >= N - 124 && firstShown < N, `the replay started at line ${firstShown}`);
+      assert.equal(
+        out,
+        Array.from({ length: N + 100000 - firstShown }, (_, i) => line(firstShown + i)).join(''),
+        'every line once, in order',
+      );
+    } finally {
+      client.dispose();
+    }
+  });
+
   test('a connection without the spool (codex-style): the newest lines of the 1 MiB window, and the old note', async () => {
     const N = (3 * MiB) / LINE;
     const { client, processId, go } = await detachedPrinter(server, 'g6', N, { outputSpool: false });
@@ -338,7 +396,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 30, rows: 10 });
       await t.until(/MARK\n/);
       go();
-      await t.run.done;
+      await within(t.run.done, 'the run to end');
       assert.equal(t.output(), Array.from({ length: 39 }, (_, i) => line(N - 39 + i)).join('') + 'MARK\nlate\n');
       assert.match(notice(t.text()), /not shown here .*; the executor no longer holds its oldest output \(it keeps the newest 1 MiB\)$/);
     } finally {
