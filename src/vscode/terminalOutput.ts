@@ -12,9 +12,10 @@ import type { FeatureContext } from './context';
 /**
  * Exec Bridge: Open Full Output (core/terminalFullOutput.ts): the whole output the executor holds of
  * a terminal's process, in a read-only editor. The copy is a file in the extension's storage
- * (written a page at a time, with progress and cancel), shown through a read-only document scheme;
- * it goes when its document closes (leftovers after a day). Also: the context key for the menus and
- * a link on the reopened terminal's notice.
+ * (written a page at a time, with progress and cancel), shown through a read-only file system of
+ * ours (`vscode.open`: the workbench reads it; a text document opened by the extension would be
+ * refused above 50 MB); it goes when its tab closes (leftovers after a day). Also: the context key
+ * for the menus and a link on the reopened terminal's notice.
  */
 
 const SCHEME = 'exec-bridge-output';
@@ -36,19 +37,15 @@ export function registerFullOutput(ext: FeatureContext, terminals: () => ExecTer
   ext.disposables.add(vscode.window.onDidCloseTerminal(updateKey));
   updateKey();
   ext.disposables.add(
-    vscode.workspace.registerTextDocumentContentProvider(SCHEME, {
-      provideTextDocumentContent: async (uri) => {
-        try {
-          return await readFile(fileOf(ext, uri), 'utf8');
-        } catch (e) {
-          return `This copy of the output is gone (${errorMessage(e)}): run ${OPEN_FULL_OUTPUT_TITLE} again on its terminal.\n`;
-        }
-      },
-    }),
+    vscode.workspace.registerFileSystemProvider(SCHEME, new CopiesFileSystem(ext), { isReadonly: true, isCaseSensitive: true }),
   );
   ext.disposables.add(
-    vscode.workspace.onDidCloseTextDocument((doc) => {
-      if (doc.uri.scheme === SCHEME) void unlink(fileOf(ext, doc.uri)).catch(() => undefined);
+    vscode.window.tabGroups.onDidChangeTabs((e) => {
+      const open = new Set(shownCopies());
+      for (const tab of e.closed) {
+        const uri = tab.input instanceof vscode.TabInputText ? tab.input.uri : undefined;
+        if (uri?.scheme === SCHEME && !open.has(uri.toString())) void unlinkCopy(ext, uri);
+      }
     }),
   );
   ext.disposables.add(
@@ -76,8 +73,59 @@ export function registerFullOutput(ext: FeatureContext, terminals: () => ExecTer
 /** The file behind a document of ours: its name is the query, inside our directory only. */
 function fileOf(ext: FeatureContext, uri: vscode.Uri): string {
   const name = uri.query;
-  if (!/^[\w.-]+$/.test(name)) throw new Error('not a copy of ours');
+  if (!/^[\w.-]+$/.test(name)) throw vscode.FileSystemError.FileNotFound(uri);
   return join(outputDir(ext), name);
+}
+
+async function unlinkCopy(ext: FeatureContext, uri: vscode.Uri): Promise<void> {
+  try {
+    await unlink(fileOf(ext, uri));
+  } catch {
+    // Gone already.
+  }
+}
+
+/** The URIs of our copies some tab still shows. */
+function shownCopies(): string[] {
+  return vscode.window.tabGroups.all
+    .flatMap((g) => g.tabs)
+    .flatMap((t) => (t.input instanceof vscode.TabInputText && t.input.uri.scheme === SCHEME ? [t.input.uri.toString()] : []));
+}
+
+/** The copies, read-only: the workbench reads a file as VS Code reads any (no 50 MB limit of extension documents). */
+class CopiesFileSystem implements vscode.FileSystemProvider {
+  private readonly changes = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  readonly onDidChangeFile = this.changes.event;
+  constructor(private readonly ext: FeatureContext) {}
+  watch(): vscode.Disposable {
+    return new vscode.Disposable(() => undefined);
+  }
+  async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
+    const s = await stat(fileOf(this.ext, uri)).catch(() => {
+      throw vscode.FileSystemError.FileNotFound(uri);
+    });
+    return { type: vscode.FileType.File, ctime: s.ctimeMs, mtime: s.mtimeMs, size: s.size, permissions: vscode.FilePermission.Readonly };
+  }
+  async readFile(uri: vscode.Uri): Promise<Uint8Array> {
+    return readFile(fileOf(this.ext, uri)).catch(() => {
+      throw vscode.FileSystemError.FileNotFound(uri);
+    });
+  }
+  readDirectory(): never {
+    throw vscode.FileSystemError.NoPermissions('a copy of a terminal’s output is one file');
+  }
+  createDirectory(): never {
+    throw vscode.FileSystemError.NoPermissions('read-only');
+  }
+  writeFile(): never {
+    throw vscode.FileSystemError.NoPermissions('read-only');
+  }
+  delete(): never {
+    throw vscode.FileSystemError.NoPermissions('read-only');
+  }
+  rename(): never {
+    throw vscode.FileSystemError.NoPermissions('read-only');
+  }
 }
 
 async function removeLeftovers(dir: string): Promise<void> {
@@ -160,8 +208,7 @@ export async function openFullOutput(
     return undefined;
   }
   const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${t.terminal.name.replace(/[/\\]/g, '_')}.log`, query: name });
-  const doc = await vscode.workspace.openTextDocument(uri);
-  await vscode.window.showTextDocument(doc, { preview: false });
+  await vscode.commands.executeCommand('vscode.open', uri, { preview: false });
   const note = fullOutputNote(result);
   if (note) void vscode.window.showInformationMessage(`${OPEN_FULL_OUTPUT_TITLE}: ${note}`);
   ext.log.info(`${t.executor}: full output of ${p.processId}: ${result.bytes} bytes in ${file}`);
