@@ -1,6 +1,7 @@
 // SSH executor figures (issues 11 and 26), run by bench/ssh.mjs: a real sshd on 127.0.0.1 (the
 // tests' helper). PHASES (default "roundtrip,connect"):
-//  - roundtrip (issue 26 item 3): paired reps, one row each, of a plain `ssh host true`, our cold
+//  - roundtrip (issue 26 item 3): paired reps, one row each, of a plain `ssh host true`, a run
+//    without sharing (ControlMaster=no: the path before issue 26), our cold
 //    `exec-bridge run --ssh host -- true` (no master; the daemon up), the same run again at once
 //    (warm: the master and its forward up), the extension's first connect (a new connector in this
 //    already running Node; no master), the same with no local record of the daemon (a machine that
@@ -54,6 +55,17 @@ async function roundTrips(work: string): Promise<void> {
   const share = shareDirFor('ssh', parseSshTarget(target), opts) as ShareDir;
   const key = bundleFor(cli, null, localUname()).version;
   const sshTrue = ['-T', ...opts.flatMap((o) => ['-o', o]), '-p', String(sshd.port), 'root@127.0.0.1', 'true'];
+  // ControlMaster=no: no sharing, the way every run went before issue 26 (the Node bootstrap and relay on the remote).
+  const unsharedArgs = [
+    cli,
+    'run',
+    '--ssh',
+    target,
+    ...[...opts, 'ControlMaster=no'].flatMap((o) => ['--ssh-option', o]),
+    '--no-stdin',
+    '--',
+    'true',
+  ];
   const runArgs = [cli, 'run', '--ssh', target, ...opts.flatMap((o) => ['--ssh-option', o]), '--no-stdin', '--', 'true'];
   const mux = (op: string) =>
     runSsh(
@@ -79,7 +91,7 @@ async function roundTrips(work: string): Promise<void> {
     c.dispose();
     return ms;
   };
-  const rows: Record<string, number[]> = { ssh: [], cold: [], warm: [], ext: [], extNoRecord: [], floor: [] };
+  const rows: Record<string, number[]> = { ssh: [], unshared: [], cold: [], warm: [], ext: [], extNoRecord: [], floor: [] };
   const loads: number[] = [];
   try {
     // Install and start the daemon (not measured), then one run that records it.
@@ -100,6 +112,7 @@ async function roundTrips(work: string): Promise<void> {
     for (let r = 0; r < REPS; r++) {
       loads.push(loadavg()[0]!);
       rows.ssh!.push(await timed('ssh', sshTrue));
+      rows.unshared!.push(await timed(process.execPath, unsharedArgs));
       await exitMaster();
       rows.cold!.push(await timed(process.execPath, runArgs));
       rows.warm!.push(await timed(process.execPath, runArgs));
@@ -128,6 +141,7 @@ async function roundTrips(work: string): Promise<void> {
   console.log('| | median | ratio to `ssh host true` (median of pairs, min–max) | target |');
   console.log('|---|---|---|---|');
   line('`ssh host true`', 'ssh');
+  line('`exec-bridge run --ssh host -- true` without sharing (`ControlMaster=no`: the path before issue 26)', 'unshared');
   line('`exec-bridge run --ssh host -- true`, cold (no master, daemon up)', 'cold', '≤ 1.3×');
   line('the same within a minute (warm: master and forward up)', 'warm', '≤ 0.3×');
   line("extension's first connect (new connector, no master, daemon up)", 'ext', '≤ 1.2×');

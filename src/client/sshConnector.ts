@@ -274,11 +274,14 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
     ask: AskpassSession | undefined,
     onCancel?: (hook: (prompt: string) => void) => void,
   ): Promise<Connection> => {
-    // The upload decides the version; node-pty joins only for a remote of our platform (known after the first probe).
-    const bundle = bundleFor(options.cliPath, options.nodePtyDir, remote?.platform ?? localUname());
     const env = { ...(options.env ?? process.env), ...ask?.env };
     options.progress?.({ step: 'connecting', target: options.target });
     const share = shareDirFor(sshPath, target, sshOptions, options.env ?? process.env);
+    const decide = () => decideSharing(sshPath, argsFor(NO_SHARING, undefined, true, ['-G']), sshOptions, share, env);
+    // No master of ours: no warm path through it either, so ssh -G runs while the bundle is hashed.
+    const early = typeof share === 'string' || !(await socketAccepts(share.ctl)) ? decide() : undefined;
+    // The upload decides the version; node-pty joins only for a remote of our platform (known after the first probe).
+    const bundle = bundleFor(options.cliPath, options.nodePtyDir, remote?.platform ?? localUname());
     // Warm: a forward to this version's daemon is up on a live master: no ssh process at all.
     const record = typeof share === 'string' ? undefined : readRecord(share, bundle.version);
     let stuck = false;
@@ -298,7 +301,7 @@ export function sshConnector(options: SshConnectorOptions): SshConnector {
       stuck = !!r?.stuck;
     }
     if (signal.aborted) throw new Error(`connecting to ${options.target} over ssh timed out`);
-    let sharing = await decideSharing(sshPath, argsFor(NO_SHARING, undefined, true, ['-G']), sshOptions, share, env);
+    let sharing = await (early ?? decide());
     if (sharing.kind === 'none') log(`no shared connection: ${sharing.why}`);
     if (stuck) sharing = await goAround(sharing, env);
     try {
