@@ -240,6 +240,7 @@ suite('terminal reopened from the output spool', () => {
       echoP50ms: percentile(sorted, 50),
       echoP95ms: percentile(sorted, 95),
       echoMaxms: sorted[sorted.length - 1],
+      echoMs: latencies,
       fullOutputMiB: full ? Number((full.bytes / MiB).toFixed(2)) : undefined,
       fullOutputS: Number((copyMs / 1000).toFixed(1)),
       notices: r.notices,
