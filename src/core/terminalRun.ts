@@ -158,6 +158,12 @@ export class TerminalRun {
     return this.stopReason;
   }
 
+  /** A reopened terminal: where its replay started (the newest part it holds). */
+  get replay(): ReplayStart | undefined {
+    return this.replayStart;
+  }
+  private replayStart: ReplayStart | undefined;
+
   /** A process now runs behind the terminal (the first, an approved retry, or the one a reopened terminal follows). */
   onDidStart(listener: (handle: ProcessHandle) => void): { dispose(): void } {
     this.startListeners.add(listener);
@@ -272,7 +278,7 @@ export class TerminalRun {
     this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
     const dims = this.model.dimensions;
     if (handle.tty && dims && this.deps.canResize()) handle.resize(dims.cols, dims.rows).catch(() => undefined);
-    const r = attached.replay;
+    const r = (this.replayStart = attached.replay);
     const skip = r && r.skipBytes > 0 ? { seq: r.afterSeq + 1, bytes: r.skipBytes } : undefined;
     const completion = await this.follow(handle, this.sandboxedNow, skip);
     if (!completion) return;
