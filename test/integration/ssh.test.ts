@@ -223,7 +223,8 @@ describe('ssh executors', () => {
       const lost = until(() => client.state.kind === 'recovering', 15_000, 'the client to notice');
       const t0 = Date.now();
       if (how === 'cut') proxy.cut();
-      else process.kill(conn.sshPid!, 'SIGKILL');
+      // The connection's ssh (a shared master is learned beside the first calls: wait for it).
+      else process.kill(await until(() => conn.sshPid, 15_000, 'the ssh process of the connection'), 'SIGKILL');
       await lost;
       assert.ok(isAlive(pid), 'the remote command keeps running');
       writeFileSync(fifo, 'go\n');
