@@ -109,6 +109,9 @@ async function agentAndTask({ page, log, shot, workspace }: AgentReloadContext):
   // A model's command the sandbox blocks: the approval notification, as for the user's own; Deny is told to the model.
   const outside = `/root/eb-agent-denied-${Date.now()}`;
   const denied = callTool(page, workspace, 'execBridge_runCommand', { command: `echo "building…"; touch ${outside}` });
+  // Awaited below; a step before that which fails must not leave it to reject unhandled (that ended
+  // the whole harness, with its code-server left running).
+  denied.catch(() => undefined);
   await waitForTerminalText(page, /blocked this command/, 60_000, true);
   const notification = await approvalNotification(page);
   await page
