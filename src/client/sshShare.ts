@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { privateDir } from '../util/privateDir';
@@ -54,11 +54,47 @@ export function shareDirFor(
     .digest('hex')
     .slice(0, 16);
   const dir = join(base, `ssh-${hash}`);
+  sweepShareDirs(base, dir);
   const ctl = join(dir, 'c');
   // ssh expands % in ControlPath and splits -L at ':'; a path with either (or blanks) is not worth escaping.
   if (/[%:\s]/.test(dir)) return `the private directory ${base} has a character ssh's ControlPath or -L cannot take`;
   if (ctl.length > MAX_CONTROL_PATH) return `the private directory ${base} is too long for a control socket`;
   return { dir, ctl };
+}
+
+/** A destination's folder with no socket in it (no master, no forward) is swept once it is this old: what it holds is relearned by the next cold connection. */
+export const SHARE_DIR_STALE_MS = 60 * 60 * 1000;
+
+/**
+ * Removes the `ssh-<hash>` folders of `base` (but `keep`) that hold no socket (their master exited:
+ * ssh removes its control socket and forwards with it) and that nothing touched for
+ * SHARE_DIR_STALE_MS: one per destination ever used would otherwise pile up in the private
+ * directory. A folder in use, or a moment old, stays.
+ */
+export function sweepShareDirs(base: string, keep?: string, now = Date.now()): void {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!/^ssh-[0-9a-f]{16}$/.test(name)) continue;
+    const dir = join(base, name);
+    if (dir === keep) continue;
+    try {
+      let newest = lstatSync(dir).mtimeMs;
+      let inUse = false;
+      for (const f of readdirSync(dir)) {
+        const st = lstatSync(join(dir, f));
+        if (st.isSocket()) inUse = true;
+        newest = Math.max(newest, st.mtimeMs);
+      }
+      if (!inUse && now - newest > SHARE_DIR_STALE_MS) rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // gone meanwhile, or not ours to read: left alone
+    }
+  }
 }
 
 /** The forward to `remoteSocket` (one per remote socket: a stale record never points an old forward elsewhere). */
