@@ -63,8 +63,11 @@ describe('a window reload during an outage', () => {
     return { conn, restored, states };
   }
 
-  /** A first window with a terminal's process, closed (reloaded) while the network is down. */
-  async function reloadDuringOutage() {
+  /**
+   * A first window with a terminal's process, closed (reloaded) while the network is down. With
+   * `offlineFirst`, the connection drops (new ones hang) and the window is recovering before it goes.
+   */
+  async function reloadDuringOutage(offlineFirst = false) {
     const proxy = await FaultProxy.forUrl(url);
     const memento = new MapMemento();
     const w1 = window(memento, proxy);
@@ -79,10 +82,16 @@ describe('a window reload during an outage', () => {
       sandboxLabel: 'none',
     });
     proxy.outage();
+    let offlineSince: number | undefined;
+    if (offlineFirst) {
+      proxy.cut();
+      await until('the first window recovering', () => w1.conn.state.kind === 'recovering');
+      offlineSince = (w1.conn.state as Extract<ExecutorState, { kind: 'recovering' }>).since;
+    }
     w1.conn.dispose('window reload');
     // The memory writes through asynchronously: the next window reads what was stored.
     await new Promise((r) => setImmediate(r));
-    return { proxy, memento, sessionId: c1.sessionId, processId: p.processId, w2: window(memento, proxy) };
+    return { proxy, memento, sessionId: c1.sessionId, processId: p.processId, offlineSince, w2: window(memento, proxy) };
   }
 
   test('keeps trying (recovering, until the TTL) and resumes the same session once the network heals', async (t) => {
@@ -119,41 +128,20 @@ describe('a window reload during an outage', () => {
   });
 
   test('a reload while the window was already offline: the new window says offline since the outage began, and keeps the session until then plus the TTL', async (t) => {
-    const proxy = await FaultProxy.forUrl(url);
-    const memento = new MapMemento();
-    const w1 = window(memento, proxy);
-    t.after(async () => (w1.conn.dispose(), await proxy.close()));
-    const c1 = await w1.conn.connect();
-    const p = await c1.startProcess({ argv: ['sh', '-c', 'read -r _'], cwd: '/', tty: false, pipeStdin: true });
-    w1.conn.rememberTerminal(p.processId, {
-      title: 'sh',
-      kind: 'command',
-      commandLine: 'sh',
-      cwd: '/',
-      sandboxed: false,
-      sandboxLabel: 'none',
-    });
-    // The connection drops and new ones hang: the first window is recovering.
-    proxy.outage();
-    proxy.cut();
-    await until('the first window recovering', () => w1.conn.state.kind === 'recovering');
-    const since = (w1.conn.state as Extract<ExecutorState, { kind: 'recovering' }>).since;
-    w1.conn.dispose('window reload');
-    await new Promise((r) => setImmediate(r));
-    const w2 = window(memento, proxy);
-    t.after(() => w2.conn.dispose());
+    const { proxy, memento, sessionId, offlineSince: since, w2 } = await reloadDuringOutage(true);
+    t.after(async () => (w2.conn.dispose(), await proxy.close()));
     const connecting = w2.conn.connect();
     await until('the new window recovering', () => w2.conn.state.kind === 'recovering');
     const rec = w2.conn.state as Extract<ExecutorState, { kind: 'recovering' }>;
     assert.equal(rec.since, since, 'offline since the outage began, not since the reload');
-    assert.equal(rec.until, since + TTL_MS + 60_000);
+    assert.equal(rec.until, since! + TTL_MS + 60_000);
     proxy.heal();
     const client = await connecting;
-    assert.equal(client.sessionId, c1.sessionId);
+    assert.equal(client.sessionId, sessionId);
     // Reachable again: a later reload starts its own count.
     await new Promise((r) => setImmediate(r));
     const stored = memento.get<Record<string, { sessionId: string; offlineSince?: number }>>(SESSION_MEMORY_KEY)!;
-    assert.equal(stored['box']!.sessionId, c1.sessionId);
+    assert.equal(stored['box']!.sessionId, sessionId);
     assert.equal(stored['box']!.offlineSince, undefined);
   });
 
