@@ -363,10 +363,16 @@ async function reloadWindow(page: Page): Promise<void> {
 /** The Executors view's rows once one of them matches `pattern` (opens the view; bounded). */
 async function executorRows(page: Page, pattern: RegExp, timeoutMs = 30_000): Promise<string[]> {
   const view = page.locator('[id="workbench.view.extension.execBridge"]');
-  // The activity bar item toggles the side bar: click only when the view is not shown.
-  if (!(await view.isVisible())) await page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]').click();
   const deadline = Date.now() + timeoutMs;
+  let clicked = 0;
   for (;;) {
+    // The activity bar item toggles the side bar: click only when the view is not shown, and look
+    // again a while later (a workbench that is still restoring its layout may show it, or hide it,
+    // right after a click).
+    if (!(await view.isVisible()) && Date.now() - clicked > 3_000) {
+      await page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]').click();
+      clicked = Date.now();
+    }
     const rows = await view.locator('.monaco-list-row').allInnerTexts();
     if (rows.some((r) => pattern.test(r))) return rows;
     if (Date.now() > deadline) throw new Error(`the Executors view never showed ${pattern}: ${JSON.stringify(rows)}`);
