@@ -73,7 +73,8 @@ export async function drive({ page, log, shot, workspace }: UiContext): Promise<
   // 3. The terminal streams the denied attempt; the approval notification names command and policy.
   const denied = await waitForTerminalText(page, /blocked this command/);
   log('terminal (denied):', JSON.stringify(denied.split('\n').filter(Boolean)));
-  if (!/Read-only file system/.test(denied)) throw new Error("the denied attempt's error output is missing");
+  // Rows of the terminal, not lines: a long path wraps the message anywhere (seen: "Rea" / "d-only").
+  if (!/Read-only file system/.test(denied.replace(/\n/g, ''))) throw new Error("the denied attempt's error output is missing");
   const notification = await approvalNotification(page, log);
   const message = await notification.locator('.notification-list-item-message').innerText();
   log('notification:', JSON.stringify(message));
