@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ExecServerClient, type ProcessHandle } from '../../../src/client';
-import { STATUS_REPLY, STATUS_REQUEST } from '../../../src/core/terminalFlow';
 import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
 import { ExecServer } from '../../../src/server/execServer';
 import { MemoryTransport } from '../../helpers/memoryTransport';
+import { terminalText } from '../../helpers/terminalText';
 
 const WAIT_MS = 15_000;
 const MiB = 1024 * 1024;
@@ -88,39 +88,7 @@ function reopen(client: ExecServerClient, processId: string, s = spec()) {
     onConnectionState: client.onDidChangeState,
     canResize: () => true,
   });
-  let raw = '';
-  const waiters = new Set<() => void>();
-  run.model.onWrite((t) => {
-    raw += t;
-    // Answer the model's status requests as a terminal does once it parsed what came before (it paces floods by them).
-    const requests = t.split(STATUS_REQUEST).length - 1;
-    if (requests > 0)
-      setImmediate(() => {
-        for (let i = 0; i < requests; i++) run.model.handleInput(STATUS_REPLY);
-      });
-    for (const w of [...waiters]) w();
-  });
-  const text = () =>
-    raw
-      .split(STATUS_REQUEST)
-      .join('')
-      .replace(/\x1b\[[0-9;]*m/g, '')
-      .replace(/\r\n/g, '\n');
-  const until = (pattern: RegExp) =>
-    new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (!pattern.test(text())) return;
-        waiters.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error(`timed out waiting for ${pattern}; text ends ${JSON.stringify(text().slice(-200))}`));
-      }, WAIT_MS);
-      waiters.add(check);
-      check();
-    });
+  const { text, until } = terminalText(run, WAIT_MS);
   run.model.open({ cols: 80, rows: 24 });
   run.start();
   return { run, text, until, terminations };

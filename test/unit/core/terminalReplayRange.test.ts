@@ -11,11 +11,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ExecServerClient, type ProcessHandle } from '../../../src/client';
 import { copyFullOutput, fullOutputNote } from '../../../src/core/terminalFullOutput';
-import { STATUS_REPLY, STATUS_REQUEST } from '../../../src/core/terminalFlow';
 import { attachNewest, cutTail, mib, reopenNotice, terminalLines, type TailChunk } from '../../../src/core/terminalReplayRange';
 import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
 import { ExecServer } from '../../../src/server/execServer';
 import { MemoryTransport } from '../../helpers/memoryTransport';
+import { terminalText } from '../../helpers/terminalText';
 
 const MiB = 1024 * 1024;
 const WAIT_MS = 20_000;
@@ -211,35 +211,7 @@ function reopen(client: ExecServerClient, processId: string, o: { scrollback: un
   run.onProcessEvent(({ event }) => {
     if (event.type === 'output') given.push(event.data);
   });
-  let raw = '';
-  const waiters = new Set<() => void>();
-  run.model.onWrite((t) => {
-    raw += t;
-    const requests = t.split(STATUS_REQUEST).length - 1;
-    if (requests > 0) setImmediate(() => Array.from({ length: requests }, () => run.model.handleInput(STATUS_REPLY)));
-    for (const w of [...waiters]) w();
-  });
-  const text = () =>
-    raw
-      .split(STATUS_REQUEST)
-      .join('')
-      .replace(/\x1b\[[0-9;]*m/g, '')
-      .replace(/\r\n/g, '\n');
-  const until = (pattern: RegExp) =>
-    new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (!pattern.test(text())) return;
-        waiters.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error(`timed out waiting for ${pattern}; text ends ${JSON.stringify(text().slice(-200))}`));
-      }, WAIT_MS);
-      waiters.add(check);
-      check();
-    });
+  const { text, until } = terminalText(run, WAIT_MS);
   run.model.open({ cols: 80, rows: o.rows });
   run.start();
   return { run, text, until, output: () => Buffer.concat(given).toString('latin1') };
