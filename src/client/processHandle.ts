@@ -56,6 +56,8 @@ export interface ProcessHandle {
    */
   pauseOutput(): void;
   resumeOutput(): void;
+  /** Resolves once the server has answered every pause and resume asked so far (or they failed with the connection). */
+  flowSettled(): Promise<void>;
 
   /**
    * The credit window in bytes when the server holds this process to it (capability
@@ -278,6 +280,10 @@ export class ProcessHandleImpl implements ProcessHandle {
 
   resumeOutput(): void {
     this.setPaused(false);
+  }
+
+  flowSettled(): Promise<void> {
+    return this.flowChain;
   }
 
   private setPaused(paused: boolean): void {

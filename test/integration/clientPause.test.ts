@@ -62,6 +62,9 @@ describe('client flow control against ours', () => {
     const h = await client.startProcess({ argv, cwd: '/tmp', env: { PATH: '/usr/bin:/bin' }, tty: false });
     h.pauseOutput();
     const out = counter(h);
+    // In force at the server before the cut: a pause still in flight when the connection dies may
+    // be lost (the client says it again after the resume), and a stall alone may be congestion.
+    await h.flowSettled();
     const head = await processInTree(server.child.pid!, argv);
     const first = await stalled(head, 0);
     let recovered = false;
