@@ -39,6 +39,13 @@ export interface FsContext {
 }
 
 export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
+  registerReadMethods(router);
+  registerChangeMethods(router);
+  registerHandleMethods(router);
+}
+
+/** Whole-file reads and what a path is: `readFile`, `getMetadata`, `readDirectory`, `canonicalize`, `walk`. */
+function registerReadMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
   router.on('fs/readFile', async (params, ctx) => {
     const path = toPath(params.path);
     const sb = FsSandbox.fromRequest(params.sandbox);
@@ -60,6 +67,37 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     return data;
   });
 
+  router.on('fs/getMetadata', async (params) => {
+    const path = toPath(params.path);
+    const sb = FsSandbox.fromRequest(params.sandbox);
+    const follow = params.followSymlinks !== false;
+    return io(async () => {
+      if (sb) sb.checkRead(follow ? await resolveFor(sb, path, true) : await resolveEntryFor(sb, path));
+      return follow ? metadataFollowing(path) : metadataNotFollowing(path);
+    });
+  });
+
+  router.on('fs/readDirectory', async (params) => {
+    const path = toPath(params.path);
+    const sb = FsSandbox.fromRequest(params.sandbox);
+    return { entries: await io(async () => (sb ? listDirectoryChecked(sb, await resolveFor(sb, path, true)) : listDirectory(path))) };
+  });
+
+  router.on('fs/canonicalize', async (params) => {
+    const path = toPath(params.path);
+    const sb = FsSandbox.fromRequest(params.sandbox);
+    const real = await io(async () => {
+      if (sb) sb.checkRead(await resolveFor(sb, path, true));
+      return fsp.realpath(path);
+    });
+    return { path: uriFromPath(real) };
+  });
+
+  router.on('fs/walk', async (params) => walk(parsePathUri(params.path), params.options, FsSandbox.fromRequest(params.sandbox)));
+}
+
+/** Changes by path: `writeFile`, `createDirectory`, `copy`, `remove`. */
+function registerChangeMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
   router.on('fs/writeFile', async (params) => {
     const url = parsePathUri(params.path);
     const decoded = decodeBase64(params.dataBase64);
@@ -89,32 +127,6 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     return {};
   });
 
-  router.on('fs/getMetadata', async (params) => {
-    const path = toPath(params.path);
-    const sb = FsSandbox.fromRequest(params.sandbox);
-    const follow = params.followSymlinks !== false;
-    return io(async () => {
-      if (sb) sb.checkRead(follow ? await resolveFor(sb, path, true) : await resolveEntryFor(sb, path));
-      return follow ? metadataFollowing(path) : metadataNotFollowing(path);
-    });
-  });
-
-  router.on('fs/readDirectory', async (params) => {
-    const path = toPath(params.path);
-    const sb = FsSandbox.fromRequest(params.sandbox);
-    return { entries: await io(async () => (sb ? listDirectoryChecked(sb, await resolveFor(sb, path, true)) : listDirectory(path))) };
-  });
-
-  router.on('fs/canonicalize', async (params) => {
-    const path = toPath(params.path);
-    const sb = FsSandbox.fromRequest(params.sandbox);
-    const real = await io(async () => {
-      if (sb) sb.checkRead(await resolveFor(sb, path, true));
-      return fsp.realpath(path);
-    });
-    return { path: uriFromPath(real) };
-  });
-
   router.on('fs/copy', async (params) => {
     const sourceUrl = parsePathUri(params.sourcePath);
     const destinationUrl = parsePathUri(params.destinationPath);
@@ -134,9 +146,10 @@ export function registerFsMethods<Ctx extends FsContext>(router: Router<Ctx>): v
     await io(() => removeEntry(path, recursive, force, sb));
     return {};
   });
+}
 
-  router.on('fs/walk', async (params) => walk(parsePathUri(params.path), params.options, FsSandbox.fromRequest(params.sandbox)));
-
+/** Open files by handle id (./fileHandles.ts): `open`, `readBlock`, `writeBlock`, `close`. */
+function registerHandleMethods<Ctx extends FsContext>(router: Router<Ctx>): void {
   router.on('fs/open', async (params, ctx) => {
     const url = parsePathUri(params.path);
     FileHandleTable.checkId(params.handleId);
