@@ -1,19 +1,22 @@
-import { websocketConnector } from '../client/connectors';
 import { ExecServerClient } from '../client/execServerClient';
 import { SessionExpiredError } from '../client/processAttach';
 import { defaultExecutorDir } from '../client/executorPaths';
 import type { AskpassRequest } from '../client/sshAskpass';
 import { sshConnector, type RemoteInfo, type SshConnector, type SshProgress } from '../client/sshConnector';
-import type { ClientOptions, ConnectionState, Connector, Endpoint } from '../client/types';
+import type { ClientOptions, ConnectionState } from '../client/types';
 import { DisposableStore } from '../util/disposable';
-import { backoffDelay } from '../util/backoff';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
-import { pidAlive } from '../util/privateDir';
+import { bundledConnector, bundledExitText, resumeOnOlderDaemon } from './bundledConnector';
 import type { BundledServer } from './bundledServer';
-import { describeExecutor, redactUrl, type ExecutorConfig } from './executorConfig';
+import { describeExecutor, type ExecutorConfig } from './executorConfig';
+import { describeEndpoint, executorEndpoint } from './executorEndpoint';
+import { RememberedResume } from './rememberedResume';
 import type { RememberedProcess, SessionMemory, TerminalInfo } from './sessionMemory';
 import { settleLeftovers } from './sessionResume';
+
+// Moved to bundledConnector.ts; importers of this file keep these names.
+export { bundledExitText, RECONNECT_TO_RESTART } from './bundledConnector';
 
 /** A first SSH connect may upload the bundle (about 1.4 MB) on a slow link. */
 const SSH_ATTEMPT_MS = 60_000;
@@ -80,7 +83,7 @@ export class ExecutorConnection {
   /** Another window took this executor's session over (reason `takenOver`): no resume, no memory, until `reconnect`. */
   private takenOver = false;
   /** A remembered session waiting out its back-off (`resumeRemembered`): try now, or give up. */
-  private resuming: { wake(): void; abort(): void } | undefined;
+  private resuming: RememberedResume | undefined;
   readonly onDidChangeState: Event<ExecutorState> = this.stateEmitter.event;
   /** The current client's raw state changes (for terminals' recovery lines). */
   readonly onClientState: Event<ConnectionState> = this.clientStateEmitter.event;
@@ -192,9 +195,9 @@ export class ExecutorConnection {
         this.config.kind === 'ssh'
           ? { connector: this.sshConnector(this.config), attemptTimeoutMs: SSH_ATTEMPT_MS }
           : this.config.kind === 'bundled'
-            ? { connector: await this.bundledConnector() }
+            ? { connector: await bundledConnector(this.deps.bundled) }
             : undefined;
-      const endpoint = target ? undefined : await this.endpoint();
+      const endpoint = target ? undefined : await executorEndpoint(this.config, (name) => this.deps.getToken(name));
       log?.(`${this.name}: connecting (${endpoint ? describeEndpoint(endpoint) : describeExecutor(this.config)})`);
       // Taken over by another window: neither resume (that would take the session back) nor write the
       // workspace's memory (it is that window's now) until the user reconnects here.
@@ -226,7 +229,9 @@ export class ExecutorConnection {
         if (!(e instanceof SessionExpiredError)) throw e;
         // After an extension update the session may live on in the older version's daemon.
         const older =
-          remembered && this.config.kind === 'bundled' ? await this.resumeOnOlderDaemon(options, remembered.sessionId) : undefined;
+          remembered && this.config.kind === 'bundled'
+            ? await resumeOnOlderDaemon(this.deps.bundled, options, remembered.sessionId, (line) => log?.(`${this.name}: ${line}`))
+            : undefined;
         if (older) client = older;
         else {
           expired = e.message;
@@ -341,83 +346,23 @@ export class ExecutorConnection {
     if (this.config.kind === 'bundled' || ttl === undefined) return ExecServerClient.connect(resume);
     // Never later than now (a clock that went back).
     const since = Math.min(Date.now(), offlineSince ?? Date.now());
-    const until = since + ttl + 60_000;
-    const { stepMs, maxMs, longMaxMs = 30_000 } = options.backoff ?? { stepMs: 100, maxMs: 2000, longMaxMs: 30_000 };
-    const jitter = Math.random() * 0.3;
-    // Set for the whole loop, so that a reconnect() during an attempt gives up after it too.
-    const ctl = { aborted: false, wake: () => undefined as void, abort: () => ((ctl.aborted = true), ctl.wake()) };
-    this.resuming = ctl;
+    // Set for the whole wait, so that a reconnect() during an attempt gives up after it too.
+    const wait = new RememberedResume({
+      name: this.name,
+      options: resume,
+      sessionId,
+      since,
+      until: since + ttl + 60_000,
+      isDisposed: () => this.disposed,
+      onRetry: (state) => this.setState(state),
+      log: this.deps.log,
+    });
+    this.resuming = wait;
     try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await ExecServerClient.connect(resume);
-        } catch (e) {
-          if (e instanceof SessionExpiredError || this.disposed) throw e;
-          const givenUp = () => new Error(`${this.name}: resuming the remembered session was given up`, { cause: e });
-          if (ctl.aborted) throw givenUp();
-          // Unreachable for longer than it keeps a session: gone, said as such (then a new session).
-          if (Date.now() >= until)
-            throw new SessionExpiredError(sessionId, `unreachable since ${new Date(since).toISOString()}: ${errorMessage(e)}`);
-          const cause = errorMessage(e);
-          this.deps.log?.(
-            `${this.name}: resuming session ${sessionId}: attempt ${attempt} failed (${cause}); trying again while the executor may keep it`,
-          );
-          this.setState({ kind: 'recovering', since, attempt, cause, until });
-          const cap = Date.now() - since < 30_000 ? maxMs : Math.max(maxMs, longMaxMs);
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, backoffDelay(2 ** Math.min(attempt - 1, 20), { stepMs, maxMs: cap, jitter }));
-            ctl.wake = () => (clearTimeout(timer), resolve());
-          });
-          ctl.wake = () => undefined;
-          if (ctl.aborted || this.disposed) throw givenUp();
-        }
-      }
+      return await wait.run();
     } finally {
-      if (this.resuming === ctl) this.resuming = undefined;
+      if (this.resuming === wait) this.resuming = undefined;
     }
-  }
-
-  /**
-   * A remembered session this version's daemon does not know: try the daemons of other versions
-   * that still run (an extension update, docs/architecture.md "An extension update"). The first
-   * that knows it becomes the bundled executor's daemon for this window until its session ends.
-   */
-  private async resumeOnOlderDaemon(options: ClientOptions, sessionId: string): Promise<ExecServerClient | undefined> {
-    const bundled = this.deps.bundled;
-    if (!bundled) return undefined;
-    for (const daemon of await bundled.olderDaemons()) {
-      const open = websocketConnector(daemon.url, daemon.token);
-      try {
-        const client = await ExecServerClient.connect({
-          ...options,
-          connector: (signal) =>
-            pidAlive(daemon.pid) ? open(signal) : Promise.reject(new Error(`the exec-bridge daemon (pid ${daemon.pid}) is gone`)),
-          resumeSessionId: sessionId,
-          takeOverSession: true,
-        });
-        bundled.useDaemon(daemon);
-        this.deps.log?.(
-          `${this.name}: resumed session ${sessionId} on the exec-bridge daemon of version ${daemon.key ?? '?'} (pid ${daemon.pid}), kept from before the update; Reconnect moves to this version's daemon (a new session)`,
-        );
-        return client;
-      } catch (e) {
-        if (!(e instanceof SessionExpiredError))
-          this.deps.log?.(`${this.name}: the daemon ${daemon.key ?? '?'} (pid ${daemon.pid}): ${errorMessage(e)}`);
-      }
-    }
-    return undefined;
-  }
-
-  /** The daemon's socket; each (re)connect attempt first checks that the daemon still runs. */
-  private async bundledConnector(): Promise<Connector> {
-    const bundled = this.deps.bundled;
-    if (!bundled) throw new Error('the bundled exec-server is not available in this build');
-    const info = await bundled.ensureStarted();
-    const open = websocketConnector(info.url, info.token);
-    return (signal) => {
-      if (!bundled.checkAlive()) return Promise.reject(new Error(`the exec-bridge daemon (pid ${info.pid}) is gone`));
-      return open(signal);
-    };
   }
 
   /** Whether a session with processes is remembered for this executor (a reload to resume). */
@@ -433,22 +378,6 @@ export class ExecutorConnection {
   /** A model read `processId`'s output up to event `seq`: after a reload its reads go on from there. */
   rememberAgentRead(processId: string, seq: number): void {
     if (this.resumable) this.deps.memory?.agentRead(this.name, processId, seq);
-  }
-
-  private async endpoint(): Promise<Endpoint> {
-    const c = this.config;
-    switch (c.kind) {
-      case 'bundled':
-        throw new Error('the bundled executor connects through its connector');
-      case 'websocket': {
-        const token = await this.deps.getToken(c.tokenSecret);
-        return { kind: 'websocket', url: c.url, ...(token ? { token } : {}) };
-      }
-      case 'stdio':
-        return { kind: 'stdio', command: c.command[0]!, args: c.command.slice(1) };
-      case 'ssh':
-        throw new Error('an SSH executor connects through its connector');
-    }
   }
 
   /** What the SSH executor's last connection found on its host (platform, Node, server version). */
@@ -503,16 +432,4 @@ export interface RestoredSession {
   /** Set when the remembered session was gone (the words), with how many terminals it had. */
   expired?: string;
   lostTerminals?: number;
-}
-
-/** In VS Code: how the bundled daemon is started again after it died. */
-export const RECONNECT_TO_RESTART = 'Run "Exec Bridge: Reconnect" (or click the status bar) to start it again';
-
-/** What a user reads when the bundled server died under them: what happened, then what to do (`restartHint`). */
-export function bundledExitText(pid: number, restartHint = RECONNECT_TO_RESTART): string {
-  return `the bundled exec-server (the exec-bridge daemon, pid ${pid}) is gone, and what ran on it ended with it. ${restartHint}`;
-}
-
-function describeEndpoint(e: Endpoint): string {
-  return e.kind === 'websocket' ? `${redactUrl(e.url)}${e.token ? ', with token' : ''}` : `stdio: ${e.command}`;
 }
