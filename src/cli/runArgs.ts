@@ -153,7 +153,7 @@ export function parseRunArgs(args: string[]): RunArgs {
           .split(',')
           .map((s) => s.trim())
           .filter((s) => s !== '');
-        (a === '--sandbox-network-allow' ? out.networkAllow : out.networkDeny).push(...list);
+        (flag === '--sandbox-network-allow' ? out.networkAllow : out.networkDeny).push(...list);
         break;
       }
       case '-h':
