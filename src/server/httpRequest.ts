@@ -2,6 +2,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { createGunzip } from 'node:zlib';
 import type { HttpRequestResult } from '../protocol/http';
+import type { ParsedParamsOf } from '../protocol/methods';
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { decodeBase64 } from './rustCompat';
@@ -236,33 +237,7 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
 
   router.on('http/request', async (params, ctx): Promise<HttpRequestResult> => {
-    let body: Buffer | undefined;
-    if (params.bodyBase64 !== undefined && params.bodyBase64 !== null) {
-      const decoded = decodeBase64(params.bodyBase64);
-      if (!decoded.ok) throw RpcError.invalidParams(decoded.message);
-      body = decoded.bytes;
-    }
-    const url = parseUrl(params.url);
-    const scheme = url.protocol.slice(0, -1);
-    if (scheme !== 'http' && scheme !== 'https')
-      throw RpcError.invalidParams(`http/request only supports http and https URLs, got ${scheme}`);
-    if (!TOKEN.test(params.method)) throw RpcError.invalidParams('http/request method is invalid: invalid HTTP method');
-    const headers: Header[] = [];
-    for (const h of params.headers ?? []) {
-      if (!TOKEN.test(h.name)) throw RpcError.invalidParams('http/request header name is invalid: invalid HTTP header name');
-      const name = h.name.toLowerCase();
-      let value = h.value;
-      if (h.valueEnvVar !== undefined && h.valueEnvVar !== null) {
-        const fromEnv = env[h.valueEnvVar];
-        if (fromEnv === undefined)
-          throw RpcError.invalidParams(`http/request header ${h.name} requires executor environment variable ${h.valueEnvVar}`);
-        // The variable is appended: `value` can carry a prefix such as "Bearer ".
-        value += fromEnv;
-      }
-      if (!HEADER_VALUE.test(value))
-        throw RpcError.invalidParams(`http/request header value is invalid for ${h.name}: failed to parse header value`);
-      headers.push([name, value]);
-    }
+    const first = firstHop(params, env);
     const stream = params.streamResponse === true;
     const requestId = params.requestId;
     if (stream && ctx.activeHttpStreams.has(requestId)) {
@@ -270,92 +245,153 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
     }
     if (params.timeoutMs === 0) throw RpcError.internal('http/request failed: route-aware request timed out');
 
-    // One deadline for the whole exchange: connect, redirects and body.
-    const abort = new AbortController();
-    const timer =
-      params.timeoutMs === undefined || params.timeoutMs === null
-        ? undefined
-        : setTimeout(() => abort.abort(), Math.min(params.timeoutMs, 2_147_483_647));
-    const onConnectionEnd = (): void => abort.abort();
-    ctx.signal?.addEventListener('abort', onConnectionEnd, { once: true });
-    const finish = (): void => {
-      if (timer) clearTimeout(timer);
-      ctx.signal?.removeEventListener('abort', onConnectionEnd);
+    const deadline = exchangeDeadline(params.timeoutMs, ctx.signal, () => {
       if (stream) ctx.activeHttpStreams.delete(requestId);
-    };
-    if (stream) ctx.activeHttpStreams.add(requestId);
-
-    let hop: Hop = { url, method: params.method, headers, body };
-    let res: http.IncomingMessage | undefined;
-    try {
-      for (let redirects = 0; !res; redirects++) {
-        const r = await send(hop, agents, abort.signal);
-        const next = params.redirectPolicy === 'stop' ? undefined : redirectHop(hop, r);
-        if (!next) {
-          res = r;
-          break;
-        }
-        r.resume();
-        if (redirects === MAX_REDIRECTS) throw new TransportError('too many redirects');
-        hop = next;
-      }
-    } catch (e) {
-      finish();
-      if (e instanceof TransportError && (e.message === 'too many redirects' || e.message.startsWith('redirect target'))) {
-        throw RpcError.internal(`http/request failed: ${e.message}`);
-      }
-      throw RpcError.internal(`http/request failed: error sending request for url (${urlForMessage(hop.url)})`);
-    }
-
-    const response = res;
-    const gzip = isGzip(response, hop.method);
-    const head = { status: response.statusCode ?? 0, headers: responseHeaders(response, gzip) };
-    if (!stream) {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      try {
-        await pumpBody(response, gzip, (b) => {
-          size += b.length;
-          if (size > MAX_HTTP_BODY_BYTES) response.destroy();
-          else chunks.push(b);
-        });
-      } catch {
-        if (size > MAX_HTTP_BODY_BYTES) {
-          throw RpcError.internal(
-            `failed to read http/request response body: it is larger than ${MAX_HTTP_BODY_BYTES} bytes; use streamResponse`,
-          );
-        }
-        throw RpcError.internal('failed to read http/request response body: error decoding response body');
-      } finally {
-        finish();
-      }
-      return { ...head, bodyBase64: Buffer.concat(chunks).toString('base64') };
-    }
-
-    // Streamed: the result goes out first (the body starts on a later turn of the event loop),
-    // then `bodyDelta`s with seq from 1; the last one has `done: true` and an empty delta.
-    let seq = 0;
-    const delta = (bytes: Buffer, done: boolean, error: string | null): void => {
-      ctx.notify('http/request/bodyDelta', { requestId, seq: ++seq, deltaBase64: bytes.toString('base64'), done, error });
-    };
-    response.pause();
-    setImmediate(() => {
-      const { congested, whenUncongested } = ctx;
-      const flow =
-        congested && whenUncongested
-          ? { congested: () => congested.call(ctx), whenUncongested: (cb: () => void) => whenUncongested.call(ctx, cb) }
-          : undefined;
-      pumpBody(response, gzip, (b) => delta(b, false, null), flow).then(
-        () => {
-          finish();
-          delta(Buffer.alloc(0), true, null);
-        },
-        (e: unknown) => {
-          finish();
-          delta(Buffer.alloc(0), true, e instanceof Error ? e.message : String(e));
-        },
-      );
     });
+    if (stream) ctx.activeHttpStreams.add(requestId);
+    let final: { hop: Hop; res: http.IncomingMessage };
+    try {
+      final = await exchange(first, agents, deadline.signal, params.redirectPolicy !== 'stop');
+    } catch (e) {
+      deadline.finish();
+      throw e;
+    }
+    const gzip = isGzip(final.res, final.hop.method);
+    const head = { status: final.res.statusCode ?? 0, headers: responseHeaders(final.res, gzip) };
+    if (!stream) return { ...head, bodyBase64: await wholeBody(final.res, gzip, deadline.finish) };
+    streamBody(final.res, gzip, ctx, requestId, deadline.finish);
     return { ...head, bodyBase64: '' };
+  });
+}
+
+/** The request as the caller asked for it, checked in the reference's order and with its messages. */
+function firstHop(params: ParsedParamsOf<'http/request'>, env: NodeJS.ProcessEnv): Hop {
+  let body: Buffer | undefined;
+  if (params.bodyBase64 !== undefined && params.bodyBase64 !== null) {
+    const decoded = decodeBase64(params.bodyBase64);
+    if (!decoded.ok) throw RpcError.invalidParams(decoded.message);
+    body = decoded.bytes;
+  }
+  const url = parseUrl(params.url);
+  const scheme = url.protocol.slice(0, -1);
+  if (scheme !== 'http' && scheme !== 'https')
+    throw RpcError.invalidParams(`http/request only supports http and https URLs, got ${scheme}`);
+  if (!TOKEN.test(params.method)) throw RpcError.invalidParams('http/request method is invalid: invalid HTTP method');
+  const headers: Header[] = [];
+  for (const h of params.headers ?? []) {
+    if (!TOKEN.test(h.name)) throw RpcError.invalidParams('http/request header name is invalid: invalid HTTP header name');
+    const name = h.name.toLowerCase();
+    let value = h.value;
+    if (h.valueEnvVar !== undefined && h.valueEnvVar !== null) {
+      const fromEnv = env[h.valueEnvVar];
+      if (fromEnv === undefined)
+        throw RpcError.invalidParams(`http/request header ${h.name} requires executor environment variable ${h.valueEnvVar}`);
+      // The variable is appended: `value` can carry a prefix such as "Bearer ".
+      value += fromEnv;
+    }
+    if (!HEADER_VALUE.test(value))
+      throw RpcError.invalidParams(`http/request header value is invalid for ${h.name}: failed to parse header value`);
+    headers.push([name, value]);
+  }
+  return { url, method: params.method, headers, body };
+}
+
+/**
+ * One deadline for the whole exchange: connect, redirects and body. The end of the connection
+ * aborts it too. `finish` (once the body is read or the exchange failed) clears both and calls `onFinish`.
+ */
+function exchangeDeadline(
+  timeoutMs: number | null | undefined,
+  connection: AbortSignal | undefined,
+  onFinish: () => void,
+): { signal: AbortSignal; finish(): void } {
+  const abort = new AbortController();
+  const timer =
+    timeoutMs === undefined || timeoutMs === null ? undefined : setTimeout(() => abort.abort(), Math.min(timeoutMs, 2_147_483_647));
+  const onConnectionEnd = (): void => abort.abort();
+  connection?.addEventListener('abort', onConnectionEnd, { once: true });
+  const finish = (): void => {
+    if (timer) clearTimeout(timer);
+    connection?.removeEventListener('abort', onConnectionEnd);
+    onFinish();
+  };
+  return { signal: abort.signal, finish };
+}
+
+/** Sends the request and follows its redirects (unless `follow` is false): the final response and the hop that got it. */
+async function exchange(
+  first: Hop,
+  agents: { http: http.Agent; https: https.Agent },
+  signal: AbortSignal,
+  follow: boolean,
+): Promise<{ hop: Hop; res: http.IncomingMessage }> {
+  let hop = first;
+  try {
+    // Bounded: the hop after MAX_REDIRECTS redirects throws.
+    for (let redirects = 0; ; redirects++) {
+      const r = await send(hop, agents, signal);
+      const next = follow ? redirectHop(hop, r) : undefined;
+      if (!next) return { hop, res: r };
+      r.resume();
+      if (redirects === MAX_REDIRECTS) throw new TransportError('too many redirects');
+      hop = next;
+    }
+  } catch (e) {
+    if (e instanceof TransportError && (e.message === 'too many redirects' || e.message.startsWith('redirect target'))) {
+      throw RpcError.internal(`http/request failed: ${e.message}`);
+    }
+    throw RpcError.internal(`http/request failed: error sending request for url (${urlForMessage(hop.url)})`);
+  }
+}
+
+/** A whole body, for the one answer (base64); at most MAX_HTTP_BODY_BYTES. Calls `finish` when done. */
+async function wholeBody(response: http.IncomingMessage, gzip: boolean, finish: () => void): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    await pumpBody(response, gzip, (b) => {
+      size += b.length;
+      if (size > MAX_HTTP_BODY_BYTES) response.destroy();
+      else chunks.push(b);
+    });
+  } catch {
+    if (size > MAX_HTTP_BODY_BYTES) {
+      throw RpcError.internal(
+        `failed to read http/request response body: it is larger than ${MAX_HTTP_BODY_BYTES} bytes; use streamResponse`,
+      );
+    }
+    throw RpcError.internal('failed to read http/request response body: error decoding response body');
+  } finally {
+    finish();
+  }
+  return Buffer.concat(chunks).toString('base64');
+}
+
+/**
+ * A streamed body: the result goes out first (the body starts on a later turn of the event loop),
+ * then `bodyDelta`s with seq from 1; the last one has `done: true` and an empty delta.
+ */
+function streamBody(response: http.IncomingMessage, gzip: boolean, ctx: HttpContext, requestId: string, finish: () => void): void {
+  let seq = 0;
+  const delta = (bytes: Buffer, done: boolean, error: string | null): void => {
+    ctx.notify('http/request/bodyDelta', { requestId, seq: ++seq, deltaBase64: bytes.toString('base64'), done, error });
+  };
+  response.pause();
+  setImmediate(() => {
+    const { congested, whenUncongested } = ctx;
+    const flow =
+      congested && whenUncongested
+        ? { congested: () => congested.call(ctx), whenUncongested: (cb: () => void) => whenUncongested.call(ctx, cb) }
+        : undefined;
+    pumpBody(response, gzip, (b) => delta(b, false, null), flow).then(
+      () => {
+        finish();
+        delta(Buffer.alloc(0), true, null);
+      },
+      (e: unknown) => {
+        finish();
+        delta(Buffer.alloc(0), true, e instanceof Error ? e.message : String(e));
+      },
+    );
   });
 }
