@@ -127,7 +127,6 @@ const OVER_SIZE = {
   'src/cli/connect.ts': { fn: 103 },
   'src/cli/mcpArgs.ts': { fn: 144 },
   'src/cli/run.ts': { fn: 145 },
-  'src/cli/runArgs.ts': { fn: 118 },
   'src/cli/serve.ts': { fn: 108 },
   'src/client/execServerClient.ts': { file: 525 },
   'src/client/sshConnector.ts': { file: 661, fn: 373 },

@@ -1,6 +1,9 @@
 import { parseSshTarget } from '../client/sshConnector';
-import { SandboxPolicyName } from '../protocol/sandbox';
+import type { SandboxPolicyName } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
+import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
+
+export { HelpRequested, UsageError } from './cliOptions';
 
 /* `exec-bridge run`'s command line: the usage text and the parser (the run itself is in run.ts). */
 
@@ -62,8 +65,34 @@ export interface RunArgs {
   argv: string[];
 }
 
-export class UsageError extends Error {}
-export class HelpRequested extends Error {}
+/** A duration in ms: at least `min` (0 for `--deadline-ms`, "never give up"). */
+function msValue(flag: string, v: string, min: 0 | 1): number {
+  const n = Number(v);
+  if (Number.isSafeInteger(n) && n >= min) return n;
+  throw new UsageError(
+    min === 0 ? `${flag} must be 0 (never give up) or a positive integer, got ${v}` : `${flag} must be a positive integer, got ${v}`,
+  );
+}
+
+const RUN_OPTIONS: OptionTable<RunArgs> = {
+  '--url': (o, v) => (o.url = v()),
+  '--bundled': (o) => (o.bundled = true),
+  '--ssh': (o, v) => (o.ssh = v()),
+  '--ssh-option': (o, v) => o.sshOptions.push(v()),
+  '--token-file': (o, v) => (o.tokenFile = v()),
+  '--tty': (o) => (o.tty = true),
+  '--cwd': (o, v) => (o.cwd = v()),
+  '--no-stdin': (o) => (o.stdin = false),
+  '--deadline-ms': (o, v, flag) => (o.deadlineMs = msValue(flag, v(), 0)),
+  '--session-ttl-ms': (o, v, flag) => (o.sessionTtlMs = msValue(flag, v(), 1)),
+  '--verbose': (o) => (o.verbose = true),
+  '--sandbox': (o, v) => (o.sandbox = sandboxPolicyValue(v())),
+  '--sandbox-network': (o) => (o.sandboxNetwork = true),
+  '--sandbox-network-allow': (o, v) => o.networkAllow.push(...listValue(v())),
+  '--sandbox-network-deny': (o, v) => o.networkDeny.push(...listValue(v())),
+  '-h': help,
+  '--help': help,
+};
 
 export function parseRunArgs(args: string[]): RunArgs {
   const out: RunArgs = {
@@ -77,92 +106,14 @@ export function parseRunArgs(args: string[]): RunArgs {
     sshOptions: [],
     argv: [],
   };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '--') {
-      out.argv = args.slice(i + 1);
-      break;
-    }
-    if (!a.startsWith('-')) {
-      out.argv = args.slice(i);
-      break;
-    }
-    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
-    const flag = eq > 0 ? a.slice(0, eq) : a;
-    const value = () => {
-      const v = eq > 0 ? a.slice(eq + 1) : args[++i];
-      if (v === undefined) throw new UsageError(`${flag} needs a value`);
-      return v;
-    };
-    switch (flag) {
-      case '--url':
-        out.url = value();
-        break;
-      case '--bundled':
-        out.bundled = true;
-        break;
-      case '--ssh':
-        out.ssh = value();
-        break;
-      case '--ssh-option':
-        out.sshOptions.push(value());
-        break;
-      case '--token-file':
-        out.tokenFile = value();
-        break;
-      case '--tty':
-        out.tty = true;
-        break;
-      case '--cwd':
-        out.cwd = value();
-        break;
-      case '--no-stdin':
-        out.stdin = false;
-        break;
-      case '--deadline-ms': {
-        const v = value();
-        const n = Number(v);
-        if (!Number.isSafeInteger(n) || n < 0)
-          throw new UsageError(`--deadline-ms must be 0 (never give up) or a positive integer, got ${v}`);
-        out.deadlineMs = n;
-        break;
-      }
-      case '--session-ttl-ms': {
-        const v = value();
-        const n = Number(v);
-        if (!Number.isSafeInteger(n) || n <= 0) throw new UsageError(`--session-ttl-ms must be a positive integer, got ${v}`);
-        out.sessionTtlMs = n;
-        break;
-      }
-      case '--verbose':
-        out.verbose = true;
-        break;
-      case '--sandbox': {
-        const v = value();
-        const policy = SandboxPolicyName.safeParse(v);
-        if (!policy.success) throw new UsageError(`--sandbox must be read-only, workspace-write or full-access, got ${v}`);
-        out.sandbox = policy.data;
-        break;
-      }
-      case '--sandbox-network':
-        out.sandboxNetwork = true;
-        break;
-      case '--sandbox-network-allow':
-      case '--sandbox-network-deny': {
-        const list = value()
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== '');
-        (flag === '--sandbox-network-allow' ? out.networkAllow : out.networkDeny).push(...list);
-        break;
-      }
-      case '-h':
-      case '--help':
-        throw new HelpRequested();
-      default:
-        throw new UsageError(`unknown option ${a}`);
-    }
-  }
+  out.argv = applyOptions(args, RUN_OPTIONS, out, true);
+  checkRunArgs(out);
+  if (out.url === undefined && out.ssh === undefined) out.bundled = true;
+  return out;
+}
+
+/** The rules between options; the first one broken is the error. */
+function checkRunArgs(out: RunArgs): void {
   if ([out.url !== undefined, out.bundled, out.ssh !== undefined].filter(Boolean).length > 1)
     throw new UsageError('use one of --url, --bundled and --ssh');
   if (out.sshOptions.length > 0 && out.ssh === undefined) throw new UsageError('--ssh-option needs --ssh');
@@ -173,7 +124,6 @@ export function parseRunArgs(args: string[]): RunArgs {
       throw new UsageError(errorMessage(e));
     }
   }
-  if (out.url === undefined && out.ssh === undefined) out.bundled = true;
   if (out.argv.length === 0) throw new UsageError('no command given');
   if (out.sandboxNetwork && !out.sandbox) throw new UsageError('--sandbox-network needs --sandbox');
   const managed = out.networkAllow.length > 0 || out.networkDeny.length > 0;
@@ -181,7 +131,6 @@ export function parseRunArgs(args: string[]): RunArgs {
   if (managed && out.sandboxNetwork) throw new UsageError('use either --sandbox-network (everything) or --sandbox-network-allow (a list)');
   if (out.networkDeny.length > 0 && out.networkAllow.length === 0)
     throw new UsageError('--sandbox-network-deny needs --sandbox-network-allow');
-  return out;
 }
 
 /**
