@@ -137,7 +137,6 @@ const OVER_SIZE = {
   'src/mcp/mcpServer.ts': { file: 551 },
   'src/server/managedProcess.ts': { file: 544 },
   'src/server/sandbox/layout.ts': { fn: 121 },
-  'src/vscode/lmTools.ts': { fn: 133 },
   'src/vscode/mcpFeature.ts': { fn: 110 },
   'src/vscode/terminals.ts': { file: 520 },
 };

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
+import { backgroundInput, inputText, readInput, runInput, stopInput, type ToolInput, writeInput } from '../core/agentToolInput';
 import { AGENT_TOOL_NAMES, AgentTools, commandSketch, type OpenedRun } from '../core/agentTools';
 import { describeExecutor } from '../core/executorConfig';
 import { stateText } from '../core/executorStateText';
@@ -10,15 +11,12 @@ import type { FeatureContext } from './context';
 import { currentSandboxSettings } from './listSettings';
 import type { RunTerminal, TerminalFeature } from './terminals';
 
-type Input = Record<string, unknown>;
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v : undefined);
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
 /**
  * The language-model tools (issue 22): thin — the logic, the bounds and the words for the model are
- * core/agentTools.ts; this file opens each run in one of our terminals (TerminalFeature.openAgentRun,
- * built through core/executorRun.ts like every run) and maps VS Code's tool API onto it. Declared in
- * package.json `contributes.languageModelTools` (names, descriptions and schemas for the model).
+ * core/agentTools.ts (the model's input read by core/agentToolInput.ts); this file opens each run in
+ * one of our terminals (TerminalFeature.openAgentRun, built through core/executorRun.ts like every
+ * run) and maps VS Code's tool API onto it. Declared in package.json
+ * `contributes.languageModelTools` (names, descriptions and schemas for the model).
  */
 export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature, memory: SessionMemory): AgentTools | undefined {
   const lm = vscode.lm as Partial<typeof vscode.lm>;
@@ -26,8 +24,24 @@ export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature,
     ext.log.info(`VS Code ${vscode.version} has no vscode.lm.registerTool: the language-model tools are not offered`);
     return undefined;
   }
-  const opened = (t: RunTerminal, cwd: string): OpenedRun => ({ run: t.run, executor: t.executor, cwd, terminalName: t.terminal.name });
-  const tools = new AgentTools({
+  const tools = agentTools(ext, terminals, memory);
+  ext.disposables.add({ dispose: () => tools.dispose() });
+  // After a reload: a background process of a model is known again by its id, its reads go on.
+  ext.disposables.add(
+    terminals.onDidReopenTerminal((t) => {
+      const agent = t.run.spec.agent;
+      if (agent?.backgroundId) tools.adopt(agent.backgroundId, opened(t, t.run.spec.cwd), agent.readSeq ?? 0);
+    }),
+  );
+  registerAgentTools(ext, tools);
+  return tools;
+}
+
+const opened = (t: RunTerminal, cwd: string): OpenedRun => ({ run: t.run, executor: t.executor, cwd, terminalName: t.terminal.name });
+
+/** The tools' logic over this window: its executors, its terminals, its run list and what it remembers for a reload. */
+function agentTools(ext: FeatureContext, terminals: TerminalFeature, memory: SessionMemory): AgentTools {
+  return new AgentTools({
     open: async (request) => {
       if (!vscode.workspace.isTrusted)
         throw new Error('Exec Bridge runs commands only in a trusted workspace; the user has not trusted it.');
@@ -59,104 +73,67 @@ export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature,
       if (conn && vscode.workspace.isTrusted) await conn.connect().catch(() => undefined);
     },
   });
-  ext.disposables.add({ dispose: () => tools.dispose() });
-  // After a reload: a background process of a model is known again by its id, its reads go on.
-  ext.disposables.add(
-    terminals.onDidReopenTerminal((t) => {
-      const agent = t.run.spec.agent;
-      if (agent?.backgroundId) tools.adopt(agent.backgroundId, opened(t, t.run.spec.cwd), agent.readSeq ?? 0);
-    }),
-  );
+}
 
-  const register = (name: string, tool: vscode.LanguageModelTool<Input>) =>
-    ext.disposables.add(
-      vscode.lm.registerTool<Input>(name, {
-        ...tool,
-        prepareInvocation: async (o, token) => {
-          const prepared = await tool.prepareInvocation?.(o, token);
-          const ask = prepared?.confirmationMessages;
-          // VS Code shows it (the chat's Continue/Cancel, or a dialog outside a chat); the log says it was asked.
-          if (ask)
-            ext.log.info(
-              `language-model tool ${name} asks the user to confirm: ${ask.title} ${typeof ask.message === 'string' ? ask.message : ask.message.value}`,
-            );
-          return prepared;
-        },
-        invoke: async (o, token) => {
-          ext.log.info(`language-model tool ${name}: ${JSON.stringify(o.input).slice(0, 200)}`);
-          try {
-            return await tool.invoke(o, token);
-          } catch (e) {
-            ext.log.info(`language-model tool ${name} failed: ${errorMessage(e)}`);
-            throw e;
-          }
-        },
-      }),
-    );
+/** The six tools, each its input read by core/agentToolInput.ts and its answer one text part. */
+function registerAgentTools(ext: FeatureContext, tools: AgentTools): void {
   const answer = (text: string) => new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(text)]);
-  const where = (input: Input) => str(input['executor']) ?? ext.executors.active.name;
-
-  register(AGENT_TOOL_NAMES.run, {
+  const where = (input: ToolInput) => inputText(input['executor']) ?? ext.executors.active.name;
+  const idOf = (input: ToolInput) => inputText(input['id']) ?? 'a background process';
+  registerTool(ext, AGENT_TOOL_NAMES.run, {
     prepareInvocation: (o) => prepareRun(o.input, where(o.input), false),
-    invoke: async (o, token) =>
-      answer(
-        await tools.runCommand(
-          {
-            command: str(o.input['command']) ?? '',
-            ...opt('executor', str(o.input['executor'])),
-            ...opt('cwd', str(o.input['cwd'])),
-            ...opt('timeoutSeconds', num(o.input['timeoutSeconds'])),
-          },
-          signalOf(token),
-        ),
-      ),
+    invoke: async (o, token) => answer(await tools.runCommand(runInput(o.input), signalOf(token))),
   });
-  register(AGENT_TOOL_NAMES.startBackground, {
+  registerTool(ext, AGENT_TOOL_NAMES.startBackground, {
     prepareInvocation: (o) => prepareRun(o.input, where(o.input), true),
-    invoke: async (o, token) =>
-      answer(
-        await tools.startBackground(
-          {
-            command: str(o.input['command']) ?? '',
-            ...opt('executor', str(o.input['executor'])),
-            ...opt('cwd', str(o.input['cwd'])),
-            ...opt('waitSeconds', num(o.input['waitSeconds'])),
-          },
-          signalOf(token),
-        ),
-      ),
+    invoke: async (o, token) => answer(await tools.startBackground(backgroundInput(o.input), signalOf(token))),
   });
-  register(AGENT_TOOL_NAMES.readBackground, {
-    prepareInvocation: (o) => ({ invocationMessage: `Reading the output of ${str(o.input['id']) ?? 'a background process'}` }),
-    invoke: async (o, token) =>
-      answer(
-        await tools.readBackground({ id: str(o.input['id']) ?? '', ...opt('waitSeconds', num(o.input['waitSeconds'])) }, signalOf(token)),
-      ),
+  registerTool(ext, AGENT_TOOL_NAMES.readBackground, {
+    prepareInvocation: (o) => ({ invocationMessage: `Reading the output of ${idOf(o.input)}` }),
+    invoke: async (o, token) => answer(await tools.readBackground(readInput(o.input), signalOf(token))),
   });
-  register(AGENT_TOOL_NAMES.writeBackground, {
+  registerTool(ext, AGENT_TOOL_NAMES.writeBackground, {
     prepareInvocation: (o) => ({
-      invocationMessage: new vscode.MarkdownString(
-        `Typing \`${commandSketch(String(o.input['text'] ?? ''), 80)}\` into ${str(o.input['id']) ?? 'a background process'}`,
-      ),
+      invocationMessage: new vscode.MarkdownString(`Typing \`${commandSketch(String(o.input['text'] ?? ''), 80)}\` into ${idOf(o.input)}`),
     }),
-    invoke: async (o) =>
-      answer(
-        await tools.writeBackground({
-          id: str(o.input['id']) ?? '',
-          text: typeof o.input['text'] === 'string' ? o.input['text'] : '',
-          ...(o.input['newline'] === false ? { newline: false } : {}),
-        }),
-      ),
+    invoke: async (o) => answer(await tools.writeBackground(writeInput(o.input))),
   });
-  register(AGENT_TOOL_NAMES.stopBackground, {
-    prepareInvocation: (o) => ({ invocationMessage: `Stopping ${str(o.input['id']) ?? 'a background process'}` }),
-    invoke: async (o) => answer(await tools.stopBackground({ id: str(o.input['id']) ?? '' })),
+  registerTool(ext, AGENT_TOOL_NAMES.stopBackground, {
+    prepareInvocation: (o) => ({ invocationMessage: `Stopping ${idOf(o.input)}` }),
+    invoke: async (o) => answer(await tools.stopBackground(stopInput(o.input))),
   });
-  register(AGENT_TOOL_NAMES.listExecutors, {
+  registerTool(ext, AGENT_TOOL_NAMES.listExecutors, {
     prepareInvocation: () => ({ invocationMessage: 'Listing the executors' }),
     invoke: () => answer(tools.listExecutors()),
   });
-  return tools;
+}
+
+/** Registers one tool; the log says when it asks the user to confirm, each call, and each failure. */
+function registerTool(ext: FeatureContext, name: string, tool: vscode.LanguageModelTool<ToolInput>): void {
+  ext.disposables.add(
+    vscode.lm.registerTool<ToolInput>(name, {
+      ...tool,
+      prepareInvocation: async (o, token) => {
+        const prepared = await tool.prepareInvocation?.(o, token);
+        const ask = prepared?.confirmationMessages;
+        // VS Code shows it (the chat's Continue/Cancel, or a dialog outside a chat); the log says it was asked.
+        if (ask)
+          ext.log.info(
+            `language-model tool ${name} asks the user to confirm: ${ask.title} ${typeof ask.message === 'string' ? ask.message : ask.message.value}`,
+          );
+        return prepared;
+      },
+      invoke: async (o, token) => {
+        ext.log.info(`language-model tool ${name}: ${JSON.stringify(o.input).slice(0, 200)}`);
+        try {
+          return await tool.invoke(o, token);
+        } catch (e) {
+          ext.log.info(`language-model tool ${name} failed: ${errorMessage(e)}`);
+          throw e;
+        }
+      },
+    }),
+  );
 }
 
 /**
@@ -164,11 +141,11 @@ export function registerLmTools(ext: FeatureContext, terminals: TerminalFeature,
  * needs no confirmation here (the sandbox holds it; a denial, or `askBeforeRun`, asks through our
  * notification, as for the user's own commands); a run the settings leave unsandboxed is confirmed.
  */
-function prepareRun(input: Input, executor: string, background: boolean): vscode.PreparedToolInvocation {
+function prepareRun(input: ToolInput, executor: string, background: boolean): vscode.PreparedToolInvocation {
   const settings = currentSandboxSettings();
   const sandboxed = sandboxRequest(settings, '/') !== undefined;
   const command = commandSketch(String(input['command'] ?? ''));
-  const cwd = str(input['cwd']);
+  const cwd = inputText(input['cwd']);
   const sandbox = sandboxed ? `sandbox: ${sandboxLabel(settings)}` : 'no sandbox';
   const what = `\`${command}\` on **${executor}**${cwd ? ` in \`${cwd}\`` : ''} (${sandbox})`;
   return {
@@ -184,10 +161,6 @@ function prepareRun(input: Input, executor: string, background: boolean): vscode
           },
         }),
   };
-}
-
-function opt<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {
-  return (v === undefined ? {} : { [key]: v }) as { [k in K]?: V };
 }
 
 function signalOf(token: vscode.CancellationToken): AbortSignal {
