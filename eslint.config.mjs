@@ -136,7 +136,6 @@ const OVER_SIZE = {
   'src/core/terminalRun.ts': { file: 544, fn: 119 },
   'src/mcp/mcpServer.ts': { file: 551 },
   'src/server/managedProcess.ts': { file: 544 },
-  'src/server/sandbox/layout.ts': { fn: 121 },
   'src/vscode/mcpFeature.ts': { fn: 110 },
   'src/vscode/terminals.ts': { file: 520 },
 };

@@ -82,63 +82,121 @@ export function realish(p: string): string {
 const STRENGTH: Record<Candidate['access'], number> = { read: 0, protect: 1, write: 2, deny: 3 };
 
 /**
+ * What the mounts are made from, one entry per real path: for one path the strongest access wins,
+ * and an explicit entry beats a built-in carve-out.
+ */
+class Candidates {
+  private readonly byPath = new Map<string, Candidate>();
+
+  put(c: Candidate): void {
+    const prev = this.byPath.get(c.path);
+    if (!prev || (c.explicit && !prev.explicit) || (c.explicit === prev.explicit && STRENGTH[c.access] > STRENGTH[prev.access]))
+      this.byPath.set(c.path, c);
+  }
+  get(path: string): Candidate | undefined {
+    return this.byPath.get(path);
+  }
+  has(path: string): boolean {
+    return this.byPath.has(path);
+  }
+  delete(path: string): void {
+    this.byPath.delete(path);
+  }
+  all(): Candidate[] {
+    return [...this.byPath.values()];
+  }
+  paths(where: (c: Candidate) => boolean): string[] {
+    return this.all()
+      .filter(where)
+      .map((c) => c.path);
+  }
+  /** The writable real paths: "/" when the root is, then the write entries. */
+  writable(root: Layout['root']): string[] {
+    return [...(root === 'rw' ? ['/'] : []), ...this.paths((c) => c.access === 'write')];
+  }
+}
+
+/**
  * `isStub` tells which existing directories are placeholders another running sandbox created: they
  * must stay placeholders (shared, removed by their last user), not become real carve-outs.
  */
 export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => boolean = () => false): Layout {
   if (policy.fs === 'unrestricted') return { root: 'rw', mounts: [], writableRoots: ['/'], protectedPaths: [], tmp: 'shared' };
 
-  // 1. Explicit rules on real paths; a missing read/write target is skipped (nothing to bind).
-  const byPath = new Map<string, Candidate>();
-  const put = (c: Candidate) => {
-    const prev = byPath.get(c.path);
-    if (!prev || (c.explicit && !prev.explicit) || (c.explicit === prev.explicit && STRENGTH[c.access] > STRENGTH[prev.access]))
-      byPath.set(c.path, c);
-  };
+  const candidates = explicitCandidates(policy);
+  const rootRule = candidates.get('/');
+  const root: Layout['root'] = rootRule?.access === 'read' ? 'ro' : rootRule?.access === 'write' ? 'rw' : 'empty';
+  candidates.delete('/');
+
+  // Scratch roots (/tmp, $TMPDIR) get no carve-outs.
+  const scratch = new Set(candidates.paths((c) => c.scratch === true));
+  addCarveOuts(candidates, candidates.writable(root), scratch);
+  addNestedCarveOuts(candidates, candidates.writable(root), scratch);
+
+  const writableRoots = candidates.writable(root);
+  const underWritable = (p: string) => writableRoots.some((w) => isWithin(p, w));
+  // A carve-out outside every writable area is read-only anyway: no mount needed.
+  for (const c of candidates.all()) if (c.access === 'protect' && !underWritable(c.path)) candidates.delete(c.path);
+
+  const tmp = tmpLayout(policy, root, candidates);
+  const { mounts, protectedPaths } = mountsFor(candidates, root, tmp, underWritable, isStub);
+  return { root, mounts, writableRoots, protectedPaths, tmp };
+}
+
+/** 1. Explicit rules on real paths; a missing read/write target is skipped (nothing to bind). */
+function explicitCandidates(policy: ResolvedPolicy): Candidates {
+  const candidates = new Candidates();
   for (const rule of policy.rules) {
     const real = realpathOrNull(rule.path);
     if (real === null) {
-      if (rule.access === 'deny') put({ path: realish(rule.path), access: 'deny', explicit: true });
+      if (rule.access === 'deny') candidates.put({ path: realish(rule.path), access: 'deny', explicit: true });
       continue;
     }
-    put({ path: real, access: rule.access, explicit: true, ...(rule.scratch ? { scratch: true } : {}) });
+    candidates.put({ path: real, access: rule.access, explicit: true, ...(rule.scratch ? { scratch: true } : {}) });
   }
+  return candidates;
+}
 
-  const rootRule = byPath.get('/');
-  const root: Layout['root'] = rootRule?.access === 'read' ? 'ro' : rootRule?.access === 'write' ? 'rw' : 'empty';
-  byPath.delete('/');
-  const writable = () => [...(root === 'rw' ? ['/'] : []), ...[...byPath.values()].filter((c) => c.access === 'write').map((c) => c.path)];
-
-  // 2. Built-in carve-outs inside every writable root but scratch ones (/tmp, $TMPDIR), and the
-  //    target of a `.git` pointer file.
-  const scratch = new Set([...byPath.values()].filter((c) => c.scratch).map((c) => c.path));
-  for (const w of writable()) {
+/** 2. Built-in carve-outs inside every writable root but scratch ones, and the target of a `.git` pointer file. */
+function addCarveOuts(candidates: Candidates, writable: string[], scratch: Set<string>): void {
+  for (const w of writable) {
     // A writable "/" is full write access: carve-outs at /.git would only litter the host root.
     if (scratch.has(w) || w === '/') continue;
     for (const name of PROTECTED_NAMES) {
       const p = w === '/' ? `/${name}` : `${w}/${name}`;
       const st = lstatOrNull(p);
       if (st === null) {
-        put({ path: p, access: 'protect', explicit: false });
+        candidates.put({ path: p, access: 'protect', explicit: false });
         continue;
       }
       if (st.isSymbolicLink()) {
         // The link itself can be re-pointed (its directory is writable); protect what it points to.
         const target = realpathOrNull(p) ?? resolve(dirname(p), readlinkSync(p));
-        put({ path: target, access: 'protect', explicit: false });
+        candidates.put({ path: target, access: 'protect', explicit: false });
         continue;
       }
-      put({ path: p, access: 'protect', explicit: false });
+      candidates.put({ path: p, access: 'protect', explicit: false });
       if (name === '.git' && st.isFile()) {
         const m = /^gitdir:\s*(.+?)\s*$/m.exec(safeRead(p));
-        if (m?.[1]) put({ path: realish(resolve(w, m[1])), access: 'protect', explicit: false });
+        if (m?.[1]) candidates.put({ path: realish(resolve(w, m[1])), access: 'protect', explicit: false });
       }
     }
   }
-  // 2b. The same names deeper down (nested repositories, sub-projects), as far as the bounded
-  //     scan sees: only existing ones (see docs/sandbox.md, "Nested repositories").
-  const explicitPaths = [...byPath.values()].filter((c) => c.explicit).map((c) => c.path);
-  for (const w of writable()) {
+}
+
+/**
+ * 2b. The same names deeper down (nested repositories, sub-projects), as far as the bounded scan
+ * sees: only existing ones (see docs/sandbox.md, "Nested repositories").
+ */
+function addNestedCarveOuts(candidates: Candidates, writable: string[], scratch: Set<string>): void {
+  const putNested = (p: string): void => {
+    // Inside a carve-out that is already a read-only directory (a submodule's gitdir in .git/modules): nothing to add.
+    for (const c of candidates.all())
+      if (c.access === 'protect' && c.path !== p && isWithin(p, c.path) && lstatOrNull(c.path)?.isDirectory()) return;
+    candidates.put({ path: p, access: 'protect', explicit: false, nested: true });
+  };
+  const explicitPaths = candidates.paths((c) => c.explicit);
+  for (const w of writable) {
     if (scratch.has(w) || w === '/') continue;
     // Inside another explicit entry below this root: covered by that entry (or its own scan).
     const inner = explicitPaths.filter((e) => e !== w && isWithin(e, w));
@@ -159,40 +217,40 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
       }
     }
   }
-  function putNested(p: string): void {
-    // Inside a carve-out that is already a read-only directory (a submodule's gitdir in .git/modules): nothing to add.
-    for (const c of byPath.values())
-      if (c.access === 'protect' && c.path !== p && isWithin(p, c.path) && lstatOrNull(c.path)?.isDirectory()) return;
-    put({ path: p, access: 'protect', explicit: false, nested: true });
-  }
+}
 
-  const writableRoots = writable();
-  const underWritable = (p: string) => writableRoots.some((w) => isWithin(p, w));
-  // A carve-out outside every writable area is read-only anyway: no mount needed.
-  for (const [p, c] of byPath) if (c.access === 'protect' && !underWritable(p)) byPath.delete(p);
-
-  // 3. /tmp: shared when writable by a rule, otherwise a private tmpfs if the root is visible.
+/** 3. /tmp: shared when writable by a rule, otherwise a private tmpfs if the root is visible. */
+function tmpLayout(policy: ResolvedPolicy, root: Layout['root'], candidates: Candidates): Layout['tmp'] {
   let tmp: Layout['tmp'];
-  const tmpRule = byPath.get('/tmp');
+  const tmpRule = candidates.get('/tmp');
   if (root === 'rw' || tmpRule?.access === 'write') tmp = 'shared';
   else if (tmpRule?.access === 'read') tmp = 'read-only';
   else tmp = 'private';
-  const readable = (p: string) => root !== 'empty' || [...byPath.values()].some((c) => c.access !== 'deny' && isWithin(p, c.path));
   const cwdReal = realpathOrNull(policy.cwd) ?? policy.cwd;
   if (
     tmp === 'private' &&
     root === 'ro' &&
     isWithin(cwdReal, '/tmp') &&
-    ![...byPath.values()].some((c) => c.access !== 'deny' && isWithin(cwdReal, c.path))
+    !candidates.all().some((c) => c.access !== 'deny' && isWithin(cwdReal, c.path))
   ) {
     // The private /tmp would hide a cwd under /tmp that the policy lets the command read.
-    put({ path: cwdReal, access: 'read', explicit: true });
+    candidates.put({ path: cwdReal, access: 'read', explicit: true });
   }
+  return tmp;
+}
 
-  // 4. Order: shallow first; mounts on the same depth are independent.
-  const ordered = [...byPath.values()].sort((a, b) => depthOf(a.path) - depthOf(b.path) || a.path.localeCompare(b.path));
+/** 4. The mounts in order: shallow first; mounts on the same depth are independent. */
+function mountsFor(
+  candidates: Candidates,
+  root: Layout['root'],
+  tmp: Layout['tmp'],
+  underWritable: (path: string) => boolean,
+  isStub: (path: string) => boolean,
+): Pick<Layout, 'mounts' | 'protectedPaths'> {
+  const readable = (p: string) => root !== 'empty' || candidates.all().some((c) => c.access !== 'deny' && isWithin(p, c.path));
+  const ordered = candidates.all().sort((a, b) => depthOf(a.path) - depthOf(b.path) || a.path.localeCompare(b.path));
   const mounts: Mount[] = [];
-  if (tmp === 'private' && !byPath.has('/tmp')) mounts.push({ kind: 'tmpfs', path: '/tmp' });
+  if (tmp === 'private' && !candidates.has('/tmp')) mounts.push({ kind: 'tmpfs', path: '/tmp' });
   const protectedPaths: string[] = [];
   for (const c of ordered) {
     const st = lstatOrNull(c.path);
@@ -224,7 +282,7 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
         break;
     }
   }
-  return { root, mounts, writableRoots, protectedPaths, tmp };
+  return { mounts, protectedPaths };
 }
 
 /*
