@@ -133,7 +133,6 @@ const OVER_SIZE = {
   'src/core/agentTools.ts': { file: 466 },
   'src/core/executorChanges.ts': { file: 463 },
   'src/core/executorSearch.ts': { file: 462 },
-  'src/core/terminalRun.ts': { file: 544, fn: 119 },
   'src/mcp/mcpServer.ts': { file: 551 },
   'src/server/managedProcess.ts': { file: 544 },
   'src/vscode/mcpFeature.ts': { fn: 110 },

@@ -1,97 +1,27 @@
 import type { ProcessHandle } from '../client/processHandle';
-import type { ConnectionState, ProcessCompletion, ProcessEvent, StartProcessOptions } from '../client/types';
+import type { ProcessCompletion, StartProcessOptions } from '../client/types';
 import { isExecClientError } from '../client/errors';
 import { DisposableStore } from '../util/disposable';
-import type { Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
-import {
-  reportedDenial,
-  sandboxUnavailableReason,
-  unsandboxedRetry,
-  type ApprovalOutcome,
-  type BeforeRunOutcome,
-  type DeniedRun,
-  type PlannedRun,
-} from './approvalPolicy';
-import type { RunKind, RunRegistry } from './runRegistry';
+import { reportedDenial, sandboxUnavailableReason, unsandboxedRetry } from './approvalPolicy';
+import { RunApprovals, type RunDecision } from './runApprovals';
+import type { RunRegistry } from './runRegistry';
+import { startOptions, type RunProcessEvent, type RunSpec, type TerminalRunDeps } from './runSpec';
 import { hostOfTarget } from './sandboxSettings';
+import { TerminalActions } from './terminalActions';
 import { TERMINAL_CREDIT_WINDOW } from './terminalFlow';
 import { terminalName } from './terminalNames';
 import { reopenNotice, type ReplayStart } from './terminalReplayRange';
-import { TerminalStreamModel, type TerminalAction } from './terminalStreamModel';
+import { TerminalStreamModel } from './terminalStreamModel';
 
-/** What to run in one terminal. */
-export interface RunSpec {
-  kind: RunKind;
-  executor: string;
-  /** Shown in the terminal, the tree and the approval popup; what "Copy Command" copies. */
-  commandLine: string;
-  argv: string[];
-  /** Absolute path on the executor. */
-  cwd: string;
-  /** With `envPolicy`: overlaid on the executor's environment; without: the complete child environment. */
-  env?: Record<string, string>;
-  envPolicy?: StartProcessOptions['envPolicy'];
-  tty: boolean;
-  /** Pipe processes: forward typed lines to stdin. */
-  pipeStdin: boolean;
-  /** The `sandbox` value for `process/start`; undefined runs unsandboxed. */
-  sandbox?: StartProcessOptions['sandbox'];
-  /** Human description of the sandbox policy, e.g. `workspace-write, network off`. */
-  sandboxLabel: string;
-  /** With `sandbox`: the managed network's lists (only these destinations, through the executor's proxy). */
-  managedNetwork?: { allow: string[] };
-  /** A reopened terminal (`attach`): whether its process runs sandboxed. */
-  wasSandboxed?: boolean;
-  /** Started by a language model's tool (its background id, if it runs in the background). */
-  agent?: { backgroundId?: string; readSeq?: number };
-  /** Started by a task of tasks.json (its label): after a window reload it comes back as a terminal. */
-  task?: string;
-}
+// Moved to runSpec.ts and runApprovals.ts; importers of this file keep these names.
+export type { RunProcessEvent, RunSpec, TerminalRunDeps } from './runSpec';
+export type { RunDecision } from './runApprovals';
 
-/**
- * What the approval rules decided for a run, in order: the question before it started, a denial (or
- * a sandbox the executor could not build) and what was done about it. What a tool tells its model.
- */
-export type RunDecision =
-  | { kind: 'beforeRun'; outcome: BeforeRunOutcome }
-  | { kind: 'denied'; exitCode: number; deniedHost?: string; outcome: ApprovalOutcome }
-  | { kind: 'unavailable'; reason: string; outcome: ApprovalOutcome };
-
-/** One process event of the run's current process; `attempt` counts the processes (1, then 2 after a retry). */
-export interface RunProcessEvent {
-  attempt: number;
-  sandboxed: boolean;
-  event: ProcessEvent;
-}
-
-export interface TerminalRunDeps {
-  start(options: StartProcessOptions): Promise<ProcessHandle>;
-  /** Asks the approval policy (and through it the user); `signal` fires when the terminal is closed first. */
-  approve(denial: DeniedRun, signal: AbortSignal): Promise<ApprovalOutcome>;
-  /**
-   * Asked before a sandboxed command starts (always-allowed: start unsandboxed; `askBeforeRun`: ask).
-   * Required, with `approve`: every run (terminal, task, tool) applies the same rules (core/executorRun.ts).
-   */
-  beforeRun(run: PlannedRun, signal: AbortSignal, onAsk: () => void): Promise<BeforeRunOutcome>;
-  /** The executor's connection, for the recovery lines. */
-  onConnectionState: Event<ConnectionState>;
-  /** Whether `process/resize` is supported (capability `processResize`). */
-  canResize(): boolean;
-  registry?: RunRegistry;
-  /**
-   * Instead of starting a process: follow one that already runs (a terminal reopened after a window
-   * reload). Resolves with its handle (retained output first) and where the retained output begins;
-   * `replay`: where the replay was made to start (the newest part the terminal holds,
-   * core/terminalReplayRange.ts), its first `skipBytes` of event `afterSeq + 1` not shown.
-   * `view.rows`: the terminal's rows, if it said.
-   */
-  attach?(view: {
-    rows: number | undefined;
-  }): Promise<{ handle: ProcessHandle; evictedBefore: number; droppedBytes?: number; spoolCapBytes?: number; replay?: ReplayStart }>;
-  /** The process behind the terminal started (for what a window reload reopens). */
-  onStarted?(handle: ProcessHandle, sandboxed: boolean): void;
-  log?(line: string): void;
+/** The next process of a run (an approved retry; `hostAllowed`: in the sandbox again, with one more host). */
+interface NextAttempt {
+  options: StartProcessOptions;
+  hostAllowed?: boolean;
 }
 
 /**
@@ -107,14 +37,14 @@ export class TerminalRun {
   private handle: ProcessHandle | undefined;
   private sandboxedNow: boolean;
   private started = false;
-  private resizeWarned = false;
   /** Resolves when the run is over (finished, failed, or the terminal closed). */
   readonly done: Promise<void>;
   private resolveDone!: () => void;
   private readonly nameListeners = new Set<(name: string) => void>();
   private readonly eventListeners = new Set<(e: RunProcessEvent) => void>();
   private readonly startListeners = new Set<(handle: ProcessHandle) => void>();
-  private readonly decisionList: RunDecision[] = [];
+  private readonly approvals: RunApprovals;
+  private readonly actions: TerminalActions;
   private attempts = 0;
   /** Set by `stop()`: why the run was ended by its owner (a tool's timeout, a chat's cancel). */
   private stopReason: string | undefined;
@@ -132,7 +62,19 @@ export class TerminalRun {
       commandLine: spec.commandLine,
       sandboxed: this.sandboxedNow,
     }).id;
-    this.store.add(this.model.onAction((a) => this.act(a)));
+    this.approvals = new RunApprovals(
+      spec,
+      deps,
+      this.model,
+      () => this.ended,
+      () => this.setUnsandboxed(),
+    );
+    this.actions = new TerminalActions(deps);
+    this.store.add(
+      this.model.onAction((a) => {
+        if (this.handle) this.actions.apply(this.handle, a);
+      }),
+    );
     this.store.add(
       deps.onConnectionState((s) => {
         if (this.handle) this.model.connectionState(s);
@@ -150,7 +92,7 @@ export class TerminalRun {
 
   /** What the approval rules decided so far, in order. */
   get decisions(): readonly RunDecision[] {
-    return this.decisionList;
+    return this.approvals.decisions;
   }
 
   /** Why `stop()` ended the run, if it did. */
@@ -282,8 +224,12 @@ export class TerminalRun {
     const skip = r && r.skipBytes > 0 ? { seq: r.afterSeq + 1, bytes: r.skipBytes } : undefined;
     const completion = await this.follow(handle, this.sandboxedNow, skip);
     if (!completion) return;
-    this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: completion.sandboxDenied });
-    this.model.finish(completion.exitCode);
+    this.finishExited(completion.exitCode, completion.sandboxDenied);
+  }
+
+  private finishExited(exitCode: number, sandboxDenied: boolean): void {
+    this.update({ status: 'exited', exitCode, sandboxDenied });
+    this.model.finish(exitCode);
   }
 
   /**
@@ -350,195 +296,148 @@ export class TerminalRun {
     if (this.deps.attach) return this.reattach(this.deps.attach);
     if (spec.kind === 'command') this.model.notice(`$ ${spec.commandLine}`);
     this.model.notice(spec.sandbox === undefined ? 'sandbox: none' : `sandbox: ${spec.sandboxLabel}`);
-    const dims = this.model.dimensions;
-    let options: StartProcessOptions = {
-      argv: spec.argv,
-      cwd: spec.cwd,
-      ...(spec.env ? { env: spec.env } : {}),
-      ...(spec.envPolicy ? { envPolicy: spec.envPolicy } : {}),
-      tty: spec.tty,
-      pipeStdin: !spec.tty && spec.pipeStdin,
-      ...(spec.tty && dims ? { ptySize: dims } : {}),
-      ...(spec.sandbox !== undefined ? { sandbox: spec.sandbox } : {}),
-      ...(spec.sandbox !== undefined && spec.managedNetwork ? { managedNetwork: spec.managedNetwork } : {}),
-    };
+    let options: StartProcessOptions | undefined = startOptions(spec, this.model.dimensions);
     if (this.stopReason !== undefined) return this.endStopped();
-    if (spec.kind === 'command' && spec.sandbox !== undefined) {
-      const planned = {
-        commandLine: spec.commandLine,
-        argv: spec.argv,
-        cwd: spec.cwd,
-        executor: spec.executor,
-        sandboxLabel: spec.sandboxLabel,
-      };
-      let asked = false;
-      const before = await this.deps.beforeRun(planned, this.ended, () => {
-        asked = true;
-        this.update({ status: 'awaitingApproval' });
-      });
-      if (before.reason !== 'default') this.decisionList.push({ kind: 'beforeRun', outcome: before });
-      if (this.stopReason !== undefined && !this.closed.signal.aborted) return this.endStopped();
-      if (this.closed.signal.aborted || before.decision === 'cancel') {
-        this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : before.note });
-        if (!this.closed.signal.aborted) {
-          this.model.notice(before.note);
-          this.model.finish(undefined);
-        }
-        return;
-      }
-      if (before.decision === 'unsandboxed') {
-        // Once, without the sandbox: nothing ran sandboxed first.
-        this.model.warning(`${before.note} — running WITHOUT the sandbox`);
-        this.setUnsandboxed();
-        options = unsandboxedRetry(options);
-      } else if (before.note) this.model.notice(before.note);
-      if (asked) this.update({ status: 'starting' });
-    }
+    if (spec.kind === 'command' && spec.sandbox !== undefined) options = await this.askBeforeRun(options);
     // Each "Allow HOST for this workspace" re-runs in the sandbox once more (bounded); an unsandboxed retry ends it.
-    for (let attempt = 0, hostRetries = 0; attempt < 2; attempt++) {
+    for (let attempt = 0, hostRetries = 0; options && attempt < 2; attempt++) {
       if (this.closed.signal.aborted) return;
       if (this.stopReason !== undefined) return this.endStopped();
-      const sandboxed = options.sandbox !== undefined;
-      let handle: ProcessHandle;
-      try {
-        // The executor sends at most a credit window ahead of what the terminal was given (if it can).
-        handle = await this.deps.start({ ...options, creditWindow: TERMINAL_CREDIT_WINDOW });
-      } catch (e) {
-        const message = errorMessage(e);
-        // The executor cannot sandbox at all: the same question as a denial (the command never ran).
-        const unavailable = sandboxed && spec.kind === 'command' && attempt === 0 ? sandboxUnavailableReason(e) : undefined;
-        if (unavailable !== undefined && !this.ended.aborted) {
-          this.model.warning(`The executor cannot run this command in the sandbox (${spec.sandboxLabel}): ${unavailable}`);
-          this.update({ status: 'awaitingApproval' });
-          if ((await this.retryUnsandboxed({ unavailable })) === true) {
-            options = unsandboxedRetry(options);
-            continue;
-          }
-          if (this.stopReason !== undefined && !this.closed.signal.aborted) return this.endStopped();
-          this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : message });
-          if (!this.closed.signal.aborted) this.model.finish(undefined);
-          return;
-        }
-        this.model.error(`could not start: ${message}`);
-        this.update({ status: 'failed', error: message });
-        this.model.finish(undefined);
-        return;
+      const next = await this.runAttempt(options, attempt, hostRetries);
+      if (next?.hostAllowed) {
+        hostRetries++;
+        attempt--;
       }
-      this.handle = handle;
-      this.update({ status: 'running', processId: handle.processId, sandboxed });
-      if (this.ended.aborted) {
-        // Closed (or stopped) while the start was in flight: the model no longer asks, so stop it here.
-        void handle.terminate().catch(() => undefined);
-        if (this.closed.signal.aborted) this.update({ status: 'failed', error: 'terminal closed' });
-        else this.endStopped();
-        return;
-      }
-      this.deps.onStarted?.(handle, sandboxed);
-      const completion = await this.follow(handle, sandboxed);
-      if (!completion) return;
-      // Only a run that really ran sandboxed can be denied by the sandbox.
-      const denied = reportedDenial({ sandboxed, sandboxDenied: completion.sandboxDenied });
-      if (denied && spec.kind === 'command' && attempt === 0 && !this.ended.aborted) {
-        this.model.warning(
-          `The sandbox (${spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}); what it did before that is done.`,
-        );
-        this.update({ status: 'awaitingApproval', exitCode: completion.exitCode, sandboxDenied: true });
-        const deniedHost = completion.sandboxDeniedTarget ? hostOfTarget(completion.sandboxDeniedTarget) : undefined;
-        const retry = await this.retryUnsandboxed({ exitCode: completion.exitCode, ...(deniedHost ? { deniedHost } : {}) });
-        if (this.ended.aborted) {
-          this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: true });
-          if (!this.closed.signal.aborted) {
-            this.model.warning(`■ stopped: ${this.stopReason}`);
-            this.model.finish(completion.exitCode);
-          }
-          return;
-        }
-        if (typeof retry === 'string' && options.managedNetwork && hostRetries < 5) {
-          // Allowed for this workspace: the same start, in the sandbox, with the host on the list.
-          hostRetries++;
-          options = { ...options, managedNetwork: { allow: [...new Set([...options.managedNetwork.allow, retry])] } };
-          this.model.notice(`↻ re-running in the sandbox with ${retry} allowed`);
-          attempt--;
-          continue;
-        }
-        if (retry === true) {
-          options = unsandboxedRetry(options);
-          continue;
-        }
-      }
-      this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: denied });
-      this.model.finish(completion.exitCode);
-      return;
+      options = next?.options;
     }
   }
 
-  /**
-   * Asks the approval policy whether to run the command again (or at all) without the sandbox and
-   * says the answer in the terminal. True: go on unsandboxed (the terminal's name says so).
-   */
-  private async retryUnsandboxed(blocked: Pick<DeniedRun, 'exitCode' | 'unavailable' | 'deniedHost'>): Promise<boolean | string> {
-    const { spec } = this;
-    const outcome = await this.deps.approve(
-      {
-        commandLine: spec.commandLine,
-        argv: spec.argv,
-        cwd: spec.cwd,
-        executor: spec.executor,
-        sandboxLabel: spec.sandboxLabel,
-        ...blocked,
-      },
-      this.ended,
-    );
-    this.decisionList.push(
-      blocked.unavailable !== undefined
-        ? { kind: 'unavailable', reason: blocked.unavailable, outcome }
-        : { kind: 'denied', exitCode: blocked.exitCode ?? -1, ...(blocked.deniedHost ? { deniedHost: blocked.deniedHost } : {}), outcome },
-    );
-    if (this.ended.aborted) return false;
-    if (!outcome.approved) {
-      this.model.notice(outcome.note);
-      return outcome.allowedHost ?? false;
+  /** A sandboxed command: the question before it starts. The options to start with; undefined: the run is over. */
+  private async askBeforeRun(options: StartProcessOptions): Promise<StartProcessOptions | undefined> {
+    let asked = false;
+    const before = await this.approvals.beforeRun(() => {
+      asked = true;
+      this.update({ status: 'awaitingApproval' });
+    });
+    if (this.stopReason !== undefined && !this.closed.signal.aborted) {
+      this.endStopped();
+      return undefined;
     }
-    this.model.warning(`↻ ${outcome.note} — ${blocked.unavailable !== undefined ? 'running' : 're-running'} WITHOUT the sandbox`);
-    this.setUnsandboxed();
-    return true;
+    if (this.closed.signal.aborted || before.decision === 'cancel') {
+      this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : before.note });
+      if (!this.closed.signal.aborted) {
+        this.model.notice(before.note);
+        this.model.finish(undefined);
+      }
+      return undefined;
+    }
+    if (before.decision === 'unsandboxed') {
+      // Once, without the sandbox: nothing ran sandboxed first.
+      this.model.warning(`${before.note} — running WITHOUT the sandbox`);
+      this.setUnsandboxed();
+      options = unsandboxedRetry(options);
+    } else if (before.note) this.model.notice(before.note);
+    if (asked) this.update({ status: 'starting' });
+    return options;
+  }
+
+  /** One process of the run, to its end; the next attempt (a retry) or undefined: the run is over. */
+  private async runAttempt(options: StartProcessOptions, attempt: number, hostRetries: number): Promise<NextAttempt | undefined> {
+    const sandboxed = options.sandbox !== undefined;
+    const handle = await this.startAttempt(options, sandboxed, attempt);
+    if (handle === 'unsandboxed') return { options: unsandboxedRetry(options) };
+    if (!handle) return undefined;
+    this.handle = handle;
+    this.update({ status: 'running', processId: handle.processId, sandboxed });
+    if (this.ended.aborted) {
+      // Closed (or stopped) while the start was in flight: the model no longer asks, so stop it here.
+      void handle.terminate().catch(() => undefined);
+      if (this.closed.signal.aborted) this.update({ status: 'failed', error: 'terminal closed' });
+      else this.endStopped();
+      return undefined;
+    }
+    this.deps.onStarted?.(handle, sandboxed);
+    const completion = await this.follow(handle, sandboxed);
+    if (!completion) return undefined;
+    // Only a run that really ran sandboxed can be denied by the sandbox.
+    const denied = reportedDenial({ sandboxed, sandboxDenied: completion.sandboxDenied });
+    if (denied && this.spec.kind === 'command' && attempt === 0 && !this.ended.aborted)
+      return this.afterDenial(completion, options, hostRetries);
+    this.finishExited(completion.exitCode, denied);
+    return undefined;
+  }
+
+  /**
+   * Starts an attempt's process. `'unsandboxed'`: the executor cannot sandbox and running without it
+   * was approved; undefined: it did not start and the run is over (said in the terminal).
+   */
+  private async startAttempt(
+    options: StartProcessOptions,
+    sandboxed: boolean,
+    attempt: number,
+  ): Promise<ProcessHandle | 'unsandboxed' | undefined> {
+    const { spec } = this;
+    try {
+      // The executor sends at most a credit window ahead of what the terminal was given (if it can).
+      return await this.deps.start({ ...options, creditWindow: TERMINAL_CREDIT_WINDOW });
+    } catch (e) {
+      const message = errorMessage(e);
+      // The executor cannot sandbox at all: the same question as a denial (the command never ran).
+      const unavailable = sandboxed && spec.kind === 'command' && attempt === 0 ? sandboxUnavailableReason(e) : undefined;
+      if (unavailable !== undefined && !this.ended.aborted) {
+        this.model.warning(`The executor cannot run this command in the sandbox (${spec.sandboxLabel}): ${unavailable}`);
+        this.update({ status: 'awaitingApproval' });
+        if ((await this.approvals.retryUnsandboxed({ unavailable })) === true) return 'unsandboxed';
+        if (this.stopReason !== undefined && !this.closed.signal.aborted) {
+          this.endStopped();
+          return undefined;
+        }
+        this.update({ status: 'failed', error: this.closed.signal.aborted ? 'terminal closed' : message });
+        if (!this.closed.signal.aborted) this.model.finish(undefined);
+        return undefined;
+      }
+      this.model.error(`could not start: ${message}`);
+      this.update({ status: 'failed', error: message });
+      this.model.finish(undefined);
+      return undefined;
+    }
+  }
+
+  /** The sandbox blocked the first attempt: ask, then run again (unsandboxed, or with a host allowed) or end. */
+  private async afterDenial(
+    completion: ProcessCompletion,
+    options: StartProcessOptions,
+    hostRetries: number,
+  ): Promise<NextAttempt | undefined> {
+    this.model.warning(
+      `The sandbox (${this.spec.sandboxLabel}) blocked this command (exit code ${completion.exitCode}); what it did before that is done.`,
+    );
+    this.update({ status: 'awaitingApproval', exitCode: completion.exitCode, sandboxDenied: true });
+    const deniedHost = completion.sandboxDeniedTarget ? hostOfTarget(completion.sandboxDeniedTarget) : undefined;
+    const retry = await this.approvals.retryUnsandboxed({ exitCode: completion.exitCode, ...(deniedHost ? { deniedHost } : {}) });
+    if (this.ended.aborted) {
+      this.update({ status: 'exited', exitCode: completion.exitCode, sandboxDenied: true });
+      if (!this.closed.signal.aborted) {
+        this.model.warning(`■ stopped: ${this.stopReason}`);
+        this.model.finish(completion.exitCode);
+      }
+      return undefined;
+    }
+    if (typeof retry === 'string' && options.managedNetwork && hostRetries < 5) {
+      // Allowed for this workspace: the same start, in the sandbox, with the host on the list.
+      this.model.notice(`↻ re-running in the sandbox with ${retry} allowed`);
+      return {
+        options: { ...options, managedNetwork: { allow: [...new Set([...options.managedNetwork.allow, retry])] } },
+        hostAllowed: true,
+      };
+    }
+    if (retry === true) return { options: unsandboxedRetry(options) };
+    this.finishExited(completion.exitCode, true);
+    return undefined;
   }
 
   private setUnsandboxed(): void {
     this.sandboxedNow = false;
     for (const l of [...this.nameListeners]) l(terminalName(this.spec, { unsandboxed: true }));
-  }
-
-  private act(action: TerminalAction): void {
-    const handle = this.handle;
-    if (!handle) return;
-    const warn = (what: string) => (e: unknown) => this.deps.log?.(`${what} failed for ${handle.processId}: ${errorMessage(e)}`);
-    switch (action.kind) {
-      case 'write':
-        handle.write(action.data).catch(warn('write'));
-        break;
-      case 'interrupt':
-        handle.interrupt().catch(warn('interrupt'));
-        break;
-      case 'terminate':
-        handle.terminate().catch(warn('terminate'));
-        break;
-      case 'pause':
-        handle.pauseOutput();
-        break;
-      case 'resume':
-        handle.resumeOutput();
-        break;
-      case 'consumed':
-        handle.outputConsumed(action.bytes);
-        break;
-      case 'resize':
-        if (this.deps.canResize()) handle.resize(action.cols, action.rows).catch(warn('resize'));
-        else if (!this.resizeWarned) {
-          this.resizeWarned = true;
-          this.deps.log?.('this executor cannot resize a PTY (no processResize capability); the shell keeps its size');
-        }
-        break;
-    }
   }
 }
