@@ -2,7 +2,8 @@
  * The layer rules of eslint.config.mjs (docs/architecture.md, "Layers") on the fixtures in
  * test/lint-fixtures. Each fixture names the path it is linted as (`// lint-as: src/core/x.ts`,
  * a virtual file: the rules go by path) and every message it must produce (`// expect: rule: message`);
- * a fixture without `expect` lines must produce none at all.
+ * a fixture without `expect` lines must produce none at all. The .mjs fixtures are the plain ES
+ * modules of scripts/ and bench/, linted with type information (their typed promise rules).
  */
 import { ESLint } from 'eslint';
 import assert from 'node:assert/strict';
@@ -31,6 +32,23 @@ const eslint = new ESLint({
   },
 });
 
+// The .mjs fixtures keep the typed rules. The config types scripts/ and bench/ with the program of
+// tsconfig.scripts.json, which a virtual file is not in; here the project service gives such a file a
+// program of its own with that tsconfig's options (allowJs, checkJs, strict).
+const typedEslint = new ESLint({
+  cwd: ROOT,
+  overrideConfigFile: join(ROOT, 'eslint.config.mjs'),
+  overrideConfig: {
+    files: ['**/*.mjs'],
+    languageOptions: {
+      parserOptions: {
+        project: null,
+        projectService: { allowDefaultProject: ['scripts/*.mjs', 'bench/*.mjs'], defaultProject: 'tsconfig.scripts.json' },
+      },
+    },
+  },
+});
+
 interface Fixture {
   name: string;
   lintAs: string;
@@ -47,7 +65,7 @@ function readFixture(name: string): Fixture {
 }
 
 const fixtures = readdirSync(FIXTURES)
-  .filter((f) => f.endsWith('.ts'))
+  .filter((f) => f.endsWith('.ts') || f.endsWith('.mjs'))
   .sort()
   .map(readFixture);
 
@@ -58,7 +76,8 @@ test('there are fixtures that must fail and fixtures that must pass', () => {
 
 for (const fixture of fixtures) {
   test(`lint fixture ${fixture.name} as ${fixture.lintAs}: ${fixture.expected.length} message(s)`, async () => {
-    const [result] = await eslint.lintText(fixture.text, { filePath: join(ROOT, fixture.lintAs) });
+    const linter = fixture.name.endsWith('.mjs') ? typedEslint : eslint;
+    const [result] = await linter.lintText(fixture.text, { filePath: join(ROOT, fixture.lintAs) });
     assert.ok(result, 'a lint result');
     const got = result.messages.map((m) => `${m.ruleId ?? '(no rule)'}: ${m.message}`);
     assert.deepEqual(got.sort(), [...fixture.expected].sort());
