@@ -13,7 +13,7 @@ import { registerResultDocuments } from './mcpCommands';
 import { elicitUrlWithQuickPick, elicitWithQuickInput } from './mcpElicitation';
 import { LmSampler } from './mcpSampling';
 import type { McpFeature } from './mcpFeatureApi';
-import { registerMcpProvider } from './mcpProvider';
+import { type McpProviderHandle, registerMcpProvider } from './mcpProvider';
 import { McpConfigSource } from './mcpConfigSource';
 import { McpTreeProvider } from './mcpView';
 import { notifyBlocked, writeServerSandbox } from './mcpSandbox';
@@ -132,45 +132,12 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
   const secrets = ext.context.secrets;
   const settings = () => vscode.workspace.getConfiguration('execBridge.mcp');
   let trace = settings().get<boolean>('trace', false);
-  const rootsChanged = new Emitter<void>();
   const sampler = new LmSampler();
   ext.disposables.add(sampler);
   const signIn = new McpSignIn(secrets);
   ext.disposables.add(signIn);
   const source = new McpConfigSource(ext.log);
-  const manager = new McpServerManager({
-    host: new ExtensionExecutorHost(ext),
-    clientInfo: { name: 'exec-bridge', version: String(ext.context.extension?.packageJSON?.version ?? '0.0.0') },
-    resolveInput: (input) => resolveInput(secrets, input),
-    trace: () => trace,
-    auth: signIn.hooks(),
-    client: {
-      roots: {
-        list: (executorId) => {
-          const local = ext.executors.get(executorId)?.config.kind === 'bundled';
-          const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => ({
-            scheme: f.uri.scheme,
-            authority: f.uri.authority,
-            path: f.uri.path,
-            name: f.name,
-          }));
-          return rootsFor(folders, executorId, local);
-        },
-        onDidChange: rootsChanged.event,
-      },
-      elicit: (server, params, signal) => elicitWithQuickInput(server, params, signal),
-      elicitUrl: (server, params, signal) => elicitUrlWithQuickPick(server, params, signal),
-      sample: sampler.sample,
-      canSample: sampler.canSample,
-    },
-    // "Allow" for a sandboxed server: written where it is defined, then applied before its restart.
-    saveSandbox: async (server, sandbox) => {
-      await writeServerSandbox(server, sandbox);
-      manager.applyConfig(await source.read(), { autoStart: false });
-    },
-  });
-  ext.disposables.add(vscode.workspace.onDidChangeWorkspaceFolders(() => rootsChanged.fire()));
-  ext.disposables.add(rootsChanged);
+  const manager = newManager(ext, { source, signIn, sampler, trace: () => trace });
   const tree = new McpTreeModel(manager);
   const outputs = new McpOutputChannels();
   const provider = new McpTreeProvider(tree);
@@ -202,26 +169,7 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
       if (autoStartAllowed()) manager.autoStart();
     }),
   );
-
-  // Our servers in VS Code's own MCP list (chat, agent mode), where VS Code has the API.
-  const vscodeList = registerMcpProvider(
-    manager,
-    ext.context.extension?.extensionPath ?? '',
-    () => ext.executors.active.name,
-    (l) => ext.log.info(l),
-  ).then(
-    (h) => {
-      if (h) {
-        ext.disposables.add(h);
-        ext.disposables.add(ext.executors.onDidChange(() => h.recheck()));
-      }
-      return h;
-    },
-    (e: unknown) => {
-      ext.log.error(`MCP: offering our servers to VS Code failed: ${errorMessage(e)}`);
-      return undefined;
-    },
-  );
+  const vscodeList = offerToVscode(ext, manager);
 
   let shutdownPromise: Promise<void> | undefined;
   const shutdown = () => {
@@ -247,6 +195,74 @@ export function registerMcpFeature(ext: FeatureContext): McpFeature {
     },
     shutdown,
   };
+}
+
+/**
+ * The manager over this window: its executors, `${input:…}` answers from SecretStorage, sign-in,
+ * and what servers may ask of the client (the workspace folders as roots, elicitation through
+ * quick inputs, sampling with VS Code's language models).
+ */
+function newManager(
+  ext: FeatureContext,
+  { source, signIn, sampler, trace }: { source: McpConfigSource; signIn: McpSignIn; sampler: LmSampler; trace: () => boolean },
+): McpServerManager {
+  const rootsChanged = new Emitter<void>();
+  const manager = new McpServerManager({
+    host: new ExtensionExecutorHost(ext),
+    clientInfo: { name: 'exec-bridge', version: String(ext.context.extension?.packageJSON?.version ?? '0.0.0') },
+    resolveInput: (input) => resolveInput(ext.context.secrets, input),
+    trace,
+    auth: signIn.hooks(),
+    client: {
+      roots: {
+        list: (executorId) => {
+          const local = ext.executors.get(executorId)?.config.kind === 'bundled';
+          const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => ({
+            scheme: f.uri.scheme,
+            authority: f.uri.authority,
+            path: f.uri.path,
+            name: f.name,
+          }));
+          return rootsFor(folders, executorId, local);
+        },
+        onDidChange: rootsChanged.event,
+      },
+      elicit: (server, params, signal) => elicitWithQuickInput(server, params, signal),
+      elicitUrl: (server, params, signal) => elicitUrlWithQuickPick(server, params, signal),
+      sample: sampler.sample,
+      canSample: sampler.canSample,
+    },
+    // "Allow" for a sandboxed server: written where it is defined, then applied before its restart.
+    saveSandbox: async (server, sandbox) => {
+      await writeServerSandbox(server, sandbox);
+      manager.applyConfig(await source.read(), { autoStart: false });
+    },
+  });
+  ext.disposables.add(vscode.workspace.onDidChangeWorkspaceFolders(() => rootsChanged.fire()));
+  ext.disposables.add(rootsChanged);
+  return manager;
+}
+
+/** Our servers in VS Code's own MCP list (chat, agent mode), where VS Code has the API. */
+function offerToVscode(ext: FeatureContext, manager: McpServerManager): Promise<McpProviderHandle | undefined> {
+  return registerMcpProvider(
+    manager,
+    ext.context.extension?.extensionPath ?? '',
+    () => ext.executors.active.name,
+    (l) => ext.log.info(l),
+  ).then(
+    (h) => {
+      if (h) {
+        ext.disposables.add(h);
+        ext.disposables.add(ext.executors.onDidChange(() => h.recheck()));
+      }
+      return h;
+    },
+    (e: unknown) => {
+      ext.log.error(`MCP: offering our servers to VS Code failed: ${errorMessage(e)}`);
+      return undefined;
+    },
+  );
 }
 
 /** `${input:id}`: from SecretStorage if answered before, else asked once and stored there. */
