@@ -3,9 +3,8 @@ import { parseSshTarget } from '../client/sshConnector';
 import { AGENT_OUTPUT_LIMIT } from '../core/agentOutput';
 import { BUNDLED_EXECUTOR, type ExecutorConfig } from '../core/executorConfig';
 import { DEFAULT_SANDBOX, type SandboxSettings } from '../core/sandboxSettings';
-import { SandboxPolicyName } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
-import { HelpRequested, UsageError } from './runArgs';
+import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
 
 /* `exec-bridge mcp`'s command line: the usage text and the parser (the server is in mcp.ts). */
 
@@ -99,133 +98,131 @@ function defaultName(config: Draft): string {
   }
 }
 
+/** An executor while its options are read, with the options that belong to it. */
+interface Entry {
+  config: Draft;
+  tokenFile?: string;
+  sshOptions: string[];
+}
+
+/** The command line read so far: the executors in order, the options of the whole server. */
+interface McpParse {
+  readonly localCwd: string;
+  readonly entries: Entry[];
+  readonly out: Omit<McpArgs, 'executors'>;
+  readonly networkAllow: string[];
+}
+
+/** The executor an option of one belongs to: the one before it. */
+function last(p: McpParse, flag: string): Entry {
+  const e = p.entries.at(-1);
+  if (!e) throw new UsageError(`${flag} belongs to an executor: put it after --bundled, --url, --ssh or --stdio`);
+  return e;
+}
+
+function atLeast(flag: string, v: string, min: number): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${flag} must be an integer of at least ${min}, got ${v}`);
+  return n;
+}
+
+/** `--ssh`'s value, checked as ssh will read it. */
+function sshTarget(target: string): string {
+  try {
+    parseSshTarget(target);
+  } catch (e) {
+    throw new UsageError(errorMessage(e));
+  }
+  return target;
+}
+
+/** The options that start an executor: the ones after it, up to the next, belong to it. */
+const EXECUTOR_OPTIONS: OptionTable<McpParse> = {
+  '--bundled': (p) => {
+    if (p.entries.some((e) => e.config.kind === 'bundled')) throw new UsageError('--bundled is given twice');
+    p.entries.push({ config: { kind: 'bundled' }, sshOptions: [] });
+  },
+  '--url': (p, value) => {
+    const url = value();
+    if (!/^wss?:\/\/\S+$/.test(url)) throw new UsageError(`--url must start with ws:// or wss://, got ${url}`);
+    p.entries.push({ config: { kind: 'websocket', url, tokenSecret: '' }, sshOptions: [] });
+  },
+  '--ssh': (p, value) => p.entries.push({ config: { kind: 'ssh', ssh: sshTarget(value()), sshOptions: [] }, sshOptions: [] }),
+  '--stdio': (p, value) => p.entries.push({ config: { kind: 'stdio', command: stdioCommand(value()) }, sshOptions: [] }),
+};
+
+/** The options of the executor before them. */
+const PER_EXECUTOR_OPTIONS: OptionTable<McpParse> = {
+  '--name': (p, value, flag) => {
+    const e = last(p, flag);
+    if (e.config.kind === 'bundled') throw new UsageError(`the bundled executor is always named ${BUNDLED_EXECUTOR}`);
+    const name = value().trim();
+    if (!/^[\w.@:-]{1,64}$/.test(name)) throw new UsageError(`--name may use letters, digits and . _ - @ : (at most 64), got ${name}`);
+    e.config.name = name;
+  },
+  '--cwd': (p, value, flag) => {
+    const e = last(p, flag);
+    const dir = value();
+    // The bundled executor is this machine: a relative path is ours. Elsewhere only the executor knows.
+    if (e.config.kind === 'bundled') e.config.cwd = resolve(p.localCwd, dir);
+    else if (dir.startsWith('/')) e.config.cwd = dir;
+    else throw new UsageError(`--cwd of a remote executor must be an absolute path on it, got ${dir}`);
+  },
+  '--token-file': (p, value, flag) => {
+    const e = last(p, flag);
+    if (e.config.kind !== 'websocket') throw new UsageError('--token-file belongs to --url');
+    e.tokenFile = value();
+  },
+  '--ssh-option': (p, value, flag) => {
+    const e = last(p, flag);
+    if (e.config.kind !== 'ssh') throw new UsageError('--ssh-option belongs to --ssh');
+    e.sshOptions.push(value());
+  },
+};
+
+/** The options of the whole server: its sandbox, its limits. */
+const SERVER_OPTIONS: OptionTable<McpParse> = {
+  '--sandbox': (p, value) => (p.out.sandbox.policy = sandboxPolicyValue(value())),
+  '--sandbox-network': (p) => (p.out.sandbox.network = true),
+  '--sandbox-network-allow': (p, value) => p.networkAllow.push(...listValue(value())),
+  '--allow-unsandboxed': (p) => (p.out.allowUnsandboxed = true),
+  '--session-ttl-ms': (p, value, flag) => (p.out.sessionTtlMs = atLeast(flag, value(), 1)),
+  '--max-output-bytes': (p, value, flag) => {
+    const n = atLeast(flag, value(), MIN_OUTPUT_BYTES);
+    if (n > MAX_OUTPUT_BYTES) throw new UsageError(`--max-output-bytes may be at most ${MAX_OUTPUT_BYTES} (1 MiB), got ${n}`);
+    p.out.maxOutputBytes = n;
+  },
+  '--verbose': (p) => (p.out.verbose = true),
+  '-h': help,
+  '--help': help,
+};
+
+const MCP_OPTIONS: OptionTable<McpParse> = { ...EXECUTOR_OPTIONS, ...PER_EXECUTOR_OPTIONS, ...SERVER_OPTIONS };
+
 export function parseMcpArgs(args: string[], localCwd = process.cwd()): McpArgs {
-  const entries: Array<{ config: Draft; tokenFile?: string; sshOptions: string[] }> = [];
-  const out: Omit<McpArgs, 'executors'> = {
-    sandbox: { ...DEFAULT_SANDBOX },
-    allowUnsandboxed: false,
-    sessionTtlMs: DEFAULT_MCP_SESSION_TTL_MS,
-    maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
-    verbose: false,
+  const p: McpParse = {
+    localCwd,
+    entries: [],
+    out: {
+      sandbox: { ...DEFAULT_SANDBOX },
+      allowUnsandboxed: false,
+      sessionTtlMs: DEFAULT_MCP_SESSION_TTL_MS,
+      maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
+      verbose: false,
+    },
+    networkAllow: [],
   };
-  const networkAllow: string[] = [];
-  const last = (flag: string) => {
-    const e = entries.at(-1);
-    if (!e) throw new UsageError(`${flag} belongs to an executor: put it after --bundled, --url, --ssh or --stdio`);
-    return e;
-  };
-  const positive = (flag: string, v: string, min = 1) => {
-    const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${flag} must be an integer of at least ${min}, got ${v}`);
-    return n;
-  };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
-    const flag = eq > 0 ? a.slice(0, eq) : a;
-    const value = () => {
-      const v = eq > 0 ? a.slice(eq + 1) : args[++i];
-      if (v === undefined) throw new UsageError(`${flag} needs a value`);
-      return v;
-    };
-    switch (flag) {
-      case '--bundled':
-        if (entries.some((e) => e.config.kind === 'bundled')) throw new UsageError('--bundled is given twice');
-        entries.push({ config: { kind: 'bundled' }, sshOptions: [] });
-        break;
-      case '--url': {
-        const url = value();
-        if (!/^wss?:\/\/\S+$/.test(url)) throw new UsageError(`--url must start with ws:// or wss://, got ${url}`);
-        entries.push({ config: { kind: 'websocket', url, tokenSecret: '' }, sshOptions: [] });
-        break;
-      }
-      case '--ssh': {
-        const target = value();
-        try {
-          parseSshTarget(target);
-        } catch (e) {
-          throw new UsageError(errorMessage(e));
-        }
-        entries.push({ config: { kind: 'ssh', ssh: target, sshOptions: [] }, sshOptions: [] });
-        break;
-      }
-      case '--stdio':
-        entries.push({ config: { kind: 'stdio', command: stdioCommand(value()) }, sshOptions: [] });
-        break;
-      case '--name': {
-        const e = last(flag);
-        if (e.config.kind === 'bundled') throw new UsageError(`the bundled executor is always named ${BUNDLED_EXECUTOR}`);
-        const name = value().trim();
-        if (!/^[\w.@:-]{1,64}$/.test(name)) throw new UsageError(`--name may use letters, digits and . _ - @ : (at most 64), got ${name}`);
-        e.config.name = name;
-        break;
-      }
-      case '--cwd': {
-        const e = last(flag);
-        const dir = value();
-        // The bundled executor is this machine: a relative path is ours. Elsewhere only the executor knows.
-        if (e.config.kind === 'bundled') e.config.cwd = resolve(localCwd, dir);
-        else if (dir.startsWith('/')) e.config.cwd = dir;
-        else throw new UsageError(`--cwd of a remote executor must be an absolute path on it, got ${dir}`);
-        break;
-      }
-      case '--token-file': {
-        const e = last(flag);
-        if (e.config.kind !== 'websocket') throw new UsageError('--token-file belongs to --url');
-        e.tokenFile = value();
-        break;
-      }
-      case '--ssh-option': {
-        const e = last(flag);
-        if (e.config.kind !== 'ssh') throw new UsageError('--ssh-option belongs to --ssh');
-        e.sshOptions.push(value());
-        break;
-      }
-      case '--sandbox': {
-        const v = value();
-        const policy = SandboxPolicyName.safeParse(v);
-        if (!policy.success) throw new UsageError(`--sandbox must be read-only, workspace-write or full-access, got ${v}`);
-        out.sandbox.policy = policy.data;
-        break;
-      }
-      case '--sandbox-network':
-        out.sandbox.network = true;
-        break;
-      case '--sandbox-network-allow':
-        networkAllow.push(
-          ...value()
-            .split(',')
-            .map((s) => s.trim())
-            .filter((s) => s !== ''),
-        );
-        break;
-      case '--allow-unsandboxed':
-        out.allowUnsandboxed = true;
-        break;
-      case '--session-ttl-ms':
-        out.sessionTtlMs = positive(flag, value());
-        break;
-      case '--max-output-bytes': {
-        const n = positive(flag, value(), MIN_OUTPUT_BYTES);
-        if (n > MAX_OUTPUT_BYTES) throw new UsageError(`--max-output-bytes may be at most ${MAX_OUTPUT_BYTES} (1 MiB), got ${n}`);
-        out.maxOutputBytes = n;
-        break;
-      }
-      case '--verbose':
-        out.verbose = true;
-        break;
-      case '-h':
-      case '--help':
-        throw new HelpRequested();
-      default:
-        throw new UsageError(`unknown option ${a}`);
-    }
+  applyOptions(args, MCP_OPTIONS, p, false);
+  if (p.networkAllow.length > 0) {
+    if (p.out.sandbox.network) throw new UsageError('use either --sandbox-network (everything) or --sandbox-network-allow (a list)');
+    p.out.sandbox.networkAllow = [...new Set(p.networkAllow)];
   }
-  if (networkAllow.length > 0) {
-    if (out.sandbox.network) throw new UsageError('use either --sandbox-network (everything) or --sandbox-network-allow (a list)');
-    out.sandbox.networkAllow = [...new Set(networkAllow)];
-  }
-  if (entries.length === 0) entries.push({ config: { kind: 'bundled' }, sshOptions: [] });
+  if (p.entries.length === 0) p.entries.push({ config: { kind: 'bundled' }, sshOptions: [] });
+  return { ...p.out, executors: finishExecutors(p.entries, localCwd) };
+}
+
+/** Names every executor (a default unless --name, made unique) and fills in what its options left open. */
+function finishExecutors(entries: readonly Entry[], localCwd: string): McpExecutor[] {
   const executors: McpExecutor[] = [];
   const names = new Set<string>();
   for (const e of entries) {
@@ -242,5 +239,5 @@ export function parseMcpArgs(args: string[], localCwd = process.cwd()): McpArgs 
     if (e.config.kind === 'websocket') e.config.tokenSecret = name;
     executors.push({ config: { ...e.config, name } as ExecutorConfig, ...(e.tokenFile !== undefined ? { tokenFile: e.tokenFile } : {}) });
   }
-  return { ...out, executors };
+  return executors;
 }
