@@ -7,12 +7,16 @@
  * shared with `exec-bridge mcp`.
  */
 import { randomBytes } from 'node:crypto';
-import type { ProcessHandle } from '../client/processHandle';
 import { systemClock, type Clock } from '../util/clock';
 import { describeExitCode } from '../util/exitCode';
-import { BoundedOutput, forModel, FULL_OUTPUT_IN_TERMINAL, outputBound, type OutputBound } from './agentOutput';
+import { forModel, outputBound, type OutputBound } from './agentOutput';
+import { decisionText } from './decisionText';
+import { RunCapture } from './runCapture';
 import type { RunRegistry } from './runRegistry';
-import type { RunDecision, TerminalRun } from './terminalRun';
+import type { TerminalRun } from './terminalRun';
+
+// Moved to decisionText.ts; importers of this file keep the name.
+export { decisionText } from './decisionText';
 
 /** The tools' names (package.json `contributes.languageModelTools` declares each with its schema). */
 export const AGENT_TOOL_NAMES = {
@@ -98,45 +102,6 @@ export interface AgentToolsDeps {
   clock?: Clock;
   newId?(): string;
   bound?: OutputBound;
-}
-
-/** The output of each process of a run (an approved retry is a second one), as the terminal got it. */
-class RunCapture {
-  readonly attempts: { sandboxed: boolean; output: BoundedOutput; exitCode?: number; lastSeq: number; processId?: string }[] = [];
-  private readonly subs: { dispose(): void }[];
-
-  constructor(
-    readonly run: TerminalRun,
-    private readonly bound: OutputBound,
-    /** Events of the first process up to this seq were read before (a reopened terminal replays them). */
-    private readonly skipThrough = 0,
-    private readonly onProcess?: (handle: ProcessHandle) => void,
-  ) {
-    this.subs = [
-      run.onDidStart((handle) => this.onProcess?.(handle)),
-      run.onProcessEvent(({ attempt, sandboxed, event }) => {
-        const a = (this.attempts[attempt - 1] ??= {
-          sandboxed,
-          output: new BoundedOutput(this.bound, FULL_OUTPUT_IN_TERMINAL),
-          lastSeq: 0,
-        });
-        a.processId ??= run.process?.processId;
-        if (event.type === 'failed') return;
-        if (attempt === 1 && event.seq <= this.skipThrough) return;
-        a.lastSeq = Math.max(a.lastSeq, event.seq);
-        if (event.type === 'output') a.output.push(event.data);
-        else if (event.type === 'exited') a.exitCode = event.exitCode;
-      }),
-    ];
-  }
-
-  get last() {
-    return this.attempts.at(-1);
-  }
-
-  dispose(): void {
-    for (const s of this.subs) s.dispose();
-  }
 }
 
 interface BackgroundEntry {
@@ -396,51 +361,6 @@ export class AgentTools {
       subs.push(run.onDidStart(() => ready() && finish('done')));
     });
   }
-}
-
-/** What the approval rules did, said to a model (which acts on it: retry, change course, ask the user). */
-export function decisionText(d: RunDecision, sandboxLabel: string): string {
-  switch (d.kind) {
-    case 'beforeRun':
-      switch (d.outcome.reason) {
-        case 'alwaysAllowed':
-          return 'The user always allows this command in this workspace, so it ran without the sandbox.';
-        case 'runSandboxed':
-          return `The user approved running it in the sandbox (${sandboxLabel}).`;
-        case 'approvedOnce':
-        case 'approvedAlways':
-          return `The user approved running it without the sandbox (${d.outcome.note}).`;
-        case 'denied':
-        case 'dismissed':
-        case 'cancelled':
-          return `The user was asked before it ran (approval policy askBeforeRun) and did not allow it (${d.outcome.note}): nothing ran. Do not run it again unless the user asks for it.`;
-        case 'default':
-          return '';
-      }
-      break;
-    case 'denied': {
-      const what = `The sandbox (${sandboxLabel}) blocked ${d.deniedHost ? `the connection to ${d.deniedHost}` : 'the command'} (exit code ${d.exitCode}).`;
-      const o = d.outcome;
-      if (o.approved) {
-        const who =
-          o.reason === 'autoApprove' ? 'It was approved automatically (approval policy autoApprove)' : `The user approved it (${o.note})`;
-        return `${what} ${who}, and it was run again without the sandbox.`;
-      }
-      if (o.reason === 'allowedHost')
-        return `${what} The user allowed ${o.allowedHost} for this workspace, and it was run again in the sandbox with it allowed.`;
-      if (o.reason === 'never')
-        return `${what} The approval policy is "never": it was not re-run without the sandbox. Work within the sandbox.`;
-      if (o.reason === 'cancelled') return `${what} The approval was withdrawn (${o.note}).`;
-      return `${what} The user refused to run it without the sandbox (${o.note}). Do not retry it unsandboxed; do the work within what the sandbox allows (${sandboxLabel}), or ask the user.`;
-    }
-    case 'unavailable': {
-      const what = `The executor cannot sandbox this command (${d.reason}).`;
-      if (d.outcome.approved)
-        return `${what} ${d.outcome.reason === 'autoApprove' ? 'It was approved automatically' : `The user approved it (${d.outcome.note})`}, and it ran without the sandbox.`;
-      return `${what} It did not run: ${d.outcome.note}.`;
-    }
-  }
-  return '';
 }
 
 function required(v: unknown, name: string): string {
