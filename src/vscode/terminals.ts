@@ -3,146 +3,31 @@ import { inheritAllEnv } from '../client/envPolicy';
 import type { ExecutorConnection, RestoredSession } from '../core/executorConnection';
 import type { RememberedProcess } from '../core/sessionMemory';
 import { sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
-import { CommandMarks, injectShellIntegration } from '../core/shellIntegration';
+import { injectShellIntegration } from '../core/shellIntegration';
 import { terminalName } from '../core/terminalNames';
-import { isStandIn } from '../core/standInTerminal';
 import { TERMINAL_CREDIT_WINDOW } from '../core/terminalFlow';
 import { attachNewest } from '../core/terminalReplayRange';
 import { executorRun, type RunServices } from '../core/executorRun';
 import type { RunSpec, TerminalRun, TerminalRunDeps } from '../core/terminalRun';
-import { TextTail } from '../util/textTail';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
+import { ExecTerminalImpl, RunPseudoterminal, type RunTerminal } from './runPseudoterminal';
+import { StandInTerminalWatch } from './standInTerminal';
 import { registerFullOutput } from './terminalOutput';
 import { currentSandboxSettings } from './listSettings';
 
-const TRANSCRIPT_LIMIT = 256 * 1024;
+// One terminal's pseudoterminal and its API view: runPseudoterminal.ts; VS Code's own shell after a reload: standInTerminal.ts.
+export type { RunTerminal } from './runPseudoterminal';
+
 const HISTORY_KEY = 'execBridge.commandHistory';
 const HISTORY_LIMIT = 30;
-/** Whether this workspace's window has a local terminal of its own (one VS Code revives after a reload). */
-const LOCAL_TERMINALS_KEY = 'execBridge.windowHasLocalTerminal';
 export const SHELL_PROFILE_ID = 'execBridge.shell';
 /** Marks our terminals in the tab list (the same icon as executors in our views). */
 const TERMINAL_ICON = new vscode.ThemeIcon('vm');
-/** How long a closed terminal waits before it ends its process (a window reload must not end it). */
-const CLOSE_GRACE_MS = 300;
 
 /** The rules, the run list and the log every run on an executor is built with (core/executorRun.ts). */
 export function runServices(ext: FeatureContext): RunServices {
   return { approvals: ext.approvals, registry: ext.runs, log: (line) => ext.log.info(line) };
-}
-
-/**
- * A VS Code Pseudoterminal over one TerminalRun (docs/style.md §8): it only forwards — open, input,
- * resize and close go to the run's stream model; the model's text and close come back.
- */
-class RunPseudoterminal implements vscode.Pseudoterminal {
-  private readonly writeEmitter = new vscode.EventEmitter<string>();
-  private readonly closeEmitter = new vscode.EventEmitter<number | void>();
-  private readonly nameEmitter = new vscode.EventEmitter<string>();
-  readonly onDidWrite = this.writeEmitter.event;
-  readonly onDidClose = this.closeEmitter.event;
-  readonly onDidChangeName = this.nameEmitter.event;
-  private readonly transcript = new TextTail(TRANSCRIPT_LIMIT);
-  /** Set when VS Code closes the terminal because the window goes away (reload, close). */
-  windowClosing = false;
-
-  constructor(
-    readonly run: TerminalRun,
-    private readonly isShuttingDown: () => boolean = () => false,
-  ) {
-    // Shell integration (OSC 633) for a command terminal; the shell's come from its own scripts.
-    const marks = run.spec.kind === 'command' ? new CommandMarks(run.spec.commandLine, run.spec.cwd) : undefined;
-    run.model.onWrite((raw) => {
-      const text = marks ? marks.wrap(raw, run.model.writingFinished, run.model.exitCode) : raw;
-      this.transcript.append(text);
-      this.writeEmitter.fire(text);
-    });
-    run.model.onClose((code) => this.closeEmitter.fire(code));
-    run.onDidChangeName((name) => this.nameEmitter.fire(name));
-  }
-
-  text(): string {
-    return this.transcript.text();
-  }
-
-  open(initialDimensions: vscode.TerminalDimensions | undefined): void {
-    this.run.model.open(initialDimensions ? { cols: initialDimensions.columns, rows: initialDimensions.rows } : undefined);
-    this.run.start();
-  }
-  close(): void {
-    // A window reload closes every terminal too, and the extension host may be gone a moment later:
-    // wait a little to tell that from the user closing it, so the process survives the reload.
-    setTimeout(() => {
-      if (this.windowClosing || this.isShuttingDown()) this.run.detach();
-      else this.run.close();
-    }, CLOSE_GRACE_MS);
-  }
-  handleInput(data: string): void {
-    this.run.model.handleInput(data);
-  }
-  setDimensions(d: vscode.TerminalDimensions): void {
-    this.run.model.setDimensions(d.columns, d.rows);
-  }
-
-  dispose(detach = false): void {
-    if (detach) this.run.detach();
-    else this.run.dispose();
-    this.writeEmitter.dispose();
-    this.closeEmitter.dispose();
-    this.nameEmitter.dispose();
-  }
-}
-
-/** One of our terminals with the run behind it (for features of this extension; the API shows less). */
-export type RunTerminal = ExecTerminal & { readonly run: TerminalRun };
-
-class ExecTerminalImpl implements ExecTerminal {
-  constructor(
-    readonly terminal: vscode.Terminal,
-    private readonly pty: RunPseudoterminal,
-  ) {}
-  get executor(): string {
-    return this.pty.run.spec.executor;
-  }
-  get commandLine(): string {
-    return this.pty.run.spec.commandLine;
-  }
-  get runId(): string | undefined {
-    return this.pty.run.runId;
-  }
-  text(): string {
-    return this.pty.text();
-  }
-  get onDidWrite(): vscode.Event<string> {
-    return this.pty.onDidWrite;
-  }
-  get phase() {
-    return this.pty.run.model.phase;
-  }
-  get exitCode(): number | undefined {
-    return this.pty.run.model.exitCode;
-  }
-  get sandboxed(): boolean {
-    return this.pty.run.sandboxed;
-  }
-  get done(): Promise<void> {
-    return this.pty.run.done;
-  }
-  get run(): TerminalRun {
-    return this.pty.run;
-  }
-  get process() {
-    return this.pty.run.process;
-  }
-  dispose(detach = false): void {
-    this.pty.dispose(detach);
-  }
-}
-
-/** A terminal an extension drives (a Pseudoterminal): no process of its own for VS Code to revive. */
-function isCustom(options: vscode.Terminal['creationOptions']): boolean {
-  return 'pty' in options && options.pty !== undefined;
 }
 
 /**
@@ -159,26 +44,16 @@ export class TerminalFeature {
   /** A terminal came back after a window reload (after onDidOpenTerminal), following its process again. */
   readonly onDidReopenTerminal = this.reopened.event;
   private shuttingDown = false;
-  /** VS Code's own shell opened for want of ours after a reload (core/standInTerminal.ts), until closed. */
-  private standIn: vscode.Terminal | undefined;
-  private standInFound = false;
-  private reopenedAny = false;
-  private readonly closedStandIns = new WeakSet<vscode.Terminal>();
-  /** The last write of LOCAL_TERMINALS_KEY: writes go in the order they were asked for. */
-  private recording: Promise<void> = Promise.resolve();
-  private readonly activatedAt = Date.now();
-  private readonly lastWindowHadLocal: boolean | undefined;
+  private readonly standInWatch: StandInTerminalWatch;
 
   constructor(private readonly ext: FeatureContext) {
-    this.lastWindowHadLocal = ext.context.workspaceState.get<boolean>(LOCAL_TERMINALS_KEY);
-    for (const t of vscode.window.terminals) this.watchStandIn(t, 0);
+    this.standInWatch = new StandInTerminalWatch(ext, () => this.shuttingDown);
     ext.disposables.add(this.opened);
     ext.disposables.add(this.reopened);
     registerFullOutput(ext, () => this.terminals());
     ext.disposables.add(
       vscode.window.onDidOpenTerminal((t) => {
-        this.watchStandIn(t, Date.now() - this.activatedAt);
-        void this.recordLocalTerminals();
+        this.standInWatch.opened(t);
         const pty = (t.creationOptions as vscode.ExtensionTerminalOptions).pty;
         if (!(pty instanceof RunPseudoterminal) || !this.unadopted.delete(pty)) return;
         this.track(t, pty);
@@ -189,8 +64,7 @@ export class TerminalFeature {
     );
     ext.disposables.add(
       vscode.window.onDidCloseTerminal((t) => {
-        if (t === this.standIn) this.standIn = undefined;
-        if (!this.shuttingDown && t.exitStatus?.reason !== vscode.TerminalExitReason.Shutdown) void this.recordLocalTerminals();
+        this.standInWatch.closed(t);
         const i = this.open.findIndex((x) => x.terminal === t);
         if (i < 0) return;
         if (t.exitStatus?.reason === vscode.TerminalExitReason.Shutdown || this.shuttingDown) {
@@ -353,62 +227,8 @@ export class TerminalFeature {
     let last: ExecTerminal | undefined;
     for (const p of restored.terminals) last = this.reopen(conn, restored, p) ?? last;
     last?.terminal.show(true);
-    if (last) {
-      this.reopenedAny = true;
-      this.closeStandIn();
-    }
+    if (last) this.standInWatch.oursReopened();
     this.ext.log.info(`${conn.name}: reopened ${restored.terminals.length} terminal(s) of session ${restored.client.sessionId}`);
-  }
-
-  /** Notes VS Code's own startup shell (core/standInTerminal.ts), closed once ours are back. */
-  private watchStandIn(t: vscode.Terminal, sinceActivation: number): void {
-    const seen = { custom: isCustom(t.creationOptions), named: Boolean(t.creationOptions.name), sinceActivation };
-    if (!isStandIn(seen, this.lastWindowHadLocal, this.standInFound)) return;
-    this.standInFound = true;
-    this.standIn = t;
-    this.closeStandIn();
-  }
-
-  /**
-   * Closes VS Code's stand-in shell once a terminal of ours is back, unless someone typed in it
-   * (then it is theirs) or it has no process of its own. Said in the log.
-   */
-  private closeStandIn(): void {
-    const t = this.standIn;
-    if (!t || !this.reopenedAny) return;
-    this.standIn = undefined;
-    void Promise.resolve(t.processId).then((pid) => {
-      if (t.state.isInteractedWith || t.exitStatus !== undefined || !pid || pid <= 0) return;
-      this.ext.log.info(
-        `closed the local shell "${t.name}" (pid ${pid}) VS Code opened at startup while ours were coming back: the last window had no local terminal`,
-      );
-      this.closedStandIns.add(t);
-      t.dispose();
-    });
-  }
-
-  /** Remembers whether a local terminal of this window's own (one with a process) is open, for the next window. */
-  private recordLocalTerminals(): Promise<void> {
-    const state = this.ext.context.workspaceState;
-    this.recording = this.recording.then(async () => {
-      // Pseudoterminals (ours, tasks', other extensions') are never revived by VS Code: only shells count.
-      const live = vscode.window.terminals.filter(
-        (t) => t.exitStatus === undefined && !this.closedStandIns.has(t) && !isCustom(t.creationOptions),
-      );
-      // A process that has not started within 5 s counts as one (the next window then closes nothing).
-      const pidOf = (t: vscode.Terminal) =>
-        new Promise<number | undefined>((resolve) => {
-          const timer = setTimeout(() => resolve(Number.MAX_SAFE_INTEGER), 5_000);
-          Promise.resolve(t.processId).then(
-            (pid) => (clearTimeout(timer), resolve(pid)),
-            () => (clearTimeout(timer), resolve(undefined)),
-          );
-        });
-      const pids = await Promise.all(live.map(pidOf));
-      const hasLocal = pids.some((pid) => pid !== undefined && pid > 0);
-      if (!this.shuttingDown && state.get<boolean>(LOCAL_TERMINALS_KEY) !== hasLocal) await state.update(LOCAL_TERMINALS_KEY, hasLocal);
-    });
-    return this.recording;
   }
 
   private reopen(conn: ExecutorConnection, restored: RestoredSession, p: RememberedProcess): ExecTerminal | undefined {
