@@ -11,11 +11,12 @@ import {
   redact,
   type ConnectionState,
   type Connector,
+  type ProcessCompletion,
   type ProcessHandle,
 } from '../client';
 import { sshConnector } from '../client/sshConnector';
 import { executorPath } from '../client/executorPaths';
-import { sandboxForPolicy } from '../protocol/sandbox';
+import { sandboxForPolicy, type SandboxPolicyName } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
 import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
 import { shellLine } from '../util/shellQuote';
@@ -44,6 +45,8 @@ export function cliInvocation(): string[] {
   return [same ? 'node' : process.execPath, resolve(script)];
 }
 
+type Say = (line: string) => void;
+
 /** The `exec-bridge run` line that runs `args` again: pasted, it works (same executor, cwd, stdin, …). */
 function rerunLine(args: RunArgs): string {
   return shellLine([...cliInvocation(), 'run', ...runArgv(args)]);
@@ -51,148 +54,22 @@ function rerunLine(args: RunArgs): string {
 
 /** `exec-bridge run`: resolves with the exit status for the process. */
 export async function runCommand(argv: string[]): Promise<number> {
-  let args: RunArgs;
-  try {
-    args = parseRunArgs(argv);
-  } catch (e) {
-    if (e instanceof HelpRequested) {
-      process.stdout.write(RUN_USAGE + '\n');
-      return 0;
-    }
-    if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`exec-bridge run: ${e.message}\n${RUN_USAGE}\n`);
-    return 2;
-  }
+  const args = parseOrExplain(argv);
+  if (typeof args === 'number') return args;
   const say = (line: string) => process.stderr.write(`exec-bridge: ${line}\n`);
   const debug = args.verbose ? say : () => undefined;
 
-  let bundled: BundledServer | undefined;
   let client: ExecServerClient | undefined;
   const cleanup = new Cleanup();
   try {
-    let url: string;
-    let token: string | undefined;
-    let connector: Connector | undefined;
-    if (args.ssh !== undefined) {
-      url = `ssh://${args.ssh}`;
-      connector = sshConnector({
-        target: args.ssh,
-        sshOptions: args.sshOptions,
-        cliPath: process.argv[1]!,
-        log: debug,
-        progress: (p) => {
-          if (p.step === 'installing') say(`installing exec-server ${p.version} on ${args.ssh} (${(p.bytes / 1e6).toFixed(1)} MB)…`);
-        },
-      });
-    } else if (args.bundled) {
-      bundled = await startBundledServer();
-      cleanup.add(() => bundled?.stop());
-      url = bundled.url;
-      token = bundled.token;
-      debug(`bundled exec-server at ${url}`);
-    } else {
-      url = args.url!;
-      token = args.tokenFile ? readTokenFile(args.tokenFile) : process.env.EXEC_BRIDGE_TOKEN;
-    }
-    client = await ExecServerClient.connect({
-      endpoint: { kind: 'websocket', url, token },
-      // A first ssh connect may upload the bundle: more than the default 5 s per attempt.
-      ...(connector ? { connector, attemptTimeoutMs: 60_000 } : {}),
-      clientName: 'exec-bridge-run',
-      deadlineMs: args.deadlineMs,
-      // Never giving up is worth it only if the executor keeps the command that long: ask for a night.
-      sessionTtlMs: args.sessionTtlMs ?? (args.deadlineMs === 0 ? DEFAULT_SESSION_TTL_MS : null),
-      log: args.verbose ? (line) => say(line) : undefined,
-    });
-    debug(`connected to ${redact(url)} (session ${client.sessionId})`);
-    watchConnection(client, say, bundled !== undefined);
-    if (bundled) {
-      const [c, server] = [client, bundled];
-      // Its commands die with it (the orphan guard): end the run now, in words that fit here.
-      void server.died.then((how) =>
-        c.dispose(
-          `the bundled exec-server (pid ${server.pid}, started for this run) exited (${how}), and the command ended with it. To run it again: ${rerunLine(args)}`,
-        ),
-      );
-    }
-
-    const cwd = args.cwd
-      ? args.bundled
-        ? resolve(args.cwd)
-        : args.cwd
-      : args.bundled
-        ? process.cwd()
-        : (executorPath(client.environmentInfo?.cwd) ?? process.cwd());
-    const stdinIsTty = Boolean(process.stdin.isTTY);
-    const handle = await client.startProcess({
-      argv: args.argv,
-      cwd,
-      tty: args.tty,
-      pipeStdin: !args.tty && args.stdin,
-      ...(args.sandbox
-        ? { sandbox: sandboxForPolicy({ policy: args.sandbox, cwd: pathToFileURL(cwd).href, network: args.sandboxNetwork }) }
-        : {}),
-      ...(args.networkAllow.length > 0 ? { managedNetwork: { allow: args.networkAllow, deny: args.networkDeny } } : {}),
-      ...(args.tty && process.stdout.isTTY ? { ptySize: { cols: process.stdout.columns, rows: process.stdout.rows } } : {}),
-    });
+    client = await connectExecutor(args, say, debug, cleanup);
+    const handle = await startOnExecutor(client, args);
     debug(`started process ${handle.processId}`);
-
-    const c = client;
-    let held = false;
-    let stdoutGone = false;
-    // Our reader went away (e.g. `| head`): stop the command, as a local pipeline would. No
-    // 'drain' will ever come, so read again (or the exit would never arrive) and drop its output.
-    const onOutputError = () => {
-      stdoutGone = true;
-      held = false;
-      c.setIncomingPaused(false);
-      void handle.terminate().catch(() => undefined);
-    };
-    process.stdout.on('error', onOutputError);
-    cleanup.add(() => process.stdout.off('error', onOutputError));
-    handle.onEvent((e) => {
-      if (e.type !== 'output') return;
-      if (stdoutGone && e.stream !== 'stderr') return;
-      const out = e.stream === 'stderr' ? process.stderr : process.stdout;
-      // A slow reader of our stdout (a pipe) holds the stream back end to end instead of us buffering it.
-      if (!out.write(e.data) && !held) {
-        held = true;
-        c.setIncomingPaused(true);
-        out.once('drain', () => {
-          if (!held) return;
-          held = false;
-          c.setIncomingPaused(false);
-        });
-      }
-    });
-    if (args.stdin || args.tty) cleanup.add(forwardStdin(handle, args.tty && stdinIsTty));
+    const output = streamOutput(client, handle, cleanup);
+    if (args.stdin || args.tty) cleanup.add(forwardStdin(handle, args.tty && Boolean(process.stdin.isTTY)));
     cleanup.add(forwardInterrupts(handle, say));
     if (args.tty && process.stdout.isTTY && client.capabilities.processResize) cleanup.add(forwardResize(handle));
-
-    try {
-      const done = await handle.completion;
-      await Promise.all([stdoutGone ? undefined : flushed(process.stdout), flushed(process.stderr)]);
-      if (done.sandboxDenied && args.sandbox && done.sandboxDeniedTarget) {
-        const host = done.sandboxDeniedTarget;
-        say(
-          `sandbox denied: the sandbox blocked ${host} (\`${shellLine(args.argv)}\`, exit status ${done.exitCode}).` +
-            ` If you trust it, allow it: ${rerunLine({ ...args, networkAllow: [...args.networkAllow, host] })}`,
-        );
-      } else if (done.sandboxDenied && args.sandbox) {
-        const net = args.sandboxNetwork ? '' : ' (network off)';
-        say(
-          `sandbox denied: \`${shellLine(args.argv)}\` was blocked by the ${args.sandbox} sandbox${net} (exit status ${done.exitCode}).` +
-            ` If you trust it, run it again without the sandbox: ${rerunLine({ ...args, sandbox: 'full-access', networkAllow: [], networkDeny: [] })}`,
-        );
-      }
-      return done.exitCode < 0 ? 255 : done.exitCode & 0xff;
-    } catch (e) {
-      if (isExecClientError(e) && e.kind === 'outputLost') {
-        // The output can no longer be exact: stop the command rather than let it run unobserved.
-        await handle.terminate().catch(() => undefined);
-      }
-      throw e;
-    }
+    return await exitStatus(handle, args, output, say);
   } catch (e) {
     if (isExecClientError(e)) {
       say(e.message);
@@ -204,6 +81,161 @@ export async function runCommand(argv: string[]): Promise<number> {
   } finally {
     client?.dispose();
     await cleanup.run();
+  }
+}
+
+/** The parsed command line, or the exit status once the usage was printed (`--help`: 0; a mistake: 2). */
+function parseOrExplain(argv: string[]): RunArgs | number {
+  try {
+    return parseRunArgs(argv);
+  } catch (e) {
+    if (e instanceof HelpRequested) {
+      process.stdout.write(RUN_USAGE + '\n');
+      return 0;
+    }
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`exec-bridge run: ${e.message}\n${RUN_USAGE}\n`);
+    return 2;
+  }
+}
+
+/** Connects to the executor of `args`; the bundled one is started first, and `cleanup` stops it. */
+async function connectExecutor(args: RunArgs, say: Say, debug: Say, cleanup: Cleanup): Promise<ExecServerClient> {
+  let url: string;
+  let token: string | undefined;
+  let connector: Connector | undefined;
+  let bundled: BundledServer | undefined;
+  if (args.ssh !== undefined) {
+    url = `ssh://${args.ssh}`;
+    connector = sshConnector({
+      target: args.ssh,
+      sshOptions: args.sshOptions,
+      cliPath: process.argv[1]!,
+      log: debug,
+      progress: (p) => {
+        if (p.step === 'installing') say(`installing exec-server ${p.version} on ${args.ssh} (${(p.bytes / 1e6).toFixed(1)} MB)…`);
+      },
+    });
+  } else if (args.bundled) {
+    const server = await startBundledServer();
+    bundled = server;
+    cleanup.add(() => server.stop());
+    url = server.url;
+    token = server.token;
+    debug(`bundled exec-server at ${url}`);
+  } else {
+    url = args.url!;
+    token = args.tokenFile ? readTokenFile(args.tokenFile) : process.env.EXEC_BRIDGE_TOKEN;
+  }
+  const client = await ExecServerClient.connect({
+    endpoint: { kind: 'websocket', url, token },
+    // A first ssh connect may upload the bundle: more than the default 5 s per attempt.
+    ...(connector ? { connector, attemptTimeoutMs: 60_000 } : {}),
+    clientName: 'exec-bridge-run',
+    deadlineMs: args.deadlineMs,
+    // Never giving up is worth it only if the executor keeps the command that long: ask for a night.
+    sessionTtlMs: args.sessionTtlMs ?? (args.deadlineMs === 0 ? DEFAULT_SESSION_TTL_MS : null),
+    log: args.verbose ? (line) => say(line) : undefined,
+  });
+  debug(`connected to ${redact(url)} (session ${client.sessionId})`);
+  watchConnection(client, say, bundled !== undefined);
+  if (bundled) {
+    const server = bundled;
+    // Its commands die with it (the orphan guard): end the run now, in words that fit here.
+    void server.died.then((how) =>
+      client.dispose(
+        `the bundled exec-server (pid ${server.pid}, started for this run) exited (${how}), and the command ended with it. To run it again: ${rerunLine(args)}`,
+      ),
+    );
+  }
+  return client;
+}
+
+/** Starts the command: in `--cwd` (ours with the bundled server), else where the executor starts processes. */
+function startOnExecutor(client: ExecServerClient, args: RunArgs): Promise<ProcessHandle> {
+  const cwd = args.cwd
+    ? args.bundled
+      ? resolve(args.cwd)
+      : args.cwd
+    : args.bundled
+      ? process.cwd()
+      : (executorPath(client.environmentInfo?.cwd) ?? process.cwd());
+  return client.startProcess({
+    argv: args.argv,
+    cwd,
+    tty: args.tty,
+    pipeStdin: !args.tty && args.stdin,
+    ...(args.sandbox
+      ? { sandbox: sandboxForPolicy({ policy: args.sandbox, cwd: pathToFileURL(cwd).href, network: args.sandboxNetwork }) }
+      : {}),
+    ...(args.networkAllow.length > 0 ? { managedNetwork: { allow: args.networkAllow, deny: args.networkDeny } } : {}),
+    ...(args.tty && process.stdout.isTTY ? { ptySize: { cols: process.stdout.columns, rows: process.stdout.rows } } : {}),
+  });
+}
+
+/**
+ * The process's output to our stdout and stderr. A slow reader of our stdout (a pipe) holds the
+ * stream back end to end instead of us buffering it. `stdoutGone`: our stdout's reader went away.
+ */
+function streamOutput(client: ExecServerClient, handle: ProcessHandle, cleanup: Cleanup): { readonly stdoutGone: boolean } {
+  const state = { held: false, stdoutGone: false };
+  // Our reader went away (e.g. `| head`): stop the command, as a local pipeline would. No
+  // 'drain' will ever come, so read again (or the exit would never arrive) and drop its output.
+  const onOutputError = () => {
+    state.stdoutGone = true;
+    state.held = false;
+    client.setIncomingPaused(false);
+    void handle.terminate().catch(() => undefined);
+  };
+  process.stdout.on('error', onOutputError);
+  cleanup.add(() => process.stdout.off('error', onOutputError));
+  handle.onEvent((e) => {
+    if (e.type !== 'output') return;
+    if (state.stdoutGone && e.stream !== 'stderr') return;
+    const out = e.stream === 'stderr' ? process.stderr : process.stdout;
+    if (!out.write(e.data) && !state.held) {
+      state.held = true;
+      client.setIncomingPaused(true);
+      out.once('drain', () => {
+        if (!state.held) return;
+        state.held = false;
+        client.setIncomingPaused(false);
+      });
+    }
+  });
+  return state;
+}
+
+/** Waits for the command's end and its output, says what the sandbox blocked, and gives the exit status. */
+async function exitStatus(handle: ProcessHandle, args: RunArgs, output: { readonly stdoutGone: boolean }, say: Say): Promise<number> {
+  try {
+    const done = await handle.completion;
+    await Promise.all([output.stdoutGone ? undefined : flushed(process.stdout), flushed(process.stderr)]);
+    if (done.sandboxDenied && args.sandbox) reportSandboxDenial(done, args, args.sandbox, say);
+    return done.exitCode < 0 ? 255 : done.exitCode & 0xff;
+  } catch (e) {
+    if (isExecClientError(e) && e.kind === 'outputLost') {
+      // The output can no longer be exact: stop the command rather than let it run unobserved.
+      await handle.terminate().catch(() => undefined);
+    }
+    throw e;
+  }
+}
+
+/** A command the `policy` sandbox denied: what it blocked, and the line that runs it again with that allowed. */
+function reportSandboxDenial(done: ProcessCompletion, args: RunArgs, policy: SandboxPolicyName, say: Say): void {
+  if (done.sandboxDeniedTarget) {
+    const host = done.sandboxDeniedTarget;
+    say(
+      `sandbox denied: the sandbox blocked ${host} (\`${shellLine(args.argv)}\`, exit status ${done.exitCode}).` +
+        ` If you trust it, allow it: ${rerunLine({ ...args, networkAllow: [...args.networkAllow, host] })}`,
+    );
+  } else {
+    const net = args.sandboxNetwork ? '' : ' (network off)';
+    say(
+      `sandbox denied: \`${shellLine(args.argv)}\` was blocked by the ${policy} sandbox${net} (exit status ${done.exitCode}).` +
+        ` If you trust it, run it again without the sandbox: ${rerunLine({ ...args, sandbox: 'full-access', networkAllow: [], networkDeny: [] })}`,
+    );
   }
 }
 
