@@ -128,7 +128,6 @@ const OVER_SIZE = {
   'src/cli/serve.ts': { fn: 108 },
   'src/client/execServerClient.ts': { file: 525 },
   'src/client/sshConnector.ts': { file: 661, fn: 373 },
-  'src/core/executorSearch.ts': { file: 462 },
   'src/mcp/mcpServer.ts': { file: 551 },
   'src/server/managedProcess.ts': { file: 544 },
 };
