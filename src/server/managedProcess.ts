@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
@@ -7,8 +6,9 @@ import { SANDBOX_BLOCKED, type ProcessReadResult, type ProcessStartRequest, type
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util/deferred';
 import type { FifoPool } from './fifoPool';
+import { LongPolls } from './longPolls';
 import { orphanGuard } from './orphanGuard';
-import { CreditWindow } from './creditWindow';
+import { OutputFlow } from './outputFlow';
 import { OutputWindow } from './outputWindow';
 import { SPOOL_PAGE_BYTES, type OutputSpool } from './outputSpool';
 import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
@@ -16,7 +16,8 @@ import type { SandboxPrewarmer } from './prewarm';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
 import { StdinWriter } from './processStdin';
 import { guardPtyDrain, type PtyDrainGuard } from './ptyProcess';
-import { killTree, reapedGroupIsOurs, treesKilled } from './processTree';
+import { exitCodeOf, interruptGroup, killLeftoverGroup } from './processSignals';
+import { killTree, treesKilled } from './processTree';
 import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
 
 export { encodeOutputNotification, type ProcessSink } from './processOutput';
@@ -46,14 +47,6 @@ const MAX_SPOOL_PAGE = 2 * SPOOL_PAGE_BYTES;
 /** After a sandboxed exit, wait this long (or for the pipes to close) before judging a denial. */
 const DENIAL_GRACE_MS = 150;
 const DEFAULT_PTY = { cols: 80, rows: 24 };
-const MAX_TIMER_MS = 2_147_483_647;
-
-function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null): number {
-  // Death by signal N is reported as 128+N, as a shell would (SIGINT 130, SIGKILL 137).
-  if (typeof signal === 'string') return 128 + (osConstants.signals[signal] ?? 0);
-  if (typeof signal === 'number' && signal > 0) return 128 + signal;
-  return code ?? -1;
-}
 
 /**
  * One process of a session: starts it (pipes or PTY, through ./processSpawn.ts), numbers its
@@ -78,8 +71,6 @@ export class ManagedProcess {
   private spool: OutputSpool | undefined;
   /** Output bytes ever produced: what neither the window nor the spool holds was dropped. */
   private outputBytes = 0;
-  /** The spool's writes are behind: the child's output is not read until they catch up. */
-  private spoolBusy = false;
   private exit: { code: number; seq: number } | undefined;
   private rawExit: number | undefined;
   private closedSeq: number | undefined;
@@ -94,16 +85,11 @@ export class ManagedProcess {
     pty: () => this.pty,
     stdin: () => this.stdin,
   });
-  private waiters = new Set<() => void>();
+  /** `process/read`s waiting for output, the exit or the close. */
+  private readonly polls = new LongPolls();
   private readonly output: OutputCoalescer;
-  /** The connection is congested (connection-level backpressure). */
-  private congested = false;
-  /** The client asked `process/pause` (per-process flow control) and not yet `process/resume`. */
-  private held = false;
-  /** The client's credit window (`process/ack`); undefined: no credit, read freely. */
-  private credit: CreditWindow | undefined;
-  /** Whether the child's output is being read: neither congested nor held nor out of credit. */
-  private reading = true;
+  /** Whether the child's output is read now (./outputFlow.ts). */
+  private readonly flow: OutputFlow;
   private destroyed = false;
   /** The process id as a JSON string literal, encoded once. */
   private readonly idJson: string;
@@ -116,7 +102,9 @@ export class ManagedProcess {
     private readonly pipeStdin: boolean,
     private readonly sink: ProcessSink,
     private readonly options: ProcessOptions,
+    creditWindow: number | null | undefined,
   ) {
+    this.flow = new OutputFlow(sink, options.spooling, (read) => this.setReading(read), creditWindow);
     this.window = new OutputWindow(options.retainedBytes, undefined, (c) => {
       this.spool ??= this.options.spool?.();
       this.spool?.append(c.seq, c.stream, c.data);
@@ -144,9 +132,8 @@ export class ManagedProcess {
 
   static async start(req: ProcessStartRequest, sink: ProcessSink, options: ProcessOptions): Promise<ManagedProcess> {
     const { plan, argv0 } = await planStart(req, options.planner);
-    const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options);
+    const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options, req.execBridgeCreditWindow);
     proc.plan = plan;
-    if (req.execBridgeCreditWindow) proc.credit = new CreditWindow(req.execBridgeCreditWindow);
     if (req.execBridgeReportBlocked && plan.onNetworkDenial) {
       // Told at once, not only at the exit: a long-lived process (an MCP server) lives on after a refusal.
       proc.unwatchDenials = plan.onNetworkDenial((d) => {
@@ -221,34 +208,14 @@ export class ManagedProcess {
     this.window.push({ seq, stream, data });
     if (this.spool) this.spoolPushed(this.spool);
     sendOutput(this.sink, this.idJson, this.idBytes, seq, stream, data);
-    this.wake();
-    if (this.credit) {
-      // Counted while detached too (as one entry): the client that comes back replays it and acknowledges on.
-      this.credit.sent(seq, data.length, this.detachedSpooling());
-      if (this.credit.exhausted) this.updateReading();
-    }
-    if (!this.congested && this.sink.congested()) {
-      // Backpressure: stop reading the child's output (it blocks on a full pipe) until the client catches up.
-      this.congested = true;
-      this.updateReading();
-      this.sink.whenUncongested(() => {
-        this.congested = false;
-        this.updateReading();
-      });
-    }
+    this.polls.wake();
+    this.flow.sent(seq, data.length);
   }
 
   /** After a push that spooled: the per-process cap (memory window included), and the spool's backpressure. */
   private spoolPushed(spool: OutputSpool): void {
     spool.trimTo(Math.max(0, spool.capBytes - this.window.retainedBytes));
-    if (!this.spoolBusy && spool.congested) {
-      this.spoolBusy = true;
-      this.updateReading();
-      void spool.whenDrained().then(() => {
-        this.spoolBusy = false;
-        this.updateReading();
-      });
-    }
+    this.flow.spooled(spool);
   }
 
   /** Output bytes no longer held (older than everything retained): dropped by a cap, or evicted before spooling began. */
@@ -258,60 +225,27 @@ export class ManagedProcess {
 
   /** `process/pause` (true) / `process/resume` (false): the client's own flow control for this process. */
   holdOutput(held: boolean): void {
-    this.held = held;
-    this.updateReading();
+    this.flow.hold(held);
   }
 
-  /**
-   * `process/ack`: output up to `seq` was consumed; `window` sets the credit window (null: off).
-   * The credit outlives a detach (the child blocks, nothing is evicted); acks are by seq, so a
-   * resumed client just acknowledges on.
-   */
+  /** `process/ack`: output up to `seq` was consumed; `window` sets the credit window (null: off). */
   ackOutput(seq: number, window: number | null | undefined): void {
-    if (window === null) this.credit = undefined;
-    else if (window !== undefined) {
-      if (this.credit) this.credit.window = window;
-      else this.credit = new CreditWindow(window);
-    }
-    this.credit?.ack(seq);
-    this.updateReading();
+    this.flow.ack(seq, window);
   }
 
-  /** Reads the child's output while the connection is not congested, the client does not hold it, and credit is left. */
-  private updateReading(): void {
-    const read = !this.congested && !this.held && !this.creditHolds() && !this.spoolBusy;
-    if (read === this.reading) return;
-    this.reading = read;
+  /** The sink changed (a client attached or left): congestion and credit are judged again. */
+  sinkChanged(): void {
+    this.flow.sinkChanged();
+  }
+
+  /** Pauses or resumes the child's output streams (the flow decides when). */
+  private setReading(read: boolean): void {
     for (const s of [this.stdout, this.stderr]) {
       if (read) s?.resume();
       else s?.pause();
     }
     if (read) this.pty?.resume();
     else this.pty?.pause();
-  }
-
-  /**
-   * A full credit window holds the process, except while nobody is attached to a session that
-   * spools: its output then goes to the spool (whose writes hold it back instead), so a detached
-   * terminal's command runs on; the client that comes back replays it and acknowledges on by seq.
-   */
-  private creditHolds(): boolean {
-    return !!this.credit?.exhausted && !this.detachedSpooling();
-  }
-
-  /** Nobody is attached and the session spools: a full credit window does not hold the process. */
-  private detachedSpooling(): boolean {
-    return this.sink.attached?.() === false && this.options.spooling?.() === true;
-  }
-
-  /**
-   * The sink changed (a client attached or left): a process must not wait on the old one's
-   * congestion, and a credit window holds again (or no more, see `creditHolds`). A client's pause stays: nothing is evicted while its client is away, and the
-   * session's TTL still ends a process whose client never comes back.
-   */
-  sinkChanged(): void {
-    if (this.congested && !this.sink.congested()) this.congested = false;
-    this.updateReading();
   }
 
   // ---- exit and close ----
@@ -341,7 +275,7 @@ export class ManagedProcess {
         sandboxDenied: this.denied,
         ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
       });
-      this.wake();
+      this.polls.wake();
       if (this.openStreams === 0) this.publishClosed();
     };
     if (this.plan?.restricted && code !== 0 && this.openStreams > 0) {
@@ -387,7 +321,7 @@ export class ManagedProcess {
     this.sink.notify('process/closed', { processId: this.id, seq });
     this.closedSignal.resolve();
     this.spool?.finished();
-    this.wake();
+    this.polls.wake();
     this.options.onClosed?.();
   }
 
@@ -405,31 +339,21 @@ export class ManagedProcess {
     spooled = false,
     spoolMaxBytes?: number,
   ): Promise<ProcessReadResult> {
-    const deadline = Date.now() + waitMs;
     const fromSpool = () => {
       const s = this.spool;
       if (!spooled || !s || s.retainedBytes === 0 || afterSeq >= s.lastSeq) return undefined;
       const first = this.window.firstSeq;
       return first === undefined || afterSeq + 1 < first ? s : undefined;
     };
-    for (let round = 0; round < 1_000_000; round++) {
-      const ready =
+    await this.polls.until(
+      () =>
         fromSpool() !== undefined ||
         (this.nextSeq - 1 > afterSeq && this.window.after(afterSeq, 0).length > 0) ||
         this.closedSeq !== undefined ||
         (this.exit !== undefined && afterSeq < this.exit.seq) ||
-        this.destroyed;
-      const left = deadline - Date.now();
-      if (ready || left <= 0) break;
-      const d = new Deferred<void>();
-      const wake = () => d.resolve();
-      this.waiters.add(wake);
-      // Node timers overflow above 2^31-1 ms (and then fire at once): wait in slices.
-      const timer = setTimeout(wake, Math.min(left, MAX_TIMER_MS));
-      await d.promise;
-      clearTimeout(timer);
-      this.waiters.delete(wake);
-    }
+        this.destroyed,
+      waitMs,
+    );
     const spool = fromSpool();
     if (spool) {
       const page = await spool.read(afterSeq, Math.min(spoolMaxBytes ?? maxBytes ?? SPOOL_PAGE_BYTES, MAX_SPOOL_PAGE));
@@ -478,13 +402,6 @@ export class ManagedProcess {
     void this.spool?.release();
   }
 
-  private wake(): void {
-    if (this.waiters.size === 0) return; // the common case on the output path: nobody long-polls
-    const ws = this.waiters;
-    this.waiters = new Set();
-    for (const w of ws) w();
-  }
-
   write(data: Buffer, writeId: string): Promise<WriteStatus> {
     return this.stdinWriter.write(data, writeId);
   }
@@ -492,15 +409,7 @@ export class ManagedProcess {
   /** SIGINT to the process group (a PTY's line discipline does the same for ^C). */
   interrupt(): void {
     if (this.rawExit !== undefined || this.pid <= 0) return;
-    try {
-      process.kill(-this.pid, 'SIGINT');
-    } catch {
-      try {
-        process.kill(this.pid, 'SIGINT');
-      } catch {
-        // gone
-      }
-    }
+    interruptGroup(this.pid);
   }
 
   /** SIGKILL to the whole tree. Returns whether it was still running. */
@@ -509,15 +418,9 @@ export class ManagedProcess {
     if (running) {
       // Batched and asynchronous; by the time it runs the leader may have been reaped.
       killTree(this.pid, () => this.rawExit === undefined);
-    } else if (this.pid > 0 && reapedGroupIsOurs(this.pid)) {
-      // The leader is reaped: what may be left is its group (nohup children), whose id the kernel
-      // keeps reserved while a member lives. Once a process has that pid again, it is someone
-      // else's group, never signalled.
-      try {
-        process.kill(-this.pid, 'SIGKILL');
-      } catch {
-        // no member left
-      }
+    } else if (this.pid > 0) {
+      // The leader is reaped: what may be left is its group (nohup children).
+      killLeftoverGroup(this.pid);
     }
     return running;
   }
@@ -537,7 +440,7 @@ export class ManagedProcess {
     // still takes this tree along.
     const pid = this.pid;
     void treesKilled().then(() => orphanGuard.remove(pid));
-    this.wake();
+    this.polls.wake();
     this.releaseOutput();
     if (this.closedSeq === undefined) this.releasePlan();
   }
