@@ -1,6 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -18,9 +16,9 @@ import { sshConnector } from '../client/sshConnector';
 import { executorPath } from '../client/executorPaths';
 import { sandboxForPolicy, type SandboxPolicyName } from '../protocol/sandbox';
 import { errorMessage } from '../util/errorMessage';
-import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
 import { shellLine } from '../util/shellQuote';
 import { HelpRequested, parseRunArgs, runArgv, UsageError, RUN_USAGE, type RunArgs } from './runArgs';
+import { startRunServer, type RunServer } from './runServer';
 import { readTokenFile } from './tokenFile';
 
 export { parseRunArgs, RUN_USAGE } from './runArgs';
@@ -104,7 +102,7 @@ async function connectExecutor(args: RunArgs, say: Say, debug: Say, cleanup: Cle
   let url: string;
   let token: string | undefined;
   let connector: Connector | undefined;
-  let bundled: BundledServer | undefined;
+  let bundled: RunServer | undefined;
   if (args.ssh !== undefined) {
     url = `ssh://${args.ssh}`;
     connector = sshConnector({
@@ -117,7 +115,7 @@ async function connectExecutor(args: RunArgs, say: Say, debug: Say, cleanup: Cle
       },
     });
   } else if (args.bundled) {
-    const server = await startBundledServer();
+    const server = await startRunServer();
     bundled = server;
     cleanup.add(() => server.stop());
     url = server.url;
@@ -329,93 +327,6 @@ function forwardResize(handle: ProcessHandle): () => void {
   const onResize = () => void handle.resize(process.stdout.columns, process.stdout.rows).catch(() => undefined);
   process.stdout.on('resize', onResize);
   return () => process.stdout.off('resize', onResize);
-}
-
-interface BundledServer {
-  url: string;
-  token: string;
-  pid: number;
-  /** Resolves with how the server ended (`killed by SIGKILL`, `exit code 1`) if it ends before `stop()`. */
-  died: Promise<string>;
-  stop(): Promise<void>;
-}
-
-/**
- * Starts `exec-bridge serve` (this same script) on loopback port 0 with a random token kept in a
- * 0600 file. It gets its own process group so a Ctrl-C in the terminal reaches only us (we turn it
- * into an interrupt of the command) and not the server.
- */
-async function startBundledServer(): Promise<BundledServer> {
-  const token = randomBytes(32).toString('hex');
-  // In our private directory, hidden from every sandbox (with --sandbox-network a command could
-  // otherwise read it and start itself unsandboxed), and removed once the server has read it.
-  sweepDeadDirs(TOKEN_DIR_PREFIX);
-  const dir = makePrivateSubdir(TOKEN_DIR_PREFIX);
-  const tokenFile = join(dir, 'token');
-  writeFileSync(tokenFile, token, { mode: 0o600 });
-  const script = process.argv[1]!;
-  // --exit-with-stdin: the pipe closes when we die in any way (even SIGKILL), and the server goes with us.
-  const child = spawn(process.execPath, [script, 'serve', '--listen', 'ws://127.0.0.1:0', '--token-file', tokenFile, '--exit-with-stdin'], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-    detached: true,
-  });
-  const killNow = () => {
-    try {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    } catch {
-      // gone
-    }
-  };
-  // Last resort if we exit without running the cleanup (e.g. an uncaught error).
-  process.once('exit', killNow);
-  let stopping = false;
-  const died = new Promise<string>((resolvePromise) =>
-    child.once('exit', (code, signal) => {
-      if (!stopping) resolvePromise(signal ? `killed by ${signal}` : `exit code ${code}`);
-    }),
-  );
-  const stop = async () => {
-    stopping = true;
-    process.off('exit', killNow);
-    await stopChild(child);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    const url = await readUrl(child);
-    rmSync(dir, { recursive: true, force: true });
-    return { url, token, pid: child.pid!, died, stop };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
-}
-
-function readUrl(child: ChildProcess): Promise<string> {
-  return new Promise<string>((resolvePromise, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('the bundled exec-server did not start within 15 s')), 15_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /ws:\/\/[^\s]+/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolvePromise(m[0]);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the bundled exec-server exited (${code}) before it was ready`));
-    });
-  });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** Undo actions, run last-in first-out; one failing does not stop the others. */
