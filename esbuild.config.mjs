@@ -7,6 +7,7 @@ import * as esbuild from 'esbuild';
 import { readFileSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
+/** @satisfies {esbuild.BuildOptions} */
 const common = {
   bundle: true,
   platform: 'node',

@@ -130,12 +130,14 @@ const OVER_SIZE = {
   'src/client/sshConnector.ts': { file: 661, fn: 373 },
   'src/mcp/mcpServer.ts': { file: 551 },
 };
+/** @type {(limits: { file?: number, fn?: number }) => import('eslint').Linter.RulesRecord} */
 const sizeRules = (limits) => ({
   'max-lines': ['error', { max: limits.file ?? SIZE.file }],
   'max-lines-per-function': ['error', { max: limits.fn ?? SIZE.fn, skipBlankLines: true, skipComments: true }],
 });
 
 // The rules of every file we lint, TypeScript or the plain ES modules of scripts/ and bench/.
+/** @type {import('eslint').Linter.RulesRecord} */
 const commonRules = {
   '@typescript-eslint/no-floating-promises': [
     'error',

@@ -28,7 +28,10 @@ function startServer(kind) {
     const timer = setTimeout(() => reject(new Error(`${kind}: no URL`)), 20000);
     child.stdout.once('data', (d) => {
       clearTimeout(timer);
-      resolve({ url: /ws:\/\/[0-9.:]+/.exec(d.toString())[0], stop: () => process.kill(-child.pid, 'SIGTERM') });
+      const url = /ws:\/\/[0-9.:]+/.exec(d.toString())?.[0];
+      const pid = child.pid;
+      if (!url || pid === undefined) return reject(new Error(`${kind}: no URL in its first output: ${d}`));
+      resolve({ url, stop: () => process.kill(-pid, 'SIGTERM') });
     });
   });
 }

@@ -89,12 +89,14 @@ const variants = {
   'codex exec-server': viaExec(codexClient, false),
   'codex exec-server + reaper wrapper': viaExec(codexClient, true),
 };
-const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+/** @typedef {{ ready: number, init: number, close: number }} Round the ms of one round */
+/** Each variant's rounds, in the order of `variants`. @type {Record<string, Round[]>} */
+const results = {};
 try {
   // One warm-up round (file cache, JIT) that is not counted.
   for (const make of Object.values(variants)) await once(make, 0);
   for (let i = 1; i <= N; i++) {
-    for (const [name, make] of Object.entries(variants)) results[name].push(await once(make, i));
+    for (const [name, make] of Object.entries(variants)) (results[name] ??= []).push(await once(make, i));
   }
 } finally {
   oursClient.dispose();
@@ -108,7 +110,9 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const base = median(results['local StdioClientTransport'].map((r) => r.ready));
+const localRounds = results['local StdioClientTransport'];
+if (!localRounds) throw new Error('no rounds of the local StdioClientTransport');
+const base = median(localRounds.map((r) => r.ready));
 console.log(`\nserver-memory spawn → ready (initialize + tools/list), N=${N}, medians in ms (min–max), node ${process.version}\n`);
 console.log('| transport | spawn→ready | ×local | spawn→initialized | close() |');
 console.log('|---|---|---|---|---|');

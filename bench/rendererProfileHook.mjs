@@ -42,9 +42,10 @@ function selfTimes(profile) {
 export async function attach({ page, context, say }) {
   mkdirSync(outDir, { recursive: true });
   await page.evaluate(() => {
-    const w = window;
+    // The page's window, untyped: this function runs in the browser (Node's types do not apply).
+    const w = /** @type {any} */ (globalThis);
     w.__ebLongTasks = [];
-    new PerformanceObserver((list) => {
+    new w.PerformanceObserver((list) => {
       for (const e of list.getEntries()) w.__ebLongTasks.push([Math.round(e.startTime), Math.round(e.duration)]);
     }).observe({ type: 'longtask', buffered: true });
   });
@@ -58,7 +59,7 @@ export async function attach({ page, context, say }) {
     const { profile } = await cdp.send('Profiler.stop');
     const seconds = (Date.now() - t0) / 1000;
     writeFileSync(join(outDir, 'renderer.cpuprofile'), JSON.stringify(profile));
-    const longTasks = await page.evaluate(() => window.__ebLongTasks ?? []);
+    const longTasks = await page.evaluate(() => /** @type {any} */ (globalThis).__ebLongTasks ?? []);
     const durations = longTasks.map((t) => t[1]).sort((a, b) => a - b);
     const pct = (p) => durations[Math.min(durations.length - 1, Math.floor((p / 100) * durations.length))] ?? 0;
     const summary = {

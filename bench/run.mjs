@@ -196,8 +196,7 @@ async function serverParallel(client, cfg = PARALLEL) {
       each.push(...lat);
     }
   }
-  walls.each = each;
-  return walls;
+  return Object.assign(walls, { each });
 }
 
 /** Writes a byte until one is echoed (bounded: 20 tries of 500 ms), then lets stragglers pass. */
@@ -290,8 +289,7 @@ async function spawnParallel() {
       each.push(...lat);
     }
   }
-  walls.each = each;
-  return walls;
+  return Object.assign(walls, { each });
 }
 
 async function ptyEcho() {
@@ -347,6 +345,11 @@ async function streamWorker(kind, url) {
   process.stdout.write(JSON.stringify({ bytes, ms: now() - t0, ...usage(cpu0) }) + '\n');
 }
 
+/** A worker's result: the JSON of the last line it wrote. @param {string} out */
+function lastJsonLine(out) {
+  return JSON.parse(out.trim().split('\n').pop() ?? '');
+}
+
 async function stream(kind, url) {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--stream-worker', kind, url ?? ''], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -355,7 +358,7 @@ async function stream(kind, url) {
   child.stdout.on('data', (d) => (out += d));
   const [code] = await withTimeout(once(child, 'exit'), 150_000, `${kind} stream worker`);
   if (code !== 0) throw new Error(`${kind} stream worker failed (${code})`);
-  const r = JSON.parse(out.trim().split('\n').pop());
+  const r = lastJsonLine(out);
   if (r.bytes !== STREAM_BYTES) throw new Error(`${kind} stream: got ${r.bytes} bytes, expected ${STREAM_BYTES}`);
   return r;
 }
@@ -367,7 +370,7 @@ async function clientWorker(mode, url, extra) {
   child.stdout.on('data', (d) => (out += d));
   const [code] = await withTimeout(once(child, 'exit'), 150_000, `client ${mode}`);
   if (code !== 0) throw new Error(`client ${mode} failed (${code})`);
-  return JSON.parse(out.trim().split('\n').pop());
+  return lastJsonLine(out);
 }
 
 async function buildClientBench(name = 'clientBench', outfile = CLIENT_BENCH) {
@@ -393,7 +396,7 @@ async function measureSpool() {
   const [code] = await withTimeout(once(child, 'exit'), 600_000, 'spool bench');
   if (code !== 0) throw new Error(`spool bench failed (${code})`);
   phase(' done\n');
-  return JSON.parse(out.trim().split('\n').pop());
+  return lastJsonLine(out);
 }
 
 /** The spool's tables: medians of the rounds, ratios within this run. */

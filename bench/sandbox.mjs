@@ -59,22 +59,26 @@ const variants = [
   ],
 ];
 
+/**
+ * Per variant: its request, the ms of planning it once, then each measured start's ms and its children's CPU ms.
+ * @type {{ name: string, req: object, planMs: number, times: number[], cpu: number }[]}
+ */
 const plans = [];
-const planMs = [];
 for (const [name, sandbox, managedNetwork] of variants) {
   const req = { argv: ['/bin/true'], arg0: null, cwd: ws, env, tty: false, sandbox, ...(managedNetwork ? { managedNetwork } : {}) };
   await planSpawn(req); // warm: the one-time bwrap probe is not part of a start
   const t = performance.now();
   const plan = await planSpawn(req);
-  planMs.push(performance.now() - t);
+  const planMs = performance.now() - t;
   plan.dispose();
-  plans.push({ name, req, times: [] });
+  plans.push({ name, req, planMs, times: [], cpu: 0 });
 }
 
 // CPU time of reaped children (utime+stime of waited-for children, in clock ticks of 10 ms): a
 // measure that machine load does not inflate the way wall-clock time is inflated.
 const childCpuMs = () => {
-  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
   return (Number(f[13]) + Number(f[14])) * 10;
 };
 
@@ -94,7 +98,7 @@ for (let round = 0; round < RUNS; round++) {
     });
     fds.forEach((fd) => closeSync(fd));
     v.times.push(performance.now() - t0);
-    v.cpu = (v.cpu ?? 0) + childCpuMs() - c0;
+    v.cpu += childCpuMs() - c0;
     plan.dispose();
     if (r.status !== 0) throw new Error(`${v.name}: exit ${r.status} ${r.error ?? ''}`);
   }
@@ -104,57 +108,65 @@ const q = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
 };
-const base = q(plans[0].times, 0.5);
-const header = `${RUNS} runs each, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(1)}, ${process.version}, bwrap ${spawnSync('bwrap', ['--version'], { encoding: 'utf8' }).stdout.trim()}`;
+// The first variant, unsandboxed, is the base of the overheads.
+const base = q(plans[0]?.times ?? [], 0.5);
+const header = `${RUNS} runs each, ${os.cpus().length} CPUs, load ${os.loadavg()[0]?.toFixed(1)}, ${process.version}, bwrap ${spawnSync('bwrap', ['--version'], { encoding: 'utf8' }).stdout.trim()}`;
 console.log(`1. sandbox built on the spot (planner + spawnSync): ${header}\n`);
 console.log('| variant | median ms | p90 ms | overhead vs unsandboxed (median) | child CPU ms per start | plan ms |');
 console.log('|---|---|---|---|---|---|');
 plans.forEach((v, i) => {
   const med = q(v.times, 0.5);
   console.log(
-    `| ${v.name} | ${med.toFixed(2)} | ${q(v.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - base).toFixed(2)}`} | ${(v.cpu / RUNS).toFixed(1)} | ${planMs[i].toFixed(2)} |`,
+    `| ${v.name} | ${med.toFixed(2)} | ${q(v.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - base).toFixed(2)}`} | ${(v.cpu / RUNS).toFixed(1)} | ${v.planMs.toFixed(2)} |`,
   );
 });
 
 // ---- 2. through the exec-server ----
 const CLI = join(root, 'dist', 'cli.js');
-const servers = [
-  { name: 'built ahead of time (default)', args: ['--verbose'] },
-  { name: 'built on the spot (--sandbox-prewarm-ms 0)', args: ['--sandbox-prewarm-ms', '0'] },
-];
-for (const s of servers) {
-  s.server = await launchServer('ours', process.execPath, [CLI, 'serve', '--listen', 'ws://127.0.0.1:0', ...s.args]);
-  s.client = await Client.connect(s.server.url);
-  s.times = variants.map(() => []);
-  s.warm = variants.map(() => 0);
+/** A server with these options, and per variant (in the order of `variants`) its measured starts' ms and how many ran warm. */
+async function startServer(name, args) {
+  const server = await launchServer('ours', process.execPath, [CLI, 'serve', '--listen', 'ws://127.0.0.1:0', ...args]);
+  const client = await Client.connect(server.url);
+  const rows = variants.map(([variant, sandbox, managedNetwork]) => ({
+    variant,
+    sandbox,
+    managedNetwork,
+    times: /** @type {number[]} */ ([]),
+    warm: 0,
+  }));
+  return { name, server, client, rows };
 }
+const aheadOfTime = await startServer('built ahead of time (default)', ['--verbose']);
+const onTheSpot = await startServer('built on the spot (--sandbox-prewarm-ms 0)', ['--sandbox-prewarm-ms', '0']);
+const servers = [aheadOfTime, onTheSpot];
 let n = 0;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 for (let round = -1; round < RUNS; round++) {
   for (const s of servers) {
-    for (const [i, [, sandbox, managedNetwork]] of variants.entries()) {
+    for (const row of s.rows) {
+      const { sandbox, managedNetwork } = row;
       const t0 = performance.now();
       const logged = s.server.stderr().length;
       const managed = managedNetwork ? { enforceManagedNetwork: true, managedNetwork } : {};
       await withTimeout(s.client.run(`p${++n}`, ['/bin/true'], { cwd, ...(sandbox ? { sandbox } : {}), ...managed }), 20_000, 'a start');
-      if (round >= 0) s.times[i].push(performance.now() - t0); // round -1 warms up (and builds the first sandboxes)
+      if (round >= 0) row.times.push(performance.now() - t0); // round -1 warms up (and builds the first sandboxes)
       await sleep(PACE_MS);
       // The --verbose line of this start (it went out before the pause ended).
-      if (round >= 0 && s.server.stderr().slice(logged).includes('running in the waiting sandbox')) s.warm[i]++;
+      if (round >= 0 && s.server.stderr().slice(logged).includes('running in the waiting sandbox')) row.warm++;
     }
   }
 }
-const used = servers[0].server.stderr().split('running in the waiting sandbox').length - 1;
+const used = aheadOfTime.server.stderr().split('running in the waiting sandbox').length - 1;
 console.log(`\n2. through the exec-server (process/start → process/closed over the wire, starts ${PACE_MS} ms apart): ${header}\n`);
 console.log('| variant | server | median ms | p90 ms | overhead vs unsandboxed (median) | ran warm |');
 console.log('|---|---|---|---|---|---|');
 for (const s of servers) {
-  const b = q(s.times[0], 0.5);
-  variants.forEach(([name], i) => {
-    const med = q(s.times[i], 0.5);
-    const warm = i === 0 || s === servers[1] ? '—' : `${s.warm[i]}/${RUNS}`;
+  const b = q(s.rows[0]?.times ?? [], 0.5);
+  s.rows.forEach((row, i) => {
+    const med = q(row.times, 0.5);
+    const warm = i === 0 || s === onTheSpot ? '—' : `${row.warm}/${RUNS}`;
     console.log(
-      `| ${name} | ${s.name} | ${med.toFixed(2)} | ${q(s.times[i], 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} | ${warm} |`,
+      `| ${row.variant} | ${s.name} | ${med.toFixed(2)} | ${q(row.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} | ${warm} |`,
     );
   });
 }

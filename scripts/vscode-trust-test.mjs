@@ -28,6 +28,7 @@ import {
   processesMentioning,
   root,
   say,
+  stackOf,
   startCodeServer,
   ts,
   VSCODE_TARGETS,
@@ -45,7 +46,7 @@ const extensionPath = resolve(process.env.EXEC_BRIDGE_EXTENSION_PATH || root);
 async function runTarget(target) {
   const version = VSCODE_TARGETS[target].codeServer;
   const bin = ensureCodeServer(version);
-  const tmpRoots = [...new Set(['/tmp', tmpdir(), process.env.TMPDIR].filter(Boolean))];
+  const tmpRoots = [...new Set(/** @type {string[]} */ (['/tmp', tmpdir(), process.env.TMPDIR].filter(Boolean)))];
   const underTmp = (p) => tmpRoots.some((t) => p === t || p.startsWith(t.replace(/\/$/, '') + '/'));
   const runsRoot = underTmp(cacheRoot) ? '/var/tmp/exec-bridge-vscode-runs' : join(cacheRoot, 'runs');
   mkdirSync(runsRoot, { recursive: true });
@@ -95,7 +96,7 @@ async function runTarget(target) {
     await stage.drive({ page, log: (...a) => say(`${name}:`, ...a), shot, workspace, userData, workspaceUrl });
     ok = true;
   } catch (e) {
-    console.error(ts(), `✗ ${name}: ${e?.stack ?? e}`);
+    console.error(ts(), `✗ ${name}: ${stackOf(e)}`);
     mkdirSync(join(rt, 'shots'), { recursive: true });
     await page?.screenshot({ path: join(rt, 'shots', 'zz-failure.png') }).catch(() => {});
   } finally {
