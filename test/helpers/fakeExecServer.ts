@@ -4,11 +4,11 @@
  * events carry seqs like the real server's, and lets a test script the awkward cases — cuts,
  * refused connects, `-32010`, held answers, eviction, missing pongs.
  */
-import type { Connection, Connector } from '../../../src/client';
-import { encodeError, encodeNotification, encodeResult, parseMessage, type RequestId } from '../../../src/rpc/message';
-import type { Disposable } from '../../../src/util/disposable';
-import { Emitter } from '../../../src/util/emitter';
-import { MemoryTransport } from '../../helpers/memoryTransport';
+import type { Connection, Connector } from '../../src/client';
+import { encodeError, encodeNotification, encodeResult, parseMessage, type RequestId } from '../../src/rpc/message';
+import type { Disposable } from '../../src/util/disposable';
+import { Emitter } from '../../src/util/emitter';
+import { MemoryTransport } from './memoryTransport';
 
 /** Client end of a memory pair, with keepalive probes answered by the fake server. */
 class PingableTransport extends MemoryTransport implements Connection {

@@ -10,7 +10,7 @@ import {
   type ProcessHandle,
 } from '../../../src/client';
 import { FakeClock } from '../../helpers/fakeClock';
-import { FakeExecServer, flush, type HeldRequest } from './fakeExecServer';
+import { FakeExecServer, flush, type HeldRequest } from '../../helpers/fakeExecServer';
 
 async function setup(options: Partial<ClientOptions> = {}) {
   const server = new FakeExecServer();

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_SESSION_TTL_MS, ExecServerClient, type ClientOptions, type ConnectionState } from '../../../src/client';
 import { FakeClock } from '../../helpers/fakeClock';
-import { FakeExecServer, flush } from './fakeExecServer';
+import { FakeExecServer, flush } from '../../helpers/fakeExecServer';
 
 /** `codex`: a server that does not know `execBridgeSessionTtlMs`; else ours (caps at 7 days). */
 async function setup(options: Partial<ClientOptions> = {}, codex = false) {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ExecServerClient } from '../../../src/client';
 import { FakeClock } from '../../helpers/fakeClock';
-import { FakeExecServer } from '../client/fakeExecServer';
+import { FakeExecServer } from '../../helpers/fakeExecServer';
 
 const flush = async () => {
   for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
