@@ -8,15 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ExecServerClient, type ConnectionState } from '../../../src/client';
 import { BundledServer } from '../../../src/core/bundledServer';
 import type { ExecutorConfig } from '../../../src/core/executorConfig';
-import { bundledExitText, ExecutorConnection, type ExecutorConnectionDeps, type ExecutorState } from '../../../src/core/executorConnection';
+import { bundledExitText, type ExecutorState } from '../../../src/core/executorConnection';
 import { ExecServer } from '../../../src/server/execServer';
 import type { Event } from '../../../src/util/emitter';
+import { listeningServer } from '../../helpers/inProcessServer';
+import { observe, rejection, TOKEN } from '../../helpers/observedExecutor';
 import { CLI_JS } from '../../helpers/servers';
 
-const TOKEN = 'secret-token-0123456789';
 const WAIT_MS = 15_000;
 
 /** Resolves once `ready()` is true, checked after each event; fails after `WAIT_MS`. */
@@ -36,37 +36,6 @@ function when<T>(event: Event<T>, ready: () => boolean, what: string): Promise<v
   });
 }
 
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  return p.then(
-    () => assert.fail('expected a rejection'),
-    (e: unknown) => {
-      assert.ok(e instanceof Error);
-      return e;
-    },
-  );
-}
-
-/** One connection under test, with everything it said. */
-function observe(config: ExecutorConfig, deps: Partial<ExecutorConnectionDeps> & { token?: () => string | undefined } = {}) {
-  const states: ExecutorState[] = [];
-  const clientStates: ConnectionState[] = [];
-  const logs: string[] = [];
-  const tokenAsks: string[] = [];
-  const conn = new ExecutorConnection(config, {
-    getToken: async (name) => {
-      tokenAsks.push(name);
-      return deps.token ? deps.token() : TOKEN;
-    },
-    clientOptions: { keepalive: false, backoff: { stepMs: 5, maxMs: 20 } },
-    log: (line) => logs.push(line),
-    ...deps,
-  });
-  conn.onDidChangeState((s) => states.push(s));
-  conn.onClientState((s) => clientStates.push(s));
-  const kinds = () => states.map((s) => s.kind);
-  return { conn, states, clientStates, logs, tokenAsks, kinds };
-}
-
 describe('a WebSocket executor', () => {
   let server: ExecServer;
   let url: string;
@@ -79,13 +48,7 @@ describe('a WebSocket executor', () => {
   });
 
   before(async () => {
-    server = new ExecServer({ token: TOKEN, sandboxPrewarmMs: 0 });
-    url = await server.listen('127.0.0.1', 0);
-    // One start waits for the server's FIFO pool to be made, so no mkfifo is running at close
-    // (FifoPool.dispose can fail with ENOTEMPTY while one is).
-    const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url, token: TOKEN }, keepalive: false });
-    assert.equal((await (await client.startProcess({ argv: ['/bin/true'], cwd: '/' })).completion).exitCode, 0);
-    client.dispose();
+    ({ server, url } = await listeningServer({ token: TOKEN, sandboxPrewarmMs: 0 }));
   });
   after(() => server.close());
 
@@ -252,14 +215,6 @@ describe('an executor nobody uses', () => {
 });
 
 describe('the bundled executor', () => {
-  test('without a bundled server in this build it fails with that reason', async (t) => {
-    const { conn, states } = observe({ kind: 'bundled', name: 'bundled' });
-    t.after(() => conn.dispose());
-    const err = await rejection(conn.connect());
-    assert.equal(err.message, 'the bundled exec-server is not available in this build');
-    assert.deepEqual(states.at(-1), { kind: 'failed', message: err.message });
-  });
-
   test('its daemon dying fails the connection at once; connect() starts it again', async (t) => {
     const runtime = mkdtempSync(join(tmpdir(), 'exec-bridge-conn-rt-'));
     const bundled = new BundledServer({
