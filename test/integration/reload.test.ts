@@ -13,12 +13,13 @@ import { after, describe, test } from 'node:test';
 import { DisconnectedError, ExecServerClient, SessionExpiredError, type ClientOptions } from '../../src/client';
 import { BundledServer } from '../../src/core/bundledServer';
 import { ExecutorConnection, type RestoredSession } from '../../src/core/executorConnection';
-import { SessionMemory, type MementoLike } from '../../src/core/sessionMemory';
+import { SessionMemory } from '../../src/core/sessionMemory';
 import { ensureDaemon } from '../../src/client/daemonStart';
 import { isAlive, liveProcesses, procFile, until } from '../helpers/procs';
 import { CLI_JS } from '../helpers/servers';
 import { copyBundle } from '../helpers/sshd';
 import { gather, numberedLines } from './clientHelpers';
+import { MapMemento } from '../helpers/mapMemento';
 
 const dirs: string[] = [];
 after(() => {
@@ -46,17 +47,6 @@ function daemonsIn(runtimeDir: string): number[] {
       }
     })
     .map((p) => p.pid);
-}
-
-class MapMemento implements MementoLike {
-  readonly values = new Map<string, unknown>();
-  get<T>(key: string): T | undefined {
-    return structuredClone(this.values.get(key)) as T | undefined;
-  }
-  update(key: string, value: unknown): Promise<void> {
-    this.values.set(key, structuredClone(value));
-    return Promise.resolve();
-  }
 }
 
 /** `pid <pid>`, lines 1..1000, a wait for a line on `fifo`, lines 1001..2000, `pid <pid>`. */

@@ -1,23 +1,16 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { after, test } from 'node:test';
-import { ExecServerClient, RemoteError } from '../../../src/client';
+import { RemoteError } from '../../../src/client';
 import { ExecServer } from '../../../src/server/execServer';
-import { MemoryTransport } from '../../helpers/memoryTransport';
+import { connectInProcess } from '../../helpers/inProcessServer';
 
 // Our real server (its default planner cannot sandbox), in process over a memory transport.
 const server = new ExecServer({ sandboxPrewarmMs: 0 });
 after(() => server.close());
 
 test('a JSON-RPC error keeps its code, the server message and data; the wire message is as before', async (t) => {
-  const client = await ExecServerClient.connect({
-    connector: async () => {
-      const [near, far] = MemoryTransport.pair();
-      server.serve(far);
-      return near;
-    },
-    keepalive: false,
-  });
+  const client = await connectInProcess(server);
   t.after(() => client.dispose());
   // An ordinary start first: it waits for the server's FIFO pool, so none is being made at close.
   assert.equal((await (await client.startProcess({ argv: ['/bin/true'], cwd: tmpdir() })).completion).exitCode, 0);

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ExecServerClient } from '../../../src/client';
+import type { ExecServerClient } from '../../../src/client';
 import { AGENT_OUTPUT_LIMIT } from '../../../src/core/agentOutput';
 import { AgentTools, type OpenedRun } from '../../../src/core/agentTools';
 import {
@@ -27,10 +27,10 @@ import { STATUS_REPLY, STATUS_REQUEST } from '../../../src/core/terminalFlow';
 import { terminalName } from '../../../src/core/terminalNames';
 import type { RunSpec, TerminalRun } from '../../../src/core/terminalRun';
 import { ExecServer } from '../../../src/server/execServer';
-import { passthroughPlan, type SpawnPlanner, type SpawnRequest } from '../../../src/server/spawnPlan';
-import { MemoryTransport } from '../../helpers/memoryTransport';
+import type { SpawnRequest } from '../../../src/server/spawnPlan';
+import { connectInProcess, fakeSandbox, FAKE_SANDBOX_SCRIPT } from '../../helpers/inProcessServer';
 
-const SCRIPT = 'if [ -n "$IN_FAKE_SANDBOX" ]; then echo "blocked here" >&2; exit 13; fi; echo "ran unsandboxed"';
+const SCRIPT = FAKE_SANDBOX_SCRIPT;
 const LABEL = sandboxLabel(DEFAULT_SANDBOX);
 const MiB = 1024 * 1024;
 
@@ -46,26 +46,8 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function fakeSandbox(requests: SpawnRequest[]): SpawnPlanner {
-  return async (req) => {
-    requests.push(req);
-    const plan = passthroughPlan(req);
-    if (req.sandbox === null) return plan;
-    return { ...plan, env: { ...plan.env, IN_FAKE_SANDBOX: '1' }, restricted: true, isDenial: () => true };
-  };
-}
-
 function connect(resumeSessionId?: string): Promise<ExecServerClient> {
-  return ExecServerClient.connect({
-    connector: async () => {
-      const [near, far] = MemoryTransport.pair();
-      server.serve(far);
-      return near;
-    },
-    keepalive: false,
-    outputSpool: true,
-    ...(resumeSessionId ? { resumeSessionId } : {}),
-  });
+  return connectInProcess(server, { outputSpool: true, ...(resumeSessionId ? { resumeSessionId } : {}) });
 }
 
 /** A terminal's side of a run: answers the flow's status requests (as xterm does), keeps the text. */

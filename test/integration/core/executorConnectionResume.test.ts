@@ -7,25 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ExecServerClient } from '../../../src/client';
 import { ExecutorConnection, type ExecutorState, type RestoredSession } from '../../../src/core/executorConnection';
-import { SESSION_MEMORY_KEY, SessionMemory, type MementoLike } from '../../../src/core/sessionMemory';
-import { ExecServer } from '../../../src/server/execServer';
+import { SESSION_MEMORY_KEY, SessionMemory } from '../../../src/core/sessionMemory';
+import type { ExecServer } from '../../../src/server/execServer';
 import { FaultProxy } from '../../helpers/faultProxy';
+import { listeningServer } from '../../helpers/inProcessServer';
+import { MapMemento } from '../../helpers/mapMemento';
 
 const TOKEN = 'secret-token-0123456789';
 const TTL_MS = 600_000;
-
-class MapMemento implements MementoLike {
-  private readonly values = new Map<string, unknown>();
-  get<T>(key: string): T | undefined {
-    return structuredClone(this.values.get(key)) as T | undefined;
-  }
-  update(key: string, value: unknown): Promise<void> {
-    this.values.set(key, structuredClone(value));
-    return Promise.resolve();
-  }
-}
 
 async function until(what: string, ready: () => boolean, timeoutMs = 15_000): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; !ready(); await new Promise((r) => setTimeout(r, 20)))
@@ -36,12 +26,7 @@ describe('a window reload during an outage', () => {
   let server: ExecServer;
   let url: string;
   before(async () => {
-    server = new ExecServer({ token: TOKEN, sandboxPrewarmMs: 0 });
-    url = await server.listen('127.0.0.1', 0);
-    // One start waits for the FIFO pool, so no mkfifo is running at close.
-    const client = await ExecServerClient.connect({ endpoint: { kind: 'websocket', url, token: TOKEN }, keepalive: false });
-    assert.equal((await (await client.startProcess({ argv: ['/bin/true'], cwd: '/' })).completion).exitCode, 0);
-    client.dispose();
+    ({ server, url } = await listeningServer({ token: TOKEN, sandboxPrewarmMs: 0 }));
   });
   after(() => server.close());
 

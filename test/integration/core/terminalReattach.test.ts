@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ExecServerClient, type ProcessHandle } from '../../../src/client';
+import type { ExecServerClient, ProcessHandle } from '../../../src/client';
 import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
 import { ExecServer } from '../../../src/server/execServer';
-import { MemoryTransport } from '../../helpers/memoryTransport';
+import { connectInProcess } from '../../helpers/inProcessServer';
 import { terminalText } from '../../helpers/terminalText';
 
 const WAIT_MS = 15_000;
@@ -34,13 +34,7 @@ after(async () => {
 });
 
 function connect(resumeSessionId?: string, o: { on?: ExecServer; outputSpool?: boolean } = {}): Promise<ExecServerClient> {
-  return ExecServerClient.connect({
-    connector: async () => {
-      const [near, far] = MemoryTransport.pair();
-      (o.on ?? server).serve(far);
-      return near;
-    },
-    keepalive: false,
+  return connectInProcess(o.on ?? server, {
     // As the extension's connections do (the client's default is not to ask).
     outputSpool: o.outputSpool ?? true,
     ...(resumeSessionId ? { resumeSessionId } : {}),

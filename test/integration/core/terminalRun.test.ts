@@ -23,11 +23,12 @@ import { RunRegistry } from '../../../src/core/runRegistry';
 import { DEFAULT_SANDBOX, sandboxLabel, sandboxRequest } from '../../../src/core/sandboxSettings';
 import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
 import { ExecServer } from '../../../src/server/execServer';
-import { passthroughPlan, type SpawnPlanner, type SpawnRequest } from '../../../src/server/spawnPlan';
+import type { SpawnRequest } from '../../../src/server/spawnPlan';
 import { Emitter, type Event } from '../../../src/util/emitter';
-import { MemoryTransport } from '../../helpers/memoryTransport';
+import { fakeSandbox, FAKE_SANDBOX_SCRIPT, inProcessConnector } from '../../helpers/inProcessServer';
+import type { MemoryTransport } from '../../helpers/memoryTransport';
 
-const SCRIPT = 'if [ -n "$IN_FAKE_SANDBOX" ]; then echo "blocked here" >&2; exit 13; fi; echo "ran unsandboxed"';
+const SCRIPT = FAKE_SANDBOX_SCRIPT;
 const LABEL = sandboxLabel(DEFAULT_SANDBOX);
 const WAIT_MS = 10_000;
 
@@ -48,16 +49,6 @@ after(async () => {
   await withoutSandbox.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** A sandbox stand-in for the server's planner seam; every request it sees is kept. */
-function fakeSandbox(requests: SpawnRequest[]): SpawnPlanner {
-  return async (req) => {
-    requests.push(req);
-    const plan = passthroughPlan(req);
-    if (req.sandbox === null) return plan;
-    return { ...plan, env: { ...plan.env, IN_FAKE_SANDBOX: '1' }, restricted: true, isDenial: () => true };
-  };
-}
 
 function command(overrides: Partial<RunSpec> = {}): RunSpec {
   return {
@@ -111,12 +102,7 @@ async function setup(
   const server = opts.cannotSandbox ? withoutSandbox : withSandbox;
   const links: MemoryTransport[] = [];
   const client = await ExecServerClient.connect({
-    connector: async () => {
-      const [near, far] = MemoryTransport.pair();
-      server.serve(far);
-      links.push(near);
-      return near;
-    },
+    connector: inProcessConnector(server, links),
     keepalive: false,
     backoff: { stepMs: 1, maxMs: 5 },
   });

@@ -1,21 +1,8 @@
 /** `SessionMemory`: what a window remembers of its sessions, over a Memento stand-in (a Map, JSON-cloned as VS Code stores it). */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { SESSION_MEMORY_KEY, SessionMemory, type MementoLike } from '../../../src/core/sessionMemory';
-
-class MapMemento implements MementoLike {
-  readonly values = new Map<string, unknown>();
-  writes = 0;
-  get<T>(key: string): T | undefined {
-    const v = this.values.get(key);
-    return v === undefined ? undefined : (JSON.parse(JSON.stringify(v)) as T);
-  }
-  update(key: string, value: unknown): Promise<void> {
-    this.writes++;
-    this.values.set(key, JSON.parse(JSON.stringify(value)));
-    return Promise.resolve();
-  }
-}
+import { SESSION_MEMORY_KEY, SessionMemory } from '../../../src/core/sessionMemory';
+import { MapMemento } from '../../helpers/mapMemento';
 
 const clock = { now: () => 1000, setTimeout: () => 0, clearTimeout: () => undefined } as never;
 const shell = {
