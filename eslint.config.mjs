@@ -124,7 +124,6 @@ const knownLayerRule = {
 // (it may shrink, never grow) until it is split; the list only ever gets shorter.
 const SIZE = { file: 450, fn: 100 };
 const OVER_SIZE = {
-  'src/cli/connect.ts': { fn: 103 },
   'src/cli/serve.ts': { fn: 108 },
   'src/client/execServerClient.ts': { file: 525 },
   'src/client/sshConnector.ts': { file: 661, fn: 373 },

@@ -1,4 +1,5 @@
 import WebSocket from 'ws';
+import type { DaemonInfo } from '../client/daemonStart';
 import { MAX_FRAME_BYTES } from '../rpc/transport';
 import { errorMessage } from '../util/errorMessage';
 import { LineSplitter } from '../util/lineSplitter';
@@ -28,12 +29,33 @@ export const RELAY_PING = 'ebRelayPing';
 export const RELAY_PONG = 'ebRelayPong';
 const CLIENT_SILENCE_MS = 12_000;
 
+interface ConnectArgs {
+  idleExitMs?: number;
+  sessionTtlMs?: number;
+  readyLine: boolean;
+  verbose: boolean;
+}
+
 /** `exec-bridge connect`: stdin/stdout ↔ the daemon's unix socket. Exits when either side closes. */
 export async function connectCommand(argv: string[]): Promise<number> {
-  let idleExitMs: number | undefined;
-  let sessionTtlMs: number | undefined;
-  let readyLine = false;
-  let verbose = false;
+  const args = parseConnectArgs(argv);
+  if (typeof args === 'number') return args;
+  const log = (line: string) => {
+    if (args.verbose) process.stderr.write(`[exec-bridge connect] ${line}\n`);
+  };
+  let daemon: DaemonInfo;
+  try {
+    daemon = await ensureDaemon({ cliPath: process.argv[1]!, idleExitMs: args.idleExitMs, sessionTtlMs: args.sessionTtlMs, log });
+  } catch (e) {
+    process.stderr.write(`exec-bridge connect: ${errorMessage(e)}\n`);
+    return 1;
+  }
+  return relay(daemon, args.readyLine, log);
+}
+
+/** The parsed command line, or the exit status once the usage was printed (`--help`: 0; a mistake: 2). */
+function parseConnectArgs(argv: string[]): ConnectArgs | number {
+  const args: ConnectArgs = { readyLine: false, verbose: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const num = () => {
@@ -42,10 +64,10 @@ export async function connectCommand(argv: string[]): Promise<number> {
       return n;
     };
     try {
-      if (a === '--idle-exit-ms') idleExitMs = num();
-      else if (a === '--session-ttl-ms') sessionTtlMs = num();
-      else if (a === '--ready-line') readyLine = true;
-      else if (a === '--verbose') verbose = true;
+      if (a === '--idle-exit-ms') args.idleExitMs = num();
+      else if (a === '--session-ttl-ms') args.sessionTtlMs = num();
+      else if (a === '--ready-line') args.readyLine = true;
+      else if (a === '--verbose') args.verbose = true;
       else if (a === '-h' || a === '--help') {
         process.stdout.write(CONNECT_USAGE + '\n');
         return 0;
@@ -55,16 +77,11 @@ export async function connectCommand(argv: string[]): Promise<number> {
       return 2;
     }
   }
-  const log = (line: string) => {
-    if (verbose) process.stderr.write(`[exec-bridge connect] ${line}\n`);
-  };
-  let daemon;
-  try {
-    daemon = await ensureDaemon({ cliPath: process.argv[1]!, idleExitMs, sessionTtlMs, log });
-  } catch (e) {
-    process.stderr.write(`exec-bridge connect: ${errorMessage(e)}\n`);
-    return 1;
-  }
+  return args;
+}
+
+/** Relays between our stdio and the daemon until either side closes; resolves with the exit status. */
+function relay(daemon: DaemonInfo, readyLine: boolean, log: (line: string) => void): Promise<number> {
   const ws = new WebSocket(daemon.url, {
     headers: { Authorization: `Bearer ${daemon.token}` },
     perMessageDeflate: false,
@@ -94,29 +111,7 @@ export async function connectCommand(argv: string[]): Promise<number> {
     ws.once('open', () => {
       log(`connected to daemon pid ${daemon.pid}${daemon.started ? ' (started it)' : ''}`);
       if (readyLine) process.stdout.write(`${READY_LINE} ${daemon.pid}\n`);
-      let unsent = 0;
-      const lines = new LineSplitter({
-        maxLineBytes: MAX_FRAME_BYTES,
-        overflow: 'stop',
-        onLine: (line) => {
-          clientHeardAt = Date.now();
-          if (line.length === 0) return;
-          if (line.length < 64 && line.includes(RELAY_PING)) {
-            const n = /^\{"ebRelayPing":(\d{1,15})\}\s*$/.exec(line.toString('latin1'))?.[1];
-            if (n !== undefined) {
-              process.stdout.write(`{"${RELAY_PONG}":${n}}\n`);
-              return;
-            }
-          }
-          unsent++;
-          // Text frames, as a WebSocket client sends them; hold stdin while the socket is behind.
-          ws.send(line.toString('utf8'), () => {
-            if (--unsent === 0 && process.stdin.isPaused()) process.stdin.resume();
-          });
-          if (unsent > 64) process.stdin.pause();
-        },
-        onOverflow: () => finish(1, `a line longer than ${MAX_FRAME_BYTES} bytes`),
-      });
+      const lines = clientLines(ws, () => (clientHeardAt = Date.now()), finish);
       process.stdin.on('data', (d: Buffer) => lines.push(d));
       process.stdin.on('end', () => finish(0, 'stdin ended'));
       process.stdin.on('error', () => finish(0, 'stdin closed'));
@@ -132,6 +127,36 @@ export async function connectCommand(argv: string[]): Promise<number> {
       ws.on('close', (code, reason) => finish(0, `daemon closed the connection (${code} ${reason.toString()})`));
       process.stdin.resume();
     });
+  });
+}
+
+/**
+ * The client's lines to the daemon, one text frame each; a relay ping is answered here. Stdin is
+ * held while more than 64 frames wait for the socket.
+ */
+function clientLines(ws: WebSocket, heard: () => void, finish: (code: number, why: string) => void): LineSplitter {
+  let unsent = 0;
+  return new LineSplitter({
+    maxLineBytes: MAX_FRAME_BYTES,
+    overflow: 'stop',
+    onLine: (line) => {
+      heard();
+      if (line.length === 0) return;
+      if (line.length < 64 && line.includes(RELAY_PING)) {
+        const n = /^\{"ebRelayPing":(\d{1,15})\}\s*$/.exec(line.toString('latin1'))?.[1];
+        if (n !== undefined) {
+          process.stdout.write(`{"${RELAY_PONG}":${n}}\n`);
+          return;
+        }
+      }
+      unsent++;
+      // Text frames, as a WebSocket client sends them; hold stdin while the socket is behind.
+      ws.send(line.toString('utf8'), () => {
+        if (--unsent === 0 && process.stdin.isPaused()) process.stdin.resume();
+      });
+      if (unsent > 64) process.stdin.pause();
+    },
+    onOverflow: () => finish(1, `a line longer than ${MAX_FRAME_BYTES} bytes`),
   });
 }
 
