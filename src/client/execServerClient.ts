@@ -1,7 +1,6 @@
 import { BinaryResult } from '../protocol/binaryOutput';
 import { ErrorCode } from '../protocol/common';
-import type { EnvironmentInfo, EnvironmentStatusResult } from '../protocol/environment';
-import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
+import type { EnvironmentInfo } from '../protocol/environment';
 import { FS_CHANGED, type FsWatchLimits } from '../protocol/fsWatch';
 import type { ParamsOf, RequestMethod, ResultOf } from '../protocol/methods';
 import { ConnectionClosedError, RpcError } from '../rpc/errors';
@@ -11,23 +10,16 @@ import type { Disposable } from '../util/disposable';
 import { errorMessage } from '../util/errorMessage';
 import { Emitter, type Event } from '../util/emitter';
 import { Admission, type Permit } from './callPermits';
-import { abortable, fromUri, parseResult, toUri } from './callHelpers';
+import { abortable, parseResult, toUri } from './callHelpers';
 import { connectorFor } from './connectors';
 import { inheritAllEnv } from './envPolicy';
-import {
-  AbortedError,
-  AnswerTooLargeError,
-  ConnectFailedError,
-  ExecClientError,
-  OutcomeUnknownError,
-  RemoteError,
-  UnsupportedError,
-  WriteRejectedError,
-} from './errors';
+import { AbortedError, AnswerTooLargeError, ConnectFailedError, ExecClientError, OutcomeUnknownError, RemoteError } from './errors';
 import { adoptRead, replaySpool, SessionExpiredError, type AttachedProcess } from './processAttach';
+import { ProcessCalls } from './processCalls';
 import { ProcessHandleImpl, type HandleHost, type ProcessHandle } from './processHandle';
 import { ProcessTable } from './processTable';
 import { DEFAULT_SESSION_TTL_MS, SessionLink } from './sessionLink';
+import { TypedCalls } from './typedCalls';
 import type { CallOptions, ClientOptions, ConnectionState, StartProcessOptions } from './types';
 
 /** Calls whose answer has no size bound but the file's: the only ones an oversized answer can be. */
@@ -52,24 +44,19 @@ const RETRYABLE: ReadonlySet<RequestMethod> = new Set<RequestMethod>([
 /** Teardown calls: they may take the reserved permit. */
 const CLEANUP: ReadonlySet<RequestMethod> = new Set<RequestMethod>(['process/terminate', 'fs/close']);
 
-/** Bytes per `process/write`: keeps frames far below the 16 MiB limit after base64. */
-const WRITE_PIECE = 1024 * 1024;
-/** `starting` answers to a write are retried this many times, `STARTING_RETRY_MS` apart. */
-const STARTING_RETRIES = 50;
-const STARTING_RETRY_MS = 20;
-
 /**
  * The resilient exec-server client: one session on one executor, kept across connection drops.
  * Build it with `ExecServerClient.connect(options)`. The connection state machine (connect,
  * keepalive, resume) is `SessionLink`; the tracked processes are a `ProcessTable`; this class is
- * the request API and the in-flight rules.
+ * the request API and the in-flight rules (file and environment calls: `TypedCalls`; the calls of
+ * process handles: `ProcessCalls`).
  *
  * Invariants: only a close of the *current* connection generation starts recovery; calls made
  * while recovering wait for the replacement; catch-up (`process/read afterSeq`) for every live
  * process completes before the state returns to `connected`; once `failed`, every call and handle
  * ends with the same `DisconnectedError`.
  */
-export class ExecServerClient implements Disposable {
+export class ExecServerClient extends TypedCalls implements Disposable {
   /** Connects, sends `initialize`/`initialized`; rejects with `ConnectFailedError`. */
   static async connect(options: ClientOptions): Promise<ExecServerClient> {
     const client = new ExecServerClient(options);
@@ -100,6 +87,7 @@ export class ExecServerClient implements Disposable {
   readonly onFsChanged: Event<unknown> = this.fsChanged.event;
 
   private constructor(options: ClientOptions) {
+    super();
     this.clock = options.clock ?? systemClock;
     const random = options.random ?? Math.random;
     this.log = options.log ?? (() => undefined);
@@ -143,23 +131,13 @@ export class ExecServerClient implements Disposable {
       },
     });
     this.onDidChangeState = this.link.onDidChangeState;
-    this.host = {
-      writeStdin: (h, data, o) => this.writeStdin(h, data, o),
-      interrupt: async (h, o) => {
-        await this.invoke('process/signal', { processId: h.processId, signal: 'interrupt' }, o);
-      },
-      terminate: (h, o) => this.terminateProcess(h.processId, o),
-      resize: (h, cols, rows, o) => this.resizeProcess(h, cols, rows, o),
-      canPause: () => this.link.capabilities.execBridgeProcessPause === true,
-      holdOutput: async (h, paused) => {
-        await this.invoke(paused ? 'process/pause' : 'process/resume', { processId: h.processId }, undefined);
-      },
-      ackOutput: async (h, seq) => {
-        await this.invoke('process/ack', { processId: h.processId, seq }, undefined);
-      },
-      sandboxDeniedAfterExit: (h, seq) => this.sandboxDeniedAfterExit(h, seq),
-      forget: (h) => this.untrack(h),
-    };
+    this.host = new ProcessCalls({
+      invoke: (method, params, o) => this.invoke(method, params, o),
+      capabilities: () => this.link.capabilities,
+      sleep: (ms) => this.link.sleep(ms),
+      nextId: (kind) => this.nextId(kind),
+      untrack: (h) => this.untrack(h),
+    });
     this.tracking = options.onProcessTracking;
   }
 
@@ -346,50 +324,12 @@ export class ExecServerClient implements Disposable {
     return this.processes.get(processId);
   }
 
-  async readFile(path: string, options?: CallOptions): Promise<Buffer> {
-    const r = await this.invoke('fs/readFile', { path: toUri(path) }, options);
-    return r instanceof BinaryResult ? r.data : Buffer.from(r.dataBase64, 'base64');
-  }
-  async writeFile(path: string, data: Buffer | string, options?: CallOptions): Promise<void> {
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    await this.invoke('fs/writeFile', { path: toUri(path), dataBase64: bytes.toString('base64') }, options);
-  }
-  async createDirectory(path: string, options?: CallOptions & { recursive?: boolean }): Promise<void> {
-    await this.invoke('fs/createDirectory', { path: toUri(path), recursive: options?.recursive ?? true }, options);
-  }
-  getMetadata(path: string, options?: CallOptions): Promise<FsMetadata> {
-    return this.invoke('fs/getMetadata', { path: toUri(path) }, options);
-  }
-  async readDirectory(path: string, options?: CallOptions): Promise<FsDirectoryEntry[]> {
-    return (await this.invoke('fs/readDirectory', { path: toUri(path) }, options)).entries;
-  }
-  /** Resolves symlinks and `..`; returns a plain path. */
-  async canonicalize(path: string, options?: CallOptions): Promise<string> {
-    return fromUri((await this.invoke('fs/canonicalize', { path: toUri(path) }, options)).path);
-  }
-  async copy(source: string, destination: string, options?: CallOptions & { recursive?: boolean }): Promise<void> {
-    await this.invoke(
-      'fs/copy',
-      { sourcePath: toUri(source), destinationPath: toUri(destination), recursive: options?.recursive ?? false },
-      options,
-    );
-  }
-  async remove(path: string, options?: CallOptions & { recursive?: boolean; force?: boolean }): Promise<void> {
-    await this.invoke('fs/remove', { path: toUri(path), recursive: options?.recursive ?? true, force: options?.force ?? true }, options);
-  }
-  getEnvironmentInfo(options?: CallOptions): Promise<EnvironmentInfo> {
-    return this.invoke('environment/info', {}, options);
-  }
-  getEnvironmentStatus(options?: CallOptions): Promise<EnvironmentStatusResult> {
-    return this.invoke('environment/status', {}, options);
-  }
-
   /**
    * Escape hatch: a typed raw call (method table in src/protocol/methods.ts), with the same
    * admission, recovery and in-flight rules as the typed helpers. Avoid long `waitMs` polls on
    * servers without capability `concurrentRequests`: they block every later call.
    */
-  call<M extends RequestMethod>(method: M, params: ParamsOf<M>, options?: CallOptions): Promise<ResultOf<M>> {
+  override call<M extends RequestMethod>(method: M, params: ParamsOf<M>, options?: CallOptions): Promise<ResultOf<M>> {
     return this.invoke(method, params, options);
   }
 
@@ -466,56 +406,6 @@ export class ExecServerClient implements Disposable {
       return await pending;
     } finally {
       this.clock.clearTimeout(timer);
-    }
-  }
-
-  private async writeStdin(handle: ProcessHandleImpl, data: Buffer, options: CallOptions | undefined): Promise<void> {
-    for (let offset = 0; offset < data.length; offset += WRITE_PIECE) {
-      const piece = data.subarray(offset, offset + WRITE_PIECE);
-      // One id per logical write, reused only when the same write is sent again after a reconnect.
-      const writeId = this.nextId('w');
-      for (let attempt = 0; ; attempt++) {
-        let status;
-        try {
-          status = (await this.invoke('process/write', { processId: handle.processId, chunk: piece.toString('base64'), writeId }, options))
-            .status;
-        } catch (e) {
-          // The real server answers a write to an exited process's pipe with -32603.
-          if (e instanceof RemoteError && e.code === ErrorCode.Internal) throw new WriteRejectedError(handle.processId, 'processExited');
-          throw e;
-        }
-        if (status === 'accepted') break;
-        if (status === 'starting' && attempt < STARTING_RETRIES) {
-          await this.link.sleep(STARTING_RETRY_MS);
-          continue;
-        }
-        throw new WriteRejectedError(handle.processId, status === 'starting' ? 'unknownProcess' : status);
-      }
-    }
-  }
-
-  private async terminateProcess(processId: string, options: CallOptions | undefined): Promise<boolean> {
-    try {
-      return (await this.invoke('process/terminate', { processId }, options)).running;
-    } catch (e) {
-      // Killing twice is harmless; only the `running` answer of the lost call is unknown.
-      if (e instanceof OutcomeUnknownError) return (await this.invoke('process/terminate', { processId }, options)).running;
-      throw e;
-    }
-  }
-
-  private async resizeProcess(handle: ProcessHandleImpl, cols: number, rows: number, options: CallOptions | undefined): Promise<void> {
-    if (!this.link.capabilities.processResize)
-      throw new UnsupportedError('this exec-server cannot resize a PTY (no capability `processResize`)');
-    if (!handle.tty) throw new UnsupportedError(`process ${handle.processId} has no PTY to resize`);
-    await this.invoke('process/resize', { processId: handle.processId, cols, rows }, options);
-  }
-
-  private async sandboxDeniedAfterExit(handle: ProcessHandleImpl, exitSeq: number): Promise<boolean> {
-    try {
-      return (await this.invoke('process/read', { processId: handle.processId, afterSeq: exitSeq })).sandboxDenied;
-    } catch {
-      return false;
     }
   }
 
