@@ -9,6 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ensureMachine } from './setup.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -93,7 +94,10 @@ for (const suite of ['unit', 'integration']) {
   // The timeout also bounds each file as a whole: an integration file (sshd, packaging, a long
   // outage) may take minutes on a busy 2-core machine.
   const timeout = suite === 'unit' ? 120_000 : 600_000;
-  run('node', ['--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), `--test-timeout=${timeout}`, ...files]);
+  // A unit test starts no process or server (docs/style.md §15): the guard makes each way to start
+  // one throw, saying to move the test to test/integration.
+  const guard = suite === 'unit' ? ['--import', pathToFileURL(join(root, outDir, 'test', 'helpers', 'unitGuard.js')).href] : [];
+  run('node', [...guard, '--test', '--test-concurrency=' + (suite === 'unit' ? '4' : '2'), `--test-timeout=${timeout}`, ...files]);
 }
 
 /**
