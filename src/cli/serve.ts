@@ -147,6 +147,23 @@ export async function serveCommand(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  const server = await makeServer(args, token, log);
+  const stop = stopOnSignals(server, log);
+  if (args.listen === 'stdio' || args.listen === 'stdio://') {
+    const transport = new StdioTransport(process.stdin, process.stdout);
+    // One connection: when it ends there is no one to resume the session, so stop.
+    transport.onClose(() => void stop('stdin closed'));
+    server.serve(transport);
+    return new Promise<number>(() => undefined);
+  }
+  if (args.listen.startsWith('unix:')) return listenUnix(server, args, token, stop);
+  return listenTcp(server, args, token, stop);
+}
+
+type Stop = (why: string) => Promise<void>;
+
+/** The server with its sandbox planner (a problem with it is said once, here; sandboxed starts are refused then). */
+async function makeServer(args: ServeArgs, token: string | undefined, log: (line: string) => void): Promise<ExecServer> {
   const sandbox = await sandboxPlanner({ bwrapPath: args.bwrapPath, log });
   if (sandbox.problem)
     process.stderr.write(`exec-bridge serve: sandboxed commands will be refused until this is fixed: ${sandbox.problem}\n`);
@@ -162,8 +179,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     planner: sandbox.planner,
     sandboxAvailable: sandbox.sandboxAvailable,
   };
-  const server = new ExecServer(options);
+  return new ExecServer(options);
+}
 
+/** The one way out: closes the server (killing every child) and exits 0; SIGTERM, SIGINT and SIGHUP take it. */
+function stopOnSignals(server: ExecServer, log: (line: string) => void): Stop {
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -175,41 +195,29 @@ export async function serveCommand(argv: string[]): Promise<number> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGHUP', () => void stop('SIGHUP'));
+  return stop;
+}
 
-  if (args.listen === 'stdio' || args.listen === 'stdio://') {
-    const transport = new StdioTransport(process.stdin, process.stdout);
-    // One connection: when it ends there is no one to resume the session, so stop.
-    transport.onClose(() => void stop('stdin closed'));
-    server.serve(transport);
-    return new Promise<number>(() => undefined);
+/** `--listen unix:PATH`: WebSocket on a 0600 unix socket. */
+function listenUnix(server: ExecServer, args: ServeArgs, token: string | undefined, stop: Stop): Promise<number> {
+  const path = args.listen.slice('unix:'.length);
+  if (!path.startsWith('/')) {
+    process.stderr.write(`exec-bridge serve: --listen unix:PATH needs an absolute path, got ${args.listen}\n`);
+    return Promise.resolve(2);
   }
+  if (!token)
+    process.stderr.write(
+      `exec-bridge serve: WARNING: no token; any process of ${process.env.USER ?? 'this user'} that can reach ${path} can run commands.\n`,
+    );
+  return listenAndPrint(server, args, stop, () => server.listenUnix(path));
+}
 
-  if (args.listen.startsWith('unix:')) {
-    const path = args.listen.slice('unix:'.length);
-    if (!path.startsWith('/')) {
-      process.stderr.write(`exec-bridge serve: --listen unix:PATH needs an absolute path, got ${args.listen}\n`);
-      return 2;
-    }
-    if (!token)
-      process.stderr.write(
-        `exec-bridge serve: WARNING: no token; any process of ${process.env.USER ?? 'this user'} that can reach ${path} can run commands.\n`,
-      );
-    if (args.exitWithStdin) stopWithStdin(stop);
-    try {
-      const url = await server.listenUnix(path);
-      if (args.idleExitMs !== undefined) exitWhenIdle(server, args.idleExitMs, () => void stop('idle'));
-      process.stdout.write(url + '\n');
-    } catch (e) {
-      process.stderr.write(`exec-bridge serve: cannot listen on ${args.listen}: ${errorMessage(e)}\n`);
-      return 1;
-    }
-    return new Promise<number>(() => undefined);
-  }
-
+/** `--listen ws://HOST:PORT`, with a loud warning for who else can reach it. */
+function listenTcp(server: ExecServer, args: ServeArgs, token: string | undefined, stop: Stop): Promise<number> {
   const m = /^ws:\/\/(\[[^\]]+\]|[^:/]+):(\d+)\/?$/.exec(args.listen);
   if (!m) {
     process.stderr.write(`exec-bridge serve: --listen must be ws://HOST:PORT, unix:PATH or stdio, got ${args.listen}\n`);
-    return 2;
+    return Promise.resolve(2);
   }
   const host = m[1]!.replace(/^\[|\]$/g, '');
   if (!isLoopbackHost(host)) {
@@ -228,9 +236,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
         `!!! and run any command as ${process.env.USER ?? 'this user'}. Use --token-file FILE (a chmod 600 file holding a random token).\n\n`,
     );
   }
+  return listenAndPrint(server, args, stop, () => server.listen(host, Number(m[2])));
+}
+
+/** Listens and prints the URL, the one line on stdout; then runs until stopped (by stdin's end or idleness if asked). */
+async function listenAndPrint(server: ExecServer, args: ServeArgs, stop: Stop, listen: () => Promise<string>): Promise<number> {
   if (args.exitWithStdin) stopWithStdin(stop);
   try {
-    const url = await server.listen(host, Number(m[2]));
+    const url = await listen();
     if (args.idleExitMs !== undefined) exitWhenIdle(server, args.idleExitMs, () => void stop('idle'));
     process.stdout.write(url + '\n');
   } catch (e) {
@@ -240,7 +253,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   return new Promise<number>(() => undefined);
 }
 
-function stopWithStdin(stop: (why: string) => Promise<void>): void {
+function stopWithStdin(stop: Stop): void {
   process.stdin.on('end', () => void stop('stdin closed'));
   process.stdin.on('error', () => void stop('stdin closed'));
   process.stdin.resume();
