@@ -8,7 +8,7 @@
  * - `list {path}`: the names in a directory, or the error.
  */
 import { readdirSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 
 type Id = string | number;
@@ -41,11 +41,14 @@ function fetchUrl(id: Id, url: string, direct: boolean): void {
   const proxy = direct ? undefined : (process.env['HTTP_PROXY'] ?? process.env['http_proxy']);
   const target = new URL(url);
   const p = proxy ? new URL(proxy) : undefined;
-  // Through a proxy the request line carries the absolute URL (RFC 9112 §3.2.2).
+  // Through a proxy the request line carries the absolute URL (RFC 9112 §3.2.2). An agent of its
+  // own: with NODE_USE_ENV_PROXY (set for a managed network) Node 24's global agent would proxy the
+  // request once more, and refuse our Host header for the proxy's authority.
+  const agent = new Agent();
   const req = request(
     p
-      ? { host: p.hostname, port: p.port, path: url, headers: { host: target.host }, timeout: 10_000 }
-      : { host: target.hostname, port: target.port, path: target.pathname, timeout: 10_000 },
+      ? { host: p.hostname, port: p.port, path: url, headers: { host: target.host }, timeout: 10_000, agent }
+      : { host: target.hostname, port: target.port, path: target.pathname, timeout: 10_000, agent },
     (res) => {
       let body = '';
       res.setEncoding('utf8');
