@@ -1,5 +1,5 @@
 /**
- * A small MCP server for the MCP integration tests (run as `node <out>/test/integration/mcpFixtureServer.js`).
+ * A small MCP server for the MCP integration tests (run as `node <out>/test/helpers/mcpFixtureServer.js`).
  * It misbehaves on request, through the environment:
  *
  *  - FIXTURE_GRANDCHILD=1       spawns a grandchild that ignores SIGINT/SIGTERM (`sleep 300`), as

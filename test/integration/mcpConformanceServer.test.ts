@@ -29,7 +29,7 @@ import { CLI_JS, REPO_ROOT } from '../helpers/servers';
 import { configOf, NODE, startExecutor, TIMINGS, type Executor } from './mcpFixtures';
 
 const SUITE = join(REPO_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
-const FIXTURE = join(__dirname, 'mcpConformanceServer.js');
+const FIXTURE = join(__dirname, '..', 'helpers', 'mcpConformanceServer.js');
 
 /**
  * Not run, by design (the reason is in docs/mcp.md, "Conformance"): they test an HTTP server's

@@ -21,9 +21,9 @@ export const SERVER_MEMORY = join(MCP, 'server-memory', 'dist', 'index.js');
 export const SERVER_EVERYTHING = join(MCP, 'server-everything', 'dist', 'index.js');
 export const SERVER_FILESYSTEM = join(MCP, 'server-filesystem', 'dist', 'index.js');
 /** Compiled next to this file. */
-export const FIXTURE_SERVER = join(__dirname, 'mcpFixtureServer.js');
+export const FIXTURE_SERVER = join(__dirname, '..', 'helpers', 'mcpFixtureServer.js');
 /** Dependency-free MCP server, for tests that start many. */
-export const TINY_SERVER = join(__dirname, 'mcpTinyServer.js');
+export const TINY_SERVER = join(__dirname, '..', 'helpers', 'mcpTinyServer.js');
 export const NODE = process.execPath;
 
 /**

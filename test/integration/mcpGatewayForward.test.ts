@@ -17,7 +17,7 @@ import { until } from '../helpers/procs';
 import { CLI_JS } from '../helpers/servers';
 import { configOf, manager, NODE, startExecutor, type Executor } from './mcpFixtures';
 
-const FIXTURE = join(__dirname, 'mcpConformanceServer.js');
+const FIXTURE = join(__dirname, '..', 'helpers', 'mcpConformanceServer.js');
 
 describe('the gateway forwards subscriptions and logging on ours exec-server', () => {
   let exec: Executor;

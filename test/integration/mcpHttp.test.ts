@@ -10,7 +10,7 @@ import { mergeMcpConfig, parseMcpJson } from '../../src/mcp/config';
 import { McpServerManager } from '../../src/mcp/serverManager';
 import { OAUTH_MESSAGE } from '../../src/mcp/remoteTransport';
 import { until } from '../helpers/procs';
-import { startHttpMcpServer, type HttpMcpServer } from './mcpHttpServer';
+import { startHttpMcpServer, type HttpMcpServer } from '../helpers/mcpHttpServer';
 import { TestExecutorHost, text, TIMINGS } from './mcpFixtures';
 
 function managerFor(json: object, answers: Record<string, string>): McpServerManager {

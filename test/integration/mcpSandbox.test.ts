@@ -18,7 +18,7 @@ import { McpServerManager } from '../../src/mcp/serverManager';
 import { McpTreeModel } from '../../src/mcp/treeModel';
 import { configOf, listenText as listen, NODE, startExecutor, text, TIMINGS, waitForState, type Executor } from './mcpFixtures';
 
-const SERVER = join(__dirname, 'mcpSandboxServer.js');
+const SERVER = join(__dirname, '..', 'helpers', 'mcpSandboxServer.js');
 
 describe(
   'sandboxed MCP servers on ours exec-server',

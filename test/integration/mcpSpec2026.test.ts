@@ -28,9 +28,9 @@ import {
   waitForState,
   type Executor,
 } from './mcpFixtures';
-import { NOTE_TEXT, NOTE_URI, startSpecHttpServer } from './mcpSpecServer';
+import { NOTE_TEXT, NOTE_URI, startSpecHttpServer } from '../helpers/mcpSpecServer';
 
-const SPEC_SERVER = join(__dirname, 'mcpSpecServer.js');
+const SPEC_SERVER = join(__dirname, '..', 'helpers', 'mcpSpecServer.js');
 
 /** What the extension's handlers would be (mcpElicitation.ts, mcpSampling.ts), answering as a user who types "Ann". */
 class Answers {

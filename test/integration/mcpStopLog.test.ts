@@ -21,8 +21,8 @@ import { until } from '../helpers/procs';
 import { CLI_JS } from '../helpers/servers';
 import { configOf, NODE, SERVER_EVERYTHING, startExecutor, TIMINGS, type Executor } from './mcpFixtures';
 
-const FIXTURE = join(__dirname, 'mcpConformanceServer.js');
-const PROBE = join(__dirname, 'mcpProbeServer.js');
+const FIXTURE = join(__dirname, '..', 'helpers', 'mcpConformanceServer.js');
+const PROBE = join(__dirname, '..', 'helpers', 'mcpProbeServer.js');
 const ERROR_LINE = /protocol error|aborted|could not confirm|lost the process/i;
 
 describe('a normal stop writes no error lines, on ours exec-server', () => {

@@ -17,7 +17,7 @@ import { McpServerManager } from '../../src/mcp/serverManager';
 import type { SandboxBlock } from '../../src/mcp/serverSandbox';
 import { configOf, listenText as listen, NODE, startExecutor, text, TIMINGS, type Executor } from './mcpFixtures';
 
-const SERVER = join(__dirname, 'mcpSandboxServer.js');
+const SERVER = join(__dirname, '..', 'helpers', 'mcpSandboxServer.js');
 
 describe('escapes from a sandboxed MCP server', { skip: process.platform !== 'linux' && 'the bubblewrap sandbox is Linux-only' }, () => {
   let exec: Executor;

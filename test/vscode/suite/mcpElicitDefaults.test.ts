@@ -1,5 +1,5 @@
 // Elicitation defaults in a real VS Code: a form whose enum, boolean and oneOf defaults are not their
-// first option, and an optional multi-select with minItems (test/integration/mcpConformanceServer.ts,
+// first option, and an optional multi-select with minItems (test/helpers/mcpConformanceServer.ts,
 // `ask_with_defaults`), answered by pressing Enter on each quick input: every default is taken, and
 // the multi-select is left out.
 import * as assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { getApi, withSettings } from './helpers';
 
-const FIXTURE = join(__dirname, '..', '..', 'integration', 'mcpConformanceServer.js');
+const FIXTURE = join(__dirname, '..', '..', 'helpers', 'mcpConformanceServer.js');
 
 interface Snapshot {
   servers: { name: string; state: { kind: string }; tools: string[] }[];

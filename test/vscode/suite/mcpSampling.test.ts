@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import { getApi, withSettings } from './helpers';
 import { snapshot, waitForSnapshot } from './mcpProcs';
 
-const PROBE = join(__dirname, '..', '..', 'integration', 'mcpProbeServer.js');
+const PROBE = join(__dirname, '..', '..', 'helpers', 'mcpProbeServer.js');
 const FAKE_ID = 'exec-bridge-test.fake-model';
 
 interface FakeModel {

@@ -13,7 +13,7 @@ import * as vscode from 'vscode';
 import { getApi, waitFor, withSettings } from './helpers';
 import { ancestors, processes, providerApiExpected, startThroughVsCode, waitForSnapshot } from './mcpProcs';
 
-const PROBE = join(__dirname, '..', '..', 'integration', 'mcpProbeServer.js');
+const PROBE = join(__dirname, '..', '..', 'helpers', 'mcpProbeServer.js');
 
 interface ProbeEvent {
   pid: number;

@@ -6,7 +6,7 @@ import * as assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import { startHttpMcpServer, type HttpMcpServer } from '../../integration/mcpHttpServer';
+import { startHttpMcpServer, type HttpMcpServer } from '../../helpers/mcpHttpServer';
 import { getApi, startExecServer, waitFor, withSettings } from './helpers';
 import { ancestors, processes } from './mcpProcs';
 
@@ -20,7 +20,7 @@ interface Snapshot {
 }
 
 const TAG = `vscode-list-${process.pid}-${Date.now()}`;
-const TINY = join(__dirname, '..', '..', 'integration', 'mcpTinyServer.js');
+const TINY = join(__dirname, '..', '..', 'helpers', 'mcpTinyServer.js');
 const hasApi =
   typeof (vscode as unknown as { lm?: { registerMcpServerDefinitionProvider?: unknown } }).lm?.registerMcpServerDefinitionProvider ===
   'function';
