@@ -6,8 +6,8 @@ import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/sandboxSetup';
 import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, type DaemonState } from '../client/daemonStart';
 import { tuneYoungGeneration } from '../rpc/youngGc';
-import { ExecServerClient, formatDuration } from '../client';
-import { errorMessage } from '../util/errorMessage';
+import { ExecServerClient } from '../client';
+import { errorMessage, formatDuration } from '../util';
 import { exitWhenIdle } from './serve';
 
 /** The exec-server's own default (src/server/execServer.ts). */

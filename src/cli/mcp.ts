@@ -5,7 +5,7 @@ import { CLI_VERSION } from '../client/daemonStart';
 import { BundledServer } from '../core/bundledServer';
 import { ExecutorConnection } from '../core/executorConnection';
 import { sandboxLabel } from '../core/sandboxSettings';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import { MCP_USAGE, parseMcpArgs, type McpArgs } from './mcpArgs';
 import { ExecutorTools, type ToolAnswer } from './mcpTools';
 import { HelpRequested, UsageError } from './runArgs';

@@ -3,7 +3,7 @@ import { parseSshTarget } from '../client/sshConnector';
 import { AGENT_OUTPUT_LIMIT } from '../core/agentOutput';
 import { BUNDLED_EXECUTOR, type ExecutorConfig } from '../core/executorConfig';
 import { DEFAULT_SANDBOX, type SandboxSettings } from '../core/sandboxSettings';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
 
 /* `exec-bridge mcp`'s command line: the usage text and the parser (the server is in mcp.ts). */

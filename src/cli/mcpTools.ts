@@ -10,9 +10,7 @@ import { redactUrl, type ExecutorConfig } from '../core/executorConfig';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { stateText } from '../core/executorStateText';
 import { sandboxLabel, sandboxRequest, withManagedNetwork, type SandboxSettings } from '../core/sandboxSettings';
-import { formatDuration } from '../util/duration';
-import { errorMessage } from '../util/errorMessage';
-import { describeExitCode } from '../util/exitCode';
+import { formatDuration, errorMessage, describeExitCode } from '../util';
 
 /*
  * What the tools of `exec-bridge mcp` do, without the MCP SDK (mcp.ts registers them): run a

@@ -4,7 +4,6 @@ import { pathToFileURL } from 'node:url';
 import {
   DEFAULT_SESSION_TTL_MS,
   ExecServerClient,
-  formatDuration,
   isExecClientError,
   redact,
   type ConnectionState,
@@ -15,8 +14,7 @@ import {
 import { sshConnector } from '../client/sshConnector';
 import { executorPath } from '../client/executorPaths';
 import { sandboxForPolicy, type SandboxPolicyName } from '../protocol/sandbox';
-import { errorMessage } from '../util/errorMessage';
-import { shellLine } from '../util/shellQuote';
+import { errorMessage, formatDuration, shellLine } from '../util';
 import { HelpRequested, parseRunArgs, runArgv, UsageError, RUN_USAGE, type RunArgs } from './runArgs';
 import { startRunServer, type RunServer } from './runServer';
 import { readTokenFile } from './tokenFile';

@@ -1,6 +1,6 @@
 import { parseSshTarget } from '../client/sshConnector';
 import type { SandboxPolicyName } from '../protocol/sandbox';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
 
 export { HelpRequested, UsageError } from './cliOptions';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util/privateDir';
+import { makePrivateSubdir, sweepDeadDirs, TOKEN_DIR_PREFIX } from '../util';
 
 /** The exec-server `run --bundled` started for itself: its child, on loopback. */
 export interface RunServer {

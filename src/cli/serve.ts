@@ -2,7 +2,7 @@ import { StdioTransport } from '../rpc/stdioTransport';
 import { tuneYoungGeneration } from '../rpc/youngGc';
 import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
 import { sandboxPlanner } from '../server/sandboxSetup';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import { readTokenFile } from './tokenFile';
 
 export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | unix:PATH | stdio] [--token-file FILE]

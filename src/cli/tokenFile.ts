@@ -1,6 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
-import { errorMessage } from '../util/errorMessage';
-import { shellWord } from '../util/shellQuote';
+import { errorMessage, shellWord } from '../util';
 
 /** A token file we refuse to use; the message names the file and the fix. */
 export class TokenFileError extends Error {

@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { StdioTransport } from '../rpc/stdioTransport';
 import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import { WebSocketTransport } from '../rpc/wsTransport';
-import type { Disposable } from '../util/disposable';
+import type { Disposable } from '../util';
 import { RelayConnection } from './sshConnector';
 import type { Connection, Connector, Endpoint } from './types';
 

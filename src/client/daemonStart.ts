@@ -2,9 +2,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { errorMessage } from '../util/errorMessage';
-import { pidAlive, privateDir } from '../util/privateDir';
-import { socketAccepts } from '../util/unixSocket';
+import { errorMessage, pidAlive, privateDir, socketAccepts } from '../util';
 
 /*
  * Finding or starting the per-user executor daemon (src/cli/daemon.ts runs it). No server code

@@ -1,8 +1,6 @@
 import { ErrorCode } from '../protocol/common';
 import { FsChangedNotification, type FsChangeType, type FsWatchResult } from '../protocol/fsWatch';
-import type { Disposable } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
-import { errorMessage } from '../util/errorMessage';
+import { Emitter, errorMessage, type Disposable, type Event } from '../util';
 import { fromUri, toUri } from './callHelpers';
 import { RemoteError } from './errors';
 import type { ExecServerClient } from './execServerClient';

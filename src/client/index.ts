@@ -1,7 +1,6 @@
 // Public API of the resilient exec client (docs/client.md).
 export { ExecServerClient } from './execServerClient';
 export { CODEX_DEADLINE_MS, DEFAULT_SESSION_TTL_MS } from './sessionLink';
-export { formatDuration } from '../util/duration';
 export type { ProcessHandle } from './processHandle';
 export * from './errors';
 export { SessionExpiredError, type AttachedProcess } from './processAttach';

@@ -1,5 +1,4 @@
-import type { Clock, TimerHandle } from '../util/clock';
-import type { Disposable } from '../util/disposable';
+import type { Clock, TimerHandle, Disposable } from '../util';
 import type { Connection } from './types';
 
 export interface KeepaliveOptions {

@@ -1,7 +1,6 @@
 import type { OutputStream } from '../protocol/common';
 import type { ProcessStartResult, SandboxType } from '../protocol/process';
-import { Deferred } from '../util/deferred';
-import { Emitter, type Event } from '../util/emitter';
+import { Deferred, Emitter, type Event } from '../util';
 import type { ExecClientError } from './errors';
 import { SeqOrderer, type SeqEvent } from './seqOrderer';
 import type { CallOptions, ProcessCompletion, ProcessEvent, ProcessStatus } from './types';

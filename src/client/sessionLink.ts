@@ -6,13 +6,17 @@ import { FS_WATCH_FIELD, type FsWatchLimits } from '../protocol/fsWatch';
 import { InitializeResult, SESSION_TAKEN_OVER, SESSION_TTL_FIELD } from '../protocol/session';
 import { RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
-import { backoffDelay } from '../util/backoff';
-import type { Clock, TimerHandle } from '../util/clock';
-import { Deferred } from '../util/deferred';
-import { DisposableStore } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
-import { formatDuration } from '../util/duration';
-import { errorMessage } from '../util/errorMessage';
+import {
+  backoffDelay,
+  Deferred,
+  DisposableStore,
+  Emitter,
+  formatDuration,
+  errorMessage,
+  type Clock,
+  type TimerHandle,
+  type Event,
+} from '../util';
 import { AbortedError, DisconnectedError } from './errors';
 import { SessionExpiredError } from './processAttach';
 import { startKeepalive } from './keepalive';

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { makePrivateSubdir, sweepDeadDirs } from '../util/privateDir';
+import { makePrivateSubdir, sweepDeadDirs } from '../util';
 
 /*
  * ssh's password and passphrase prompts, forwarded to the editor. For each ssh process we start a

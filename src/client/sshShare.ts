@@ -3,8 +3,7 @@ import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { privateDir } from '../util/privateDir';
-import { socketAccepts } from '../util/unixSocket';
+import { privateDir, socketAccepts } from '../util';
 import { websocketConnector } from './connectors';
 import type { Connection } from './types';
 

@@ -1,8 +1,7 @@
 import type { OutputStream } from '../protocol/common';
 import type { EnvPolicy, ProcessStartParams, PtySize } from '../protocol/process';
 import type { Transport } from '../rpc/transport';
-import type { Clock } from '../util/clock';
-import type { Disposable } from '../util/disposable';
+import type { Clock, Disposable } from '../util';
 import type { DisconnectedError, ExecClientError } from './errors';
 
 /**

@@ -7,8 +7,7 @@
  * shared with `exec-bridge mcp`.
  */
 import { randomBytes } from 'node:crypto';
-import { systemClock, type Clock } from '../util/clock';
-import { describeExitCode } from '../util/exitCode';
+import { systemClock, describeExitCode, type Clock } from '../util';
 import { forModel, outputBound, type OutputBound } from './agentOutput';
 import { decisionText } from './decisionText';
 import { RunCapture } from './runCapture';

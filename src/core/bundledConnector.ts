@@ -2,8 +2,7 @@ import { websocketConnector } from '../client/connectors';
 import { ExecServerClient } from '../client/execServerClient';
 import { SessionExpiredError } from '../client/processAttach';
 import type { ClientOptions, Connector } from '../client/types';
-import { errorMessage } from '../util/errorMessage';
-import { pidAlive } from '../util/privateDir';
+import { errorMessage, pidAlive } from '../util';
 import type { BundledServer } from './bundledServer';
 
 /** The daemon's socket; each (re)connect attempt first checks that the daemon still runs. */

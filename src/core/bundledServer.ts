@@ -1,6 +1,5 @@
 import { bundleKey, ensureDaemon, otherLiveDaemons, type DaemonInfo } from '../client/daemonStart';
-import { Emitter, type Event } from '../util/emitter';
-import { pidAlive } from '../util/privateDir';
+import { Emitter, pidAlive, type Event } from '../util';
 
 export interface BundledServerOptions {
   /** Absolute path of `dist/cli.js`. */

@@ -1,8 +1,6 @@
 import { posix } from 'node:path';
 import type { ClientWatch, FsWatchEvent, WatchRequest } from '../client/fsWatch';
-import { systemClock, type Clock } from '../util/clock';
-import type { Disposable } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
+import { systemClock, Emitter, type Clock, type Disposable, type Event } from '../util';
 import { executorFilePath, type FileStat } from './executorFiles';
 import { DEFAULT_POLL_LIMITS, ExecutorFilePoller, within, type FileChange, type PolledFiles, type PollLimits } from './executorFilePoller';
 

@@ -1,6 +1,5 @@
 import { posix } from 'node:path';
-import { systemClock, type Clock, type TimerHandle } from '../util/clock';
-import { Emitter, type Event } from '../util/emitter';
+import { systemClock, Emitter, type Clock, type TimerHandle, type Event } from '../util';
 import { executorFilePath, type ExecutorFiles, type FileStat } from './executorFiles';
 import { classifyFsError } from './fsErrors';
 

@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type { ExecServerClient } from '../client/execServerClient';
 import { RemoteError } from '../client/errors';
 import type { ProcessHandle } from '../client/processHandle';
-import { LineSplitter } from '../util/lineSplitter';
+import { LineSplitter } from '../util';
 import { sandboxUnavailableReason } from './approvalPolicy';
 import { sandboxRequest } from './sandboxSettings';
 import {

@@ -1,6 +1,6 @@
 import { isExecClientError, RemoteError } from '../client/errors';
 import { ErrorCode } from '../protocol/common';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 
 /**
  * The `vscode.FileSystemError` factory an fs failure maps to (the names are VS Code's). `Unknown`

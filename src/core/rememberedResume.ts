@@ -1,8 +1,7 @@
 import { ExecServerClient } from '../client/execServerClient';
 import { SessionExpiredError } from '../client/processAttach';
 import type { ClientOptions } from '../client/types';
-import { backoffDelay } from '../util/backoff';
-import { errorMessage } from '../util/errorMessage';
+import { backoffDelay, errorMessage } from '../util';
 
 /** What one failed attempt to resume the remembered session makes the executor's state. */
 export interface ResumeRetryState {

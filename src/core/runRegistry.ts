@@ -1,5 +1,4 @@
-import { systemClock, type Clock } from '../util/clock';
-import { Emitter, type Event } from '../util/emitter';
+import { systemClock, Emitter, type Clock, type Event } from '../util';
 
 export type RunKind = 'command' | 'shell';
 

@@ -1,6 +1,6 @@
 import type { ProcessHandle } from '../client/processHandle';
 import type { ConnectionState, ProcessEvent, StartProcessOptions } from '../client/types';
-import type { Event } from '../util/emitter';
+import type { Event } from '../util';
 import type { ApprovalOutcome, BeforeRunOutcome, DeniedRun, PlannedRun } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
 import type { ReplayStart } from './terminalReplayRange';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { systemClock, type Clock } from '../util/clock';
+import { systemClock, type Clock } from '../util';
 
 /*
  * What a window remembers of its executor sessions, so that a window reload resumes them instead of

@@ -1,5 +1,5 @@
 import type { ExecServerClient } from '../client/execServerClient';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { RememberedProcess } from './sessionMemory';
 
 /** Ending a resumed session's leftovers waits at most this long before the connection is handed out. */

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { SandboxPolicyName } from '../protocol/sandbox';
-import { shellLine } from '../util/shellQuote';
+import { shellLine } from '../util';
 import { localToExecutor, type PathMapping } from './pathMapping';
 
 /** The task type in tasks.json (`contributes.taskDefinitions`). */

@@ -1,5 +1,5 @@
 import type { ProcessHandle } from '../client/processHandle';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { TerminalAction } from './terminalStreamModel';
 
 /**

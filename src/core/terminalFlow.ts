@@ -1,4 +1,4 @@
-import { systemClock, type Clock, type TimerHandle } from '../util/clock';
+import { systemClock, type Clock, type TimerHandle } from '../util';
 
 /**
  * "Device status report" (CSI 5 n). A terminal answers CSI 0 n once its parser reaches the request,

@@ -1,8 +1,7 @@
 import type { ProcessHandle } from '../client/processHandle';
 import type { ProcessCompletion, StartProcessOptions } from '../client/types';
 import { isExecClientError } from '../client/errors';
-import { DisposableStore } from '../util/disposable';
-import { errorMessage } from '../util/errorMessage';
+import { DisposableStore, errorMessage } from '../util';
 import { reportedDenial, sandboxUnavailableReason, unsandboxedRetry } from './approvalPolicy';
 import { RunApprovals, type RunDecision } from './runApprovals';
 import type { RunRegistry } from './runRegistry';

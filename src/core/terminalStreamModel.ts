@@ -1,7 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ConnectionState, ProcessEvent } from '../client/types';
-import { Emitter, type Event } from '../util/emitter';
-import { describeExitCode } from '../util/exitCode';
+import { Emitter, describeExitCode, type Event } from '../util';
 import { STATUS_REQUEST, TerminalFlow, type FlowLimits, type RawOutput } from './terminalFlow';
 
 /**

@@ -8,7 +8,7 @@ import type {
   ElicitResult,
   Root,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Event } from '../util/emitter';
+import type { Event } from '../util';
 
 /**
  * What our MCP client offers servers beyond the basics. Each part is optional: a part that is

@@ -3,11 +3,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { ProcessHandle } from '../client/processHandle';
 import type { ProcessEvent, StartProcessOptions } from '../client/types';
-import { systemClock, type Clock } from '../util/clock';
-import { Deferred } from '../util/deferred';
-import { describeExitCode } from '../util/exitCode';
-import { LineSplitter } from '../util/lineSplitter';
-import { shellLine } from '../util/shellQuote';
+import { systemClock, Deferred, describeExitCode, LineSplitter, shellLine, type Clock } from '../util';
 import { parseExitMarker, wrapWithReaper } from './orphanReaper';
 import type { ServerLog } from './serverLog';
 

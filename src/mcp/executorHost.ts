@@ -1,6 +1,6 @@
 import type { ConnectionState } from '../client/types';
 import type { EnvironmentInfo } from '../protocol/environment';
-import type { Event } from '../util/emitter';
+import type { Event } from '../util';
 import type { ProcessStarter } from './execProcessTransport';
 
 /** What the MCP manager needs from an exec client (`ExecServerClient` satisfies it). */

@@ -22,8 +22,7 @@ import {
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestOrigin } from './clientFeatures';
-import { errorMessage } from '../util/errorMessage';
-import { makePrivateSubdir, sweepDeadDirs } from '../util/privateDir';
+import { errorMessage, makePrivateSubdir, sweepDeadDirs } from '../util';
 import type { McpServer } from './mcpServer';
 import type { McpServerManager } from './serverManager';
 

@@ -3,9 +3,8 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike, Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { Deferred } from '../util/deferred';
+import { Deferred, errorMessage } from '../util';
 import { isSignInRequired } from './authSession';
-import { errorMessage } from '../util/errorMessage';
 import type { TransportExit } from './execProcessTransport';
 
 /** A 401 where we do not sign in (an `Authorization` header is configured, or `"oauth": false`). */

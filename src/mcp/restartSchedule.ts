@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from '../util/clock';
+import type { Clock, TimerHandle } from '../util';
 import type { McpTimings } from './serverContext';
 import type { ServerLog } from './serverLog';
 import { formatMs, type McpServerState } from './serverState';

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { McpAuthSession } from './authSession';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { describeExitCode } from '../util/exitCode';
+import { describeExitCode } from '../util';
 import type { McpLaunch, McpServerDefinition } from './config';
 import type { McpExecutor } from './executorHost';
 import { createMcpSession, createRemoteSession, type SessionHooks } from './mcpSession';

@@ -1,5 +1,5 @@
 import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
-import type { Clock } from '../util/clock';
+import type { Clock } from '../util';
 import type { McpAuthHooks } from './authSession';
 import type { McpClientFeatures } from './clientFeatures';
 import type { McpInputDefinition } from './config';

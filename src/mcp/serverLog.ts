@@ -1,4 +1,4 @@
-import { Emitter, type Event } from '../util/emitter';
+import { Emitter, type Event } from '../util';
 
 /**
  * `lifecycle`: what the manager did and why (start, pid-free process id, exit code, durations);

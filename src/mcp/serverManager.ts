@@ -1,7 +1,5 @@
 import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
-import { systemClock, type Clock } from '../util/clock';
-import { DisposableStore } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
+import { systemClock, DisposableStore, Emitter, type Clock, type Event } from '../util';
 import type { McpAuthHooks } from './authSession';
 import { MemoryAuthStore } from './authStore';
 import { withAllowedHost, type McpConfig, type McpDiagnostic, type McpInputDefinition, type McpSandboxSettings } from './config';

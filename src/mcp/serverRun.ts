@@ -1,6 +1,5 @@
 import type { Client } from '@modelcontextprotocol/client';
-import { Deferred } from '../util/deferred';
-import { DisposableStore } from '../util/disposable';
+import { Deferred, DisposableStore } from '../util';
 import type { ExecProcessTransport } from './execProcessTransport';
 import type { RemoteMcpTransport } from './remoteTransport';
 import type { McpExecutor } from './executorHost';

@@ -1,7 +1,7 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 
 let validator: AjvJsonSchemaValidator | undefined;
 

@@ -1,6 +1,5 @@
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { DisposableStore } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
+import { DisposableStore, Emitter, type Event } from '../util';
 import { formatDiagnostic, sandboxSummary } from './config';
 import { allowEntryFor } from './serverSandbox';
 import type { McpServer } from './mcpServer';

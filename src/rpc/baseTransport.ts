@@ -1,5 +1,4 @@
-import type { Disposable } from '../util/disposable';
-import { Emitter } from '../util/emitter';
+import { Emitter, type Disposable } from '../util';
 import type { Transport } from './transport';
 import { noteTransientBytes } from './youngGc';
 

@@ -2,7 +2,7 @@
  * The wire envelope: JSON-RPC 2.0 without the `"jsonrpc"` member (docs/protocol.md §2).
  * One message per frame; batches are not accepted.
  */
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 
 export type RequestId = number | string;
 

@@ -1,8 +1,5 @@
 import { ErrorCode } from '../protocol/common';
-import type { Disposable } from '../util/disposable';
-import { DisposableStore } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
-import { errorMessage } from '../util/errorMessage';
+import { DisposableStore, Emitter, errorMessage, type Disposable, type Event } from '../util';
 import { BINARY_RESULT_KIND, BinaryResult, decodeBinaryResult, encodeBinaryResult } from '../protocol/binaryOutput';
 import { ConnectionClosedError, RpcError } from './errors';
 import { encodeBase64Result, encodeError, encodeNotification, encodeRequest, encodeResult, parseMessage, type RequestId } from './message';

@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import { LineSplitter } from '../util/lineSplitter';
+import { LineSplitter } from '../util';
 import { BaseTransport, LARGE_TEXT } from './baseTransport';
 import { MAX_FRAME_BYTES } from './transport';
 

@@ -1,4 +1,4 @@
-import type { Disposable } from '../util/disposable';
+import type { Disposable } from '../util';
 
 /**
  * Frames ↔ messages. A transport moves whole JSON texts; it knows nothing of ids or methods.

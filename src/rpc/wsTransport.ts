@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import { isBinaryFrameKind } from '../protocol/binaryOutput';
-import type { Disposable } from '../util/disposable';
+import type { Disposable } from '../util';
 import { BaseTransport, LARGE_TEXT } from './baseTransport';
 
 /**

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { closeSync, constants, openSync, rmSync, unlinkSync } from 'node:fs';
 import { Socket, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
-import { makePrivateSubdir, sweepDeadDirs } from '../util/privateDir';
+import { makePrivateSubdir, sweepDeadDirs } from '../util';
 
 /**
  * Real pipes for a child's stdio. Node's `stdio: 'pipe'` hands the child a *socket* pair, and that

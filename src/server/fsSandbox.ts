@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { describeZodError } from '../protocol/describeError';
 import { SandboxContext } from '../protocol/sandbox';
 import { RpcError } from '../rpc/errors';
-import { sandboxHiddenDirs } from '../util/privateDir';
+import { sandboxHiddenDirs } from '../util';
 import { computeLayout, MINIMAL_PATHS, type Layout, type Mount } from './sandbox/layout';
 import { isWithin, resolvePolicy, SandboxUnsupportedError } from './sandbox/policy';
 

@@ -5,7 +5,7 @@ import type { FsChange, FsChangedNotification, FsChangeType, FsWatchLimits, FsWa
 import { FS_CHANGED } from '../protocol/fsWatch';
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
-import { systemClock, type Clock, type TimerHandle } from '../util/clock';
+import { systemClock, type Clock, type TimerHandle } from '../util';
 import { io, isMissing, resolveFor, toPath } from './fsPaths';
 import { FsSandbox } from './fsSandbox';
 import { uriFromPath } from './uri';

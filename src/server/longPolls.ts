@@ -1,4 +1,4 @@
-import { Deferred } from '../util/deferred';
+import { Deferred } from '../util';
 
 /** Node timers overflow above 2^31-1 ms (and then fire at once): a longer wait goes in slices. */
 const MAX_TIMER_MS = 2_147_483_647;

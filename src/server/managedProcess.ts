@@ -4,7 +4,7 @@ import type { IPty } from 'node-pty';
 import type { OutputStream } from '../protocol/common';
 import { SANDBOX_BLOCKED, type ProcessReadResult, type ProcessStartRequest, type SandboxType, type WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
-import { Deferred } from '../util/deferred';
+import { Deferred } from '../util';
 import type { FifoPool } from './fifoPool';
 import { LongPolls } from './longPolls';
 import { orphanGuard } from './orphanGuard';

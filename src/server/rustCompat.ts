@@ -1,7 +1,7 @@
 import { constants } from 'node:os';
 import { ErrorCode } from '../protocol/common';
 import { RpcError } from '../rpc/errors';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 
 /**
  * Two small pieces of the reference server's (Rust) behaviour that our fs and http methods must

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol/process';
 import { RpcError } from '../rpc/errors';
-import type { Clock, TimerHandle } from '../util/clock';
+import type { Clock, TimerHandle } from '../util';
 import type { FifoPool } from './fifoPool';
 import type { SandboxPrewarmer } from './prewarm';
 import { FileHandleTable } from './fileHandles';

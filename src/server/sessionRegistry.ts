@@ -1,7 +1,7 @@
 import { ErrorCode } from '../protocol/common';
 import { RpcError } from '../rpc/errors';
 import type { SessionSummary } from '../protocol/session';
-import type { Clock, TimerHandle } from '../util/clock';
+import type { Clock, TimerHandle } from '../util';
 import { Session, type SessionConnection, type SessionOptions } from './session';
 
 /** The longest a client may ask a detached session to be kept, unless the server says otherwise: 7 days. */

@@ -1,6 +1,6 @@
 import { statfsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { makePrivateSubdir, sweepDeadDirs } from '../util/privateDir';
+import { makePrivateSubdir, sweepDeadDirs } from '../util';
 import { DEFAULT_SPOOL_PROCESS_BYTES, DEFAULT_SPOOL_TOTAL_BYTES, OutputSpool, SPOOL_DIR_PREFIX, SPOOL_RECORD_HEADER } from './outputSpool';
 
 /*

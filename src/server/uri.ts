@@ -1,6 +1,6 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { RpcError } from '../rpc/errors';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 
 /**
  * Turns a wire `PathUri` into an absolute local path, with the real server's error messages

@@ -10,7 +10,7 @@ import {
   type PlannedRun,
 } from '../core/approvalPolicy';
 import { allowHostForWorkspace } from '../core/sandboxSettings';
-import { Emitter, type Event } from '../util/emitter';
+import { Emitter, type Event } from '../util';
 import { allowHostChoice, APPROVAL_CHOICES, BEFORE_RUN_CHOICES, type ApprovalChoice, type PendingApproval } from './api';
 
 const ALWAYS_ALLOW_KEY = 'execBridge.alwaysAllowedCommands';

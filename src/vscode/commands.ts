@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import { commandId, type CommandName } from './commandIds';
 import type { FeatureContext } from './context';
 import { selectExecutor, setExecutorToken } from './executorCommands';

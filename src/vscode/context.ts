@@ -1,7 +1,7 @@
 import type * as vscode from 'vscode';
 import type { ExecutorConnection } from '../core/executorConnection';
 import type { RunRegistry } from '../core/runRegistry';
-import type { DisposableStore } from '../util/disposable';
+import type { DisposableStore } from '../util';
 import type { ApprovalService } from './approvals';
 import type { ExecutorManager } from './executorManager';
 

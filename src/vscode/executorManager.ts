@@ -4,8 +4,7 @@ import { BUNDLED_EXECUTOR, defaultExecutorProblem, type ExecutorConfig } from '.
 import { ExecutorConnection, type ExecutorState, type RestoredSession } from '../core/executorConnection';
 import type { SessionMemory } from '../core/sessionMemory';
 import type { ClientOptions } from '../client/types';
-import { DisposableStore } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
+import { DisposableStore, Emitter, type Event } from '../util';
 import { currentExecutors } from './listSettings';
 import { askSshPrompt, SshProgressNotifier } from './sshExecutors';
 

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { type ExecutorSearch, fuzzyMatches, type SearchScope } from '../core/executorSearch';
 import { matchPreview } from '../core/matchPreview';
 import { EXECUTOR_FS_SCHEME, executorFileUri } from '../core/pathMapping';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { FeatureContext } from './context';
 
 /*

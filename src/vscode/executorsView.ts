@@ -2,8 +2,7 @@ import * as vscode from 'vscode';
 import { describeExecutor } from '../core/executorConfig';
 import { executorVersionLabel, stateText } from '../core/executorStateText';
 import { isActive, type RunRecord, type RunRegistry } from '../core/runRegistry';
-import { formatDuration } from '../util/duration';
-import { describeExitCode } from '../util/exitCode';
+import { formatDuration, describeExitCode } from '../util';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';
 

@@ -7,8 +7,7 @@ import type { ExecutorConnection, ExecutorState } from '../core/executorConnecti
 import { outputSpoolFromSetting, sessionTtlMsFromSetting } from '../core/executorConfig';
 import { RunRegistry } from '../core/runRegistry';
 import { SessionMemory } from '../core/sessionMemory';
-import { DisposableStore } from '../util/disposable';
-import { errorMessage } from '../util/errorMessage';
+import { DisposableStore, errorMessage } from '../util';
 import type { ExecBridgeApi } from './api';
 import { ApprovalService } from './approvals';
 import { registerCommands, type CommandContext } from './commands';

@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import * as vscode from 'vscode';
 import type { ExecutorSearch, TextMatch, TextQuery } from '../core/executorSearch';
 import { executorFileUri } from '../core/pathMapping';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { SearchOn } from './executorSearchProviders';
 
 /** Results of one Find in Executor Files at most (a search beyond stops the tool on the executor). */

@@ -6,7 +6,7 @@ import { describeExecutor } from '../core/executorConfig';
 import { stateText } from '../core/executorStateText';
 import { sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
 import type { SessionMemory } from '../core/sessionMemory';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { FeatureContext } from './context';
 import { currentSandboxSettings } from './listSettings';
 import type { RunTerminal, TerminalFeature } from './terminals';

@@ -3,7 +3,7 @@ import type { McpAuthHooks } from '../mcp/authSession';
 import { isSignInRequired } from '../mcp/authSession';
 import type { McpAuthStore } from '../mcp/authStore';
 import type { McpServer } from '../mcp/mcpServer';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { SignInPage } from './api';
 
 /**

@@ -8,9 +8,7 @@ import {
   type McpConfigLayer,
   type McpDiagnostic,
 } from '../mcp/config';
-import { DisposableStore, type Disposable } from '../util/disposable';
-import { Emitter, type Event } from '../util/emitter';
-import { errorMessage } from '../util/errorMessage';
+import { DisposableStore, Emitter, errorMessage, type Disposable, type Event } from '../util';
 
 export const SETTINGS_LABEL = 'settings: execBridge.mcp.servers';
 

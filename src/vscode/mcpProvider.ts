@@ -2,8 +2,7 @@ import * as vscode from 'vscode';
 import { McpGateway } from '../mcp/gateway';
 import type { McpServerManager } from '../mcp/serverManager';
 import { buildProxyDefinitions, definitionsKey, type ProxyDefinition } from '../mcp/vscodeDefinitions';
-import { Emitter } from '../util/emitter';
-import { errorMessage } from '../util/errorMessage';
+import { Emitter, errorMessage } from '../util';
 
 /** The provider id in package.json's `contributes.mcpServerDefinitionProviders`. */
 export const MCP_PROVIDER_ID = 'execBridge.mcpServers';

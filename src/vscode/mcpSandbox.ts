@@ -4,7 +4,7 @@ import { sandboxJson, sandboxSummary, type McpSandboxSettings } from '../mcp/con
 import type { McpServer } from '../mcp/mcpServer';
 import type { McpServerManager } from '../mcp/serverManager';
 import { allowEntryFor, dirToAllow, type SandboxBlock } from '../mcp/serverSandbox';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { McpFeature } from './mcpFeatureApi';
 
 /**

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { CommandMarks } from '../core/shellIntegration';
 import type { TerminalRun } from '../core/terminalRun';
-import { TextTail } from '../util/textTail';
+import { TextTail } from '../util';
 import type { ExecTerminal } from './api';
 
 const TRANSCRIPT_LIMIT = 256 * 1024;

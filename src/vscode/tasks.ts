@@ -5,7 +5,7 @@ import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork, 
 import { EXEC_TASK_TYPE, parseTaskDefinition, resolveTask } from '../core/taskDefinition';
 import { executorRun } from '../core/executorRun';
 import type { RunSpec, TerminalRun } from '../core/terminalRun';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { FeatureContext } from './context';
 import { currentSandboxSettings } from './listSettings';
 import { runServices } from './terminals';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { copyFullOutput, fullOutputNote, type FullOutput } from '../core/terminalFullOutput';
 import { OPEN_FULL_OUTPUT_TITLE } from '../core/terminalReplayRange';
-import { errorMessage } from '../util/errorMessage';
+import { errorMessage } from '../util';
 import type { ExecTerminal } from './api';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';

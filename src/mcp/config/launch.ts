@@ -1,4 +1,4 @@
-import { errorMessage } from '../../util/errorMessage';
+import { errorMessage } from '../../util';
 import { resolveOAuthSettings, type McpOAuthSettings } from './auth';
 import { parseEnvFile } from './envFile';
 import type { McpSandboxSettings } from './sandbox';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { COVER_NAME } from '../../util/privateDir';
+import { COVER_NAME } from '../../util';
 import { argvWithArg0 } from '../spawnPlan';
 import { isWithin } from './policy';
 import { MINIMAL_PATHS, type Layout } from './layout';

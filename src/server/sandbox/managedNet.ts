@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManagedNetworkSandboxContext } from '../../protocol/sandbox';
-import { pidAlive } from '../../util/privateDir';
+import { pidAlive } from '../../util';
 import { NetProxy, type NetDenial } from '../netProxy';
 import { NetPolicy, NetRuleError } from '../netProxyRules';
 import { LoopbackRelay } from '../netRelay';

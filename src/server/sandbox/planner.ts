@@ -1,6 +1,6 @@
 import { lstatSync, mkdirSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import { privateDir, privateDirCandidates, sandboxHiddenDirs, type HiddenDirs } from '../../util/privateDir';
+import { privateDir, privateDirCandidates, sandboxHiddenDirs, type HiddenDirs } from '../../util';
 import { findOnPath, isExecutableFile } from '../executables';
 import { argvWithArg0, passthroughPlan, type PrewarmListeners, type PrewarmSpec, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
 import { bwrapArgs } from './bwrapArgs';

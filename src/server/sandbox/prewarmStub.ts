@@ -1,5 +1,5 @@
 import { lstatSync, readFileSync } from 'node:fs';
-import { shellLine } from '../../util/shellQuote';
+import { shellLine } from '../../util';
 import { ENV_TOOL } from '../executables';
 import type { Layout } from './layout';
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { privateDir } from '../../util/privateDir';
+import { privateDir } from '../../util';
 import { SandboxUnavailableError } from './errors';
 import { keyringOffFilter, managedNetworkFilter, networkOffFilter } from './seccomp';
 
