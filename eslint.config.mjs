@@ -124,7 +124,6 @@ const knownLayerRule = {
 // (it may shrink, never grow) until it is split; the list only ever gets shorter.
 const SIZE = { file: 450, fn: 100 };
 const OVER_SIZE = {
-  'src/mcp/mcpServer.ts': { file: 551 },
 };
 /** @type {(limits: { file?: number, fn?: number }) => import('eslint').Linter.RulesRecord} */
 const sizeRules = (limits) => ({

@@ -1,19 +1,10 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type {
-  CallToolResult,
-  CompleteRequest,
-  CompleteResult,
-  GetPromptResult,
-  LoggingLevel,
-  ReadResourceResult,
-} from '@modelcontextprotocol/sdk/types.js';
-import type { RequestOrigin } from './clientFeatures';
-import type { TimerHandle } from '../util/clock';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Emitter, type Event } from '../util/emitter';
 import { errorMessage } from '../util/errorMessage';
-import { formatDiagnostic, sandboxSummary, type McpServerDefinition, type McpServerEntry } from './config';
-import { blockedPathIn, hostOfTarget, type SandboxBlock } from './serverSandbox';
+import { formatDiagnostic, type McpServerDefinition, type McpServerEntry } from './config';
+import type { SandboxBlock } from './serverSandbox';
 import type { McpExecutor } from './executorHost';
 import { isSignInRequired, McpAuthSession } from './authSession';
 import { REMOTE_HOST, resolveLaunchOn, resolveRemoteOf, type ServerNotice } from './mcpSession';
@@ -24,13 +15,16 @@ import { ALL_LISTS, type ListKind } from './serverLists';
 import { ServerLog } from './serverLog';
 import { closeRun, newRun, StopRequested, throwIfStopped, type Run } from './serverRun';
 import { canTransition, formatMs, isFinal, type McpServerState } from './serverState';
-import { McpServerView } from './serverView';
+import { McpServerRequests } from './serverRequests';
+import { SandboxBlockWatch } from './sandboxBlockWatch';
+import { StartDeadline } from './startDeadline';
 
 /**
  * One configured MCP server: its state machine, its process (through the exec client), its SDK
- * client, its lists and its log. The manager owns it; the tree model reads it (./serverView.ts).
+ * client, its lists and its log. The manager owns it; the tree model reads it (./serverView.ts);
+ * what a ready server is asked is in ./serverRequests.ts.
  */
-export class McpServer extends McpServerView {
+export class McpServer extends McpServerRequests {
   readonly log = new ServerLog();
   /** Sign-in for a remote (http/sse) server: status, "Sign in…", "Sign out" (./authSession.ts). */
   readonly auth: McpAuthSession;
@@ -42,16 +36,11 @@ export class McpServer extends McpServerView {
   private readonly noticed = new Emitter<ServerNotice>();
   /** The server's log messages and resource updates (the gateway forwards them to VS Code's client). */
   readonly onNotification: Event<ServerNotice> = this.noticed.event;
-  /** Calls in flight, each with who made it (undefined: ours). */
-  private readonly calls = new Map<number, RequestOrigin | undefined>();
-  private callSeq = 0;
-  /** Resource subscriptions of the current run: uri → how many subscribers. */
-  private readonly subscribed = new Map<string, number>();
   private readonly blockedEmitter = new Emitter<SandboxBlock>();
   /** The executor's sandbox blocked something new (a host, a path) during this run: the UI offers to allow it. */
   readonly onDidBlock: Event<SandboxBlock> = this.blockedEmitter.event;
-  /** Where a sandboxed run may write (for telling a blocked write from the server's own permission problems). */
-  private writableNow: string[] = [];
+  /** Notices what the sandbox blocked (./sandboxBlockWatch.ts); `recordBlock` keeps it. */
+  private readonly blockWatch = new SandboxBlockWatch(this.log, (b) => this.recordBlock(b));
 
   constructor(entry: McpServerEntry, ctx: McpServerContext) {
     super(entry, ctx);
@@ -182,37 +171,8 @@ export class McpServer extends McpServerView {
     return def;
   }
 
-  /**
-   * Calls a tool. With `origin` (VS Code's client through the gateway), what the server asks while
-   * serving it — elicitation, sampling — goes to that client when only its calls are in flight.
-   */
-  async callTool(
-    name: string,
-    args: Record<string, unknown>,
-    options: RequestOptions & { origin?: RequestOrigin } = {},
-  ): Promise<CallToolResult> {
-    const sdk = this.readyClient();
-    const { origin, ...request } = options;
-    const id = ++this.callSeq;
-    this.calls.set(id, origin);
-    try {
-      const result = (await sdk.callTool({ name, arguments: args }, request)) as CallToolResult;
-      if (this.sandbox) this.scanForBlockedWrites(result);
-      return result;
-    } finally {
-      this.calls.delete(id);
-    }
-  }
-
-  /** A sandboxed server's tool result (an error text, say) naming a write the sandbox refused. */
-  private scanForBlockedWrites(result: CallToolResult): void {
-    for (const c of result.content ?? []) {
-      if (c.type !== 'text') continue;
-      for (const line of c.text.split('\n').slice(0, 200)) {
-        const b = blockedPathIn(line, this.writableNow);
-        if (b) this.recordBlock(b);
-      }
-    }
+  protected override onToolResult(result: CallToolResult): void {
+    if (this.sandbox) this.blockWatch.scanToolResult(result);
   }
 
   /** Records a block once per run (the tree lists it; `onDidBlock` lets the UI offer to allow it). */
@@ -225,63 +185,6 @@ export class McpServer extends McpServerView {
     );
     this.changed.fire('meta');
     this.blockedEmitter.fire(b);
-  }
-
-  /** Who to ask on the server's behalf: the one origin of every call in flight, if they share one. */
-  private requestOrigin(): RequestOrigin | undefined {
-    const origins = new Set(this.calls.values());
-    return origins.size === 1 ? [...origins][0] : undefined;
-  }
-
-  /** `resources/subscribe`, counted: the server is asked once per uri however many subscribe. */
-  async subscribeResource(uri: string, options: RequestOptions = {}): Promise<void> {
-    const sdk = this.readyClient();
-    const n = this.subscribed.get(uri) ?? 0;
-    this.subscribed.set(uri, n + 1);
-    if (n > 0) return;
-    try {
-      await sdk.subscribeResource({ uri }, options);
-    } catch (e) {
-      this.subscribed.delete(uri);
-      throw e;
-    }
-  }
-
-  /** The last subscriber of `uri` leaving unsubscribes on the server. */
-  async unsubscribeResource(uri: string, options: RequestOptions = {}): Promise<void> {
-    const n = this.subscribed.get(uri) ?? 0;
-    if (n === 0) return;
-    if (n > 1) {
-      this.subscribed.set(uri, n - 1);
-      return;
-    }
-    this.subscribed.delete(uri);
-    await this.readyClient().unsubscribeResource({ uri }, options);
-  }
-
-  /** `logging/setLevel` on the server. */
-  async setLoggingLevel(level: LoggingLevel, options: RequestOptions = {}): Promise<void> {
-    await this.readyClient().setLoggingLevel(level, options);
-  }
-
-  async readResource(uri: string, options: RequestOptions = {}): Promise<ReadResourceResult> {
-    return this.readyClient().readResource({ uri }, options);
-  }
-
-  async getPrompt(name: string, args: Record<string, string> = {}, options: RequestOptions = {}): Promise<GetPromptResult> {
-    return this.readyClient().getPrompt({ name, arguments: args }, options);
-  }
-
-  /** `completion/complete` (prompt arguments, resource template variables), for servers that offer completions. */
-  async complete(params: CompleteRequest['params'], options: RequestOptions = {}): Promise<CompleteResult> {
-    return this.readyClient().complete(params, options);
-  }
-
-  /** Round trip in ms. */
-  async ping(options: RequestOptions = {}): Promise<number> {
-    const t0 = this.ctx.clock.now();
-    await this.readyClient().ping(options);
-    return this.ctx.clock.now() - t0;
   }
 
   /** Re-reads tools/resources/prompts (also what list_changed does). */
@@ -330,7 +233,7 @@ export class McpServer extends McpServerView {
 
   private async runStart(run: Run, def: McpServerDefinition): Promise<void> {
     const { clock } = this.ctx;
-    let timer: TimerHandle | undefined;
+    let deadline: StartDeadline | undefined;
     try {
       // A remote (http/sse) server needs no executor: the extension host connects to its URL.
       const executor = def.remote ? undefined : await this.ctx.host.acquire(def.executor);
@@ -341,37 +244,11 @@ export class McpServer extends McpServerView {
       throwIfStopped(run);
       if (executor) this.watchConnection(run, executor);
       this.blocksValue = [];
-      if (launch?.sandbox) {
-        this.log.lifecycle(
-          `sandbox: ${sandboxSummary(launch.sandbox)} (executorSandbox${def.sandbox?.from === 'default' ? ', the workspace default' : ''})`,
-        );
-        const root = def.source.workspaceFolder ?? launch.cwd;
-        this.writableNow = launch.sandbox.policy === 'workspace-write' ? [...(root ? [root] : []), ...launch.sandbox.writable, '/tmp'] : [];
-        run.subscriptions.add(
-          this.log.onDidAppend((e) => {
-            if (e.kind !== 'stderr' || this.run !== run) return;
-            const b = blockedPathIn(e.text, this.writableNow);
-            if (b) this.recordBlock(b);
-          }),
-        );
-      }
+      if (launch?.sandbox) this.blockWatch.watchRun(run, def, launch.sandbox, launch.cwd, () => this.run === run);
 
-      const timeoutMs = def.startupTimeoutMs;
       const t0 = clock.now();
-      timer = clock.setTimeout(() => {
-        run.timedOut = true;
-        run.abort.abort(new Error(`did not become ready within ${formatMs(timeoutMs)}`));
-      }, timeoutMs);
-      // The start's requests follow the run's abort only until the server is ready: the SDK never
-      // removes its abort listeners, so a later stop would "cancel" initialize and the list
-      // requests answered long before (notifications to a server that is going away, and on an
-      // http server, requests cut off by the close: error lines in a normal stop's log).
-      const startAbort = new AbortController();
-      const forward = () => startAbort.abort(run.abort.signal.reason);
-      if (run.abort.signal.aborted) forward();
-      else run.abort.signal.addEventListener('abort', forward, { once: true });
-      run.subscriptions.add({ dispose: () => run.abort.signal.removeEventListener('abort', forward) });
-      const request: RequestOptions = { signal: startAbort.signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs };
+      deadline = new StartDeadline(run, clock, def.startupTimeoutMs);
+      const { request } = deadline;
       const sdk = await connectRun(run, def, executor && launch ? { executor, launch } : undefined, request, t0, {
         ctx: this.ctx,
         log: this.log,
@@ -390,14 +267,12 @@ export class McpServer extends McpServerView {
           },
           origin: () => this.requestOrigin(),
           onBlocked: (b) => {
-            if (this.run === run) this.recordBlock({ kind: 'host', target: b.target, host: hostOfTarget(b.target), reason: b.reason });
+            if (this.run === run) this.blockWatch.hostRefused(b.target, b.reason);
           },
         },
       });
       await this.loadLists(run, sdk, ALL_LISTS, request);
-      clock.clearTimeout(timer);
-      timer = undefined;
-      run.abort.signal.removeEventListener('abort', forward);
+      deadline.met();
       throwIfStopped(run);
       this.restarts.markReady(clock.now());
       this.log.lifecycle(
@@ -406,7 +281,7 @@ export class McpServer extends McpServerView {
       this.setState({ kind: 'ready', since: clock.now(), tools: this.lists.tools.length });
       run.settled.resolve();
     } catch (e) {
-      if (timer !== undefined) clock.clearTimeout(timer);
+      deadline?.clear();
       await this.onStartFailed(run, def, e);
     }
   }
@@ -486,7 +361,7 @@ export class McpServer extends McpServerView {
     if (run.finalized) return;
     run.finalized = true;
     run.subscriptions.dispose();
-    this.subscribed.clear();
+    this.forgetSubscriptions();
     if (this.run === run) this.run = undefined;
     this.connectionValue = undefined;
     const now = this.ctx.clock.now();
@@ -508,12 +383,6 @@ export class McpServer extends McpServerView {
     this.restarts.plan(state, waitForExecutor, () => {
       if (!this.disposed && this.stateValue.kind === 'crashed') void this.start({ automatic: true }).catch(() => undefined);
     });
-  }
-
-  private readyClient(): Client {
-    const run = this.run;
-    if (!run?.sdk || this.stateValue.kind !== 'ready') throw new Error(`MCP server "${this.name}" is not ready (${this.describe()})`);
-    return run.sdk;
   }
 
   private onListChanged(run: Run, kind: ListKind): void {
