@@ -1,4 +1,4 @@
-import { SandboxPolicyName } from '../protocol/sandbox';
+import { SandboxPolicyName } from '../protocol';
 
 /* What the command lines of `run` and `mcp` share: their two errors, one walk over a table of options, value readers. */
 

@@ -13,7 +13,7 @@ import {
 } from '../client';
 import { sshConnector } from '../client/sshConnector';
 import { executorPath } from '../client/executorPaths';
-import { sandboxForPolicy, type SandboxPolicyName } from '../protocol/sandbox';
+import { sandboxForPolicy, type SandboxPolicyName } from '../protocol';
 import { errorMessage, formatDuration, shellLine } from '../util';
 import { HelpRequested, parseRunArgs, runArgv, UsageError, RUN_USAGE, type RunArgs } from './runArgs';
 import { startRunServer, type RunServer } from './runServer';

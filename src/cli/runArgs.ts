@@ -1,5 +1,5 @@
 import { parseSshTarget } from '../client/sshConnector';
-import type { SandboxPolicyName } from '../protocol/sandbox';
+import type { SandboxPolicyName } from '../protocol';
 import { errorMessage } from '../util';
 import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
 

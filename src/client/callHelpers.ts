@@ -1,6 +1,5 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ErrorCode } from '../protocol/common';
-import { requests, type RequestMethod, type ResultOf } from '../protocol/methods';
+import { ErrorCode, requests, type RequestMethod, type ResultOf } from '../protocol';
 import { AbortedError, RemoteError } from './errors';
 
 /* The client's small helpers: result parsing, plain path <-> file URI, an abortable wait. */

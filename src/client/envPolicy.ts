@@ -1,4 +1,4 @@
-import type { EnvPolicy } from '../protocol/process';
+import type { EnvPolicy } from '../protocol';
 
 /**
  * The executor's whole environment (minus its default excludes and `exclude`), as a locally

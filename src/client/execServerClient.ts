@@ -1,8 +1,13 @@
-import { BinaryResult } from '../protocol/binaryOutput';
-import { ErrorCode } from '../protocol/common';
-import type { EnvironmentInfo } from '../protocol/environment';
-import { FS_CHANGED, type FsWatchLimits } from '../protocol/fsWatch';
-import type { ParamsOf, RequestMethod, ResultOf } from '../protocol/methods';
+import {
+  BinaryResult,
+  ErrorCode,
+  FS_CHANGED,
+  type EnvironmentInfo,
+  type FsWatchLimits,
+  type ParamsOf,
+  type RequestMethod,
+  type ResultOf,
+} from '../protocol';
 import { ConnectionClosedError, RpcError } from '../rpc/errors';
 import { MAX_ANSWER_BYTES } from '../rpc/transport';
 import { systemClock, errorMessage, Emitter, type Clock, type Disposable, type Event } from '../util';

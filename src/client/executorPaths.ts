@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import type { EnvironmentInfo } from '../protocol/environment';
+import type { EnvironmentInfo } from '../protocol';
 
 /** A `file:` URI the executor reported, as a path; undefined when it is missing or not in local form. */
 export function executorPath(uri: string | undefined): string | undefined {

@@ -1,5 +1,4 @@
-import { ErrorCode } from '../protocol/common';
-import { FsChangedNotification, type FsChangeType, type FsWatchResult } from '../protocol/fsWatch';
+import { ErrorCode, FsChangedNotification, type FsChangeType, type FsWatchResult } from '../protocol';
 import { Emitter, errorMessage, type Disposable, type Event } from '../util';
 import { fromUri, toUri } from './callHelpers';
 import { RemoteError } from './errors';

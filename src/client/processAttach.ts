@@ -1,4 +1,4 @@
-import type { ProcessReadResult } from '../protocol/process';
+import type { ProcessReadResult } from '../protocol';
 import { OutputLostError } from './errors';
 import type { ProcessHandleImpl } from './processHandle';
 

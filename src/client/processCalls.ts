@@ -1,5 +1,4 @@
-import { ErrorCode } from '../protocol/common';
-import type { ParamsOf, RequestMethod, ResultOf } from '../protocol/methods';
+import { ErrorCode, type ParamsOf, type RequestMethod, type ResultOf } from '../protocol';
 import { OutcomeUnknownError, RemoteError, UnsupportedError, WriteRejectedError } from './errors';
 import type { HandleHost, ProcessHandleImpl } from './processHandle';
 import type { CallOptions } from './types';

@@ -1,5 +1,4 @@
-import type { OutputStream } from '../protocol/common';
-import type { ProcessStartResult, SandboxType } from '../protocol/process';
+import type { OutputStream, ProcessStartResult, SandboxType } from '../protocol';
 import { Deferred, Emitter, type Event } from '../util';
 import type { ExecClientError } from './errors';
 import { SeqOrderer, type SeqEvent } from './seqOrderer';

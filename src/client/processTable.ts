@@ -1,12 +1,12 @@
-import { decodeBinaryOutput } from '../protocol/binaryOutput';
-import { ErrorCode } from '../protocol/common';
 import {
+  decodeBinaryOutput,
+  ErrorCode,
   ProcessClosedNotification,
   ProcessExitedNotification,
   ProcessReadResult,
   SANDBOX_BLOCKED,
   SandboxBlockedNotification,
-} from '../protocol/process';
+} from '../protocol';
 import { RpcError } from '../rpc/errors';
 import type { RpcPeer } from '../rpc/peer';
 import { NotStartedError, OutputLostError, type DisconnectedError } from './errors';

@@ -1,4 +1,4 @@
-import type { ProcessReadResult } from '../protocol/process';
+import type { ProcessReadResult } from '../protocol';
 import type { ProcessEvent } from './types';
 
 export type SeqEvent = Exclude<ProcessEvent, { type: 'failed' }>;

@@ -1,9 +1,14 @@
-import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
-import { ErrorCode } from '../protocol/common';
-import type { EnvironmentInfo } from '../protocol/environment';
-import { requests } from '../protocol/methods';
-import { FS_WATCH_FIELD, type FsWatchLimits } from '../protocol/fsWatch';
-import { InitializeResult, SESSION_TAKEN_OVER, SESSION_TTL_FIELD } from '../protocol/session';
+import {
+  BINARY_OUTPUT_FIELD,
+  ErrorCode,
+  requests,
+  FS_WATCH_FIELD,
+  InitializeResult,
+  SESSION_TAKEN_OVER,
+  SESSION_TTL_FIELD,
+  type EnvironmentInfo,
+  type FsWatchLimits,
+} from '../protocol';
 import { RpcError } from '../rpc/errors';
 import { RpcPeer } from '../rpc/peer';
 import {

@@ -1,7 +1,13 @@
-import { BinaryResult } from '../protocol/binaryOutput';
-import type { EnvironmentInfo, EnvironmentStatusResult } from '../protocol/environment';
-import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
-import type { ParamsOf, RequestMethod, ResultOf } from '../protocol/methods';
+import {
+  BinaryResult,
+  type EnvironmentInfo,
+  type EnvironmentStatusResult,
+  type FsDirectoryEntry,
+  type FsMetadata,
+  type ParamsOf,
+  type RequestMethod,
+  type ResultOf,
+} from '../protocol';
 import { fromUri, toUri } from './callHelpers';
 import type { CallOptions } from './types';
 

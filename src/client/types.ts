@@ -1,5 +1,4 @@
-import type { OutputStream } from '../protocol/common';
-import type { EnvPolicy, ProcessStartParams, PtySize } from '../protocol/process';
+import type { OutputStream, EnvPolicy, ProcessStartParams, PtySize } from '../protocol';
 import type { Transport } from '../rpc/transport';
 import type { Clock, Disposable } from '../util';
 import type { DisconnectedError, ExecClientError } from './errors';

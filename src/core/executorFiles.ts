@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ExecServerClient } from '../client/execServerClient';
-import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
+import type { FsDirectoryEntry, FsMetadata } from '../protocol';
 import { classifyFsError, ExecutorFsError } from './fsErrors';
 
 /** Files up to this size are read with one `fs/readFile`; larger ones in blocks of this size (the servers' `fs/readBlock` bound). */

@@ -1,5 +1,5 @@
 import { isExecClientError, RemoteError } from '../client/errors';
-import { ErrorCode } from '../protocol/common';
+import { ErrorCode } from '../protocol';
 import { errorMessage } from '../util';
 
 /**

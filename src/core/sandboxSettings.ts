@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url';
-import { sandboxForPolicy, SandboxPolicyName, type SandboxContextInput } from '../protocol/sandbox';
+import { sandboxForPolicy, SandboxPolicyName, type SandboxContextInput } from '../protocol';
 
 /** The user's sandbox choice (`execBridge.sandbox` + `execBridge.sandboxNetwork` + `execBridge.sandboxNetworkAllow`). */
 export interface SandboxSettings {

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { SandboxPolicyName } from '../protocol/sandbox';
+import { SandboxPolicyName } from '../protocol';
 import { shellLine } from '../util';
 import { localToExecutor, type PathMapping } from './pathMapping';
 

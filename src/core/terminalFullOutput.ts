@@ -1,5 +1,5 @@
 import { mib } from './terminalReplayRange';
-import type { ProcessReadResult } from '../protocol/process';
+import type { ProcessReadResult } from '../protocol';
 
 /**
  * Exec Bridge: Open Full Output (the vscode layer in src/vscode/terminalOutput.ts): every byte the

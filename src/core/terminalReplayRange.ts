@@ -1,5 +1,5 @@
 import type { ExecServerClient } from '../client/execServerClient';
-import type { ProcessReadResult } from '../protocol/process';
+import type { ProcessReadResult } from '../protocol';
 
 /**
  * What a reopened terminal replays (docs/architecture.md "Output spool"): the newest part of what

@@ -1,5 +1,5 @@
 import type { ConnectionState } from '../client/types';
-import type { EnvironmentInfo } from '../protocol/environment';
+import type { EnvironmentInfo } from '../protocol';
 import type { Event } from '../util';
 import type { ProcessStarter } from './execProcessTransport';
 

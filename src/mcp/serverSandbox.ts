@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import type { StartProcessOptions } from '../client/types';
-import { sandboxForPolicy } from '../protocol/sandbox';
+import { sandboxForPolicy } from '../protocol';
 import type { McpSandboxSettings } from './config';
 
 /*

@@ -1,4 +1,4 @@
-import { ErrorCode } from '../protocol/common';
+import { ErrorCode } from '../protocol';
 
 /** An error answered by (or to be sent to) the peer, with its JSON-RPC code. */
 export class RpcError extends Error {

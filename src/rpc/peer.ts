@@ -1,6 +1,5 @@
-import { ErrorCode } from '../protocol/common';
+import { ErrorCode, BINARY_RESULT_KIND, BinaryResult, decodeBinaryResult, encodeBinaryResult } from '../protocol';
 import { DisposableStore, Emitter, errorMessage, type Disposable, type Event } from '../util';
-import { BINARY_RESULT_KIND, BinaryResult, decodeBinaryResult, encodeBinaryResult } from '../protocol/binaryOutput';
 import { ConnectionClosedError, RpcError } from './errors';
 import { encodeBase64Result, encodeError, encodeNotification, encodeRequest, encodeResult, parseMessage, type RequestId } from './message';
 import type { Transport } from './transport';

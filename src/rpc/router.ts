@@ -1,6 +1,4 @@
-import { ErrorCode } from '../protocol/common';
-import { describeZodError } from '../protocol/describeError';
-import { requests, type ParsedParamsOf, type RequestMethod, type ResultOf } from '../protocol/methods';
+import { ErrorCode, describeZodError, requests, type ParsedParamsOf, type RequestMethod, type ResultOf } from '../protocol';
 import { RpcError } from './errors';
 
 export type Handler<M extends RequestMethod, Ctx> = (params: ParsedParamsOf<M>, ctx: Ctx) => ResultOf<M> | Promise<ResultOf<M>>;

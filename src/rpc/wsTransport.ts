@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
-import { isBinaryFrameKind } from '../protocol/binaryOutput';
+import { isBinaryFrameKind } from '../protocol';
 import type { Disposable } from '../util';
 import { BaseTransport, LARGE_TEXT } from './baseTransport';
 

@@ -1,4 +1,4 @@
-import type { EnvPolicy } from '../protocol/process';
+import type { EnvPolicy } from '../protocol';
 
 /** The variables `inherit: "core"` keeps from the server's own environment. */
 const CORE_VARS = ['HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'TMPDIR', 'USER'];

@@ -1,9 +1,16 @@
-import { BINARY_OUTPUT_FIELD } from '../protocol/binaryOutput';
-import { ErrorCode } from '../protocol/common';
-import { describeZodError } from '../protocol/describeError';
-import { FS_WATCH_FIELD, type FsWatchLimits } from '../protocol/fsWatch';
-import { InitializeParams, OutputSpoolAsk, SESSION_TAKEN_OVER, SESSION_TTL_FIELD, type InitializeResult } from '../protocol/session';
-import type { EnvironmentInfo } from '../protocol/environment';
+import {
+  BINARY_OUTPUT_FIELD,
+  ErrorCode,
+  describeZodError,
+  FS_WATCH_FIELD,
+  InitializeParams,
+  OutputSpoolAsk,
+  SESSION_TAKEN_OVER,
+  SESSION_TTL_FIELD,
+  type FsWatchLimits,
+  type InitializeResult,
+  type EnvironmentInfo,
+} from '../protocol';
 import { RpcError } from '../rpc/errors';
 import { encodeNotification } from '../rpc/message';
 import { RpcPeer } from '../rpc/peer';

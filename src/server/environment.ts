@@ -1,6 +1,6 @@
 import { homedir, tmpdir, userInfo } from 'node:os';
 import { basename } from 'node:path';
-import type { EnvironmentInfo } from '../protocol/environment';
+import type { EnvironmentInfo } from '../protocol';
 import { uriFromPath } from './uri';
 
 // Replaced by esbuild with package.json's version; unbundled (tsc-compiled tests) it is undefined.

@@ -14,7 +14,7 @@ import { FifoPool } from './fifoPool';
 import { SandboxPrewarmer } from './prewarm';
 import { registerProcessMethods } from './processMethods';
 import { registerFsMethods } from './fsMethods';
-import type { FsWatchLimits } from '../protocol/fsWatch';
+import type { FsWatchLimits } from '../protocol';
 import { registerFsWatchMethods, WatchBudget } from './fsWatch';
 import { registerHttpMethods } from './httpRequest';
 import { treesKilled } from './processTree';

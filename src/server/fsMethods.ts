@@ -1,5 +1,5 @@
 import * as fsp from 'node:fs/promises';
-import { BINARY_RESULT_HEADROOM } from '../protocol/binaryOutput';
+import { BINARY_RESULT_HEADROOM } from '../protocol';
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { FileHandleTable } from './fileHandles';

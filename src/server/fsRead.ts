@@ -1,8 +1,7 @@
 import { constants as fsConstants, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { BinaryResult } from '../protocol/binaryOutput';
-import type { FsDirectoryEntry, FsMetadata } from '../protocol/fs';
+import { BinaryResult, type FsDirectoryEntry, type FsMetadata } from '../protocol';
 import { RpcError } from '../rpc/errors';
 import { errnoError, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
 

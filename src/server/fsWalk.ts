@@ -1,6 +1,6 @@
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FsDirectoryEntry, FsWalkEntry, FsWalkOptions, FsWalkResult } from '../protocol/fs';
+import type { FsDirectoryEntry, FsWalkEntry, FsWalkOptions, FsWalkResult } from '../protocol';
 import { RpcError } from '../rpc/errors';
 import { io, localPath, resolveFor } from './fsPaths';
 import { listDirectory, listDirectoryChecked, metadataFollowing, metadataOfAll } from './fsRead';

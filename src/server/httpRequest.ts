@@ -1,8 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { createGunzip } from 'node:zlib';
-import type { HttpRequestResult } from '../protocol/http';
-import type { ParsedParamsOf } from '../protocol/methods';
+import type { HttpRequestResult, ParsedParamsOf } from '../protocol';
 import { RpcError } from '../rpc/errors';
 import type { Router } from '../rpc/router';
 import { decodeBase64 } from './rustCompat';

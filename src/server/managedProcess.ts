@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
-import type { OutputStream } from '../protocol/common';
-import { SANDBOX_BLOCKED, type ProcessReadResult, type ProcessStartRequest, type SandboxType, type WriteStatus } from '../protocol/process';
+import { SANDBOX_BLOCKED } from '../protocol';
+import type { OutputStream, ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol';
 import { RpcError } from '../rpc/errors';
 import { Deferred } from '../util';
 import type { FifoPool } from './fifoPool';

@@ -1,6 +1,6 @@
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { OutputStream } from '../protocol/common';
+import type { OutputStream } from '../protocol';
 import type { SpoolStore } from './spoolStore';
 
 /*

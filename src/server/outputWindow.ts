@@ -1,4 +1,4 @@
-import type { OutputStream } from '../protocol/common';
+import type { OutputStream } from '../protocol';
 import { FramePool } from './framePool';
 
 export interface RetainedChunk {

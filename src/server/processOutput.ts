@@ -1,5 +1,4 @@
-import type { OutputStream } from '../protocol/common';
-import { encodeBinaryOutput } from '../protocol/binaryOutput';
+import { encodeBinaryOutput, type OutputStream } from '../protocol';
 import { FramePool, frameBytes } from './framePool';
 
 /** Where a process delivers its notifications: the session's attached connection, if any. */

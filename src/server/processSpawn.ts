@@ -5,13 +5,13 @@ import { isAbsolute, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
-import type { ProcessStartRequest } from '../protocol/process';
 import {
   isManagedNetworkLists,
   ManagedNetworkField,
+  type ProcessStartRequest,
   type ManagedNetworkLists,
   type ManagedNetworkSandboxContext,
-} from '../protocol/sandbox';
+} from '../protocol';
 import { RpcError } from '../rpc/errors';
 import { buildChildEnv } from './childEnv';
 import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';

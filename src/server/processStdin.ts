@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
-import type { WriteStatus } from '../protocol/process';
+import type { WriteStatus } from '../protocol';
 import { RpcError } from '../rpc/errors';
 
 /** writeIds remembered per process: a write sent again (a retry after a resume) is one write. */

@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { ErrorCode } from '../protocol/common';
+import { ErrorCode } from '../protocol';
 import { RpcError } from '../rpc/errors';
 import { errorMessage } from '../util';
 

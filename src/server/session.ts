@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol/process';
+import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol';
 import { RpcError } from '../rpc/errors';
 import type { Clock, TimerHandle } from '../util';
 import type { FifoPool } from './fifoPool';

@@ -1,6 +1,5 @@
-import { ErrorCode } from '../protocol/common';
+import { ErrorCode, type SessionSummary } from '../protocol';
 import { RpcError } from '../rpc/errors';
-import type { SessionSummary } from '../protocol/session';
 import type { Clock, TimerHandle } from '../util';
 import { Session, type SessionConnection, type SessionOptions } from './session';
 

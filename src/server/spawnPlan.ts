@@ -1,5 +1,4 @@
-import type { SandboxType } from '../protocol/process';
-import type { ManagedNetworkSandboxContext } from '../protocol/sandbox';
+import type { SandboxType, ManagedNetworkSandboxContext } from '../protocol';
 
 /** What the process runner asks the sandbox layer to plan. Paths are local (already decoded). */
 export interface SpawnRequest {

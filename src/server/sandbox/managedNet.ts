@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ManagedNetworkSandboxContext } from '../../protocol/sandbox';
+import type { ManagedNetworkSandboxContext } from '../../protocol';
 import { pidAlive } from '../../util';
 import { NetProxy, type NetDenial } from '../netProxy';
 import { NetPolicy, NetRuleError } from '../netProxyRules';

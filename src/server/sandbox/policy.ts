@@ -1,5 +1,5 @@
 import { isAbsolute, join, normalize, resolve, sep } from 'node:path';
-import { SandboxContext, type FileSystemSandboxEntry, type FileSystemSpecialPath } from '../../protocol/sandbox';
+import { SandboxContext, type FileSystemSandboxEntry, type FileSystemSpecialPath } from '../../protocol';
 import { pathFromUri } from '../uri';
 
 /*
