@@ -8,12 +8,11 @@ import {
   ExecServerClient,
   isExecClientError,
   websocketConnector,
-  type Connection,
   type Connector,
   type ExecClientError,
   type RemoteError,
 } from '../../src/client';
-import type { Disposable } from '../../src/util/disposable';
+import { ObservedConnection } from '../helpers/observedConnection';
 import { CLI_JS, CODEX_BIN, startExecServer, type ExecServerProcess } from '../helpers/servers';
 import { gather } from './clientHelpers';
 
@@ -28,49 +27,19 @@ async function rejection(p: Promise<unknown>): Promise<ExecClientError> {
 }
 
 /** A real connection, observed: counts requests sent whose answer has not come back yet. */
-class CountingConnection implements Connection {
+class CountingConnection extends ObservedConnection {
   private readonly open = new Set<number | string>();
   peak = 0;
-  constructor(private readonly inner: Connection) {
-    inner.onMessage((text) => {
-      const m = JSON.parse(text) as { id?: number | string; method?: string };
-      if (m.id !== undefined && m.method === undefined) this.open.delete(m.id);
-    });
+  protected received(text: string): void {
+    const m = JSON.parse(text) as { id?: number | string; method?: string };
+    if (m.id !== undefined && m.method === undefined) this.open.delete(m.id);
   }
-  get isClosed(): boolean {
-    return this.inner.isClosed;
-  }
-  get bufferedBytes(): number {
-    return this.inner.bufferedBytes;
-  }
-  get lowWaterMark(): number {
-    return this.inner.lowWaterMark;
-  }
-  set lowWaterMark(v: number) {
-    this.inner.lowWaterMark = v;
-  }
-  send(text: string): void {
+  protected sent(text: string): void {
     const m = JSON.parse(text) as { id?: number | string; method?: string };
     if (m.id !== undefined && m.method !== undefined) {
       this.open.add(m.id);
       this.peak = Math.max(this.peak, this.open.size);
     }
-    this.inner.send(text);
-  }
-  sendFrame(frame: Buffer): void {
-    this.send(frame.toString('utf8'));
-  }
-  onMessage(l: (text: string) => void): Disposable {
-    return this.inner.onMessage(l);
-  }
-  onClose(l: (reason: string | undefined) => void): Disposable {
-    return this.inner.onClose(l);
-  }
-  onDrain(l: () => void): Disposable {
-    return this.inner.onDrain(l);
-  }
-  close(reason?: string): void {
-    this.inner.close(reason);
   }
 }
 

@@ -9,15 +9,15 @@ import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ExecServerClient, websocketConnector, type Connection, type Connector } from '../../src/client';
+import { ExecServerClient, websocketConnector, type Connector } from '../../src/client';
 import { ExecutorFilePoller } from '../../src/core/executorChanges';
 import { BLOCK_SIZE, ExecutorFiles } from '../../src/core/executorFiles';
 import { classifyFsError } from '../../src/core/fsErrors';
-import type { Disposable } from '../../src/util/disposable';
+import { ObservedConnection } from '../helpers/observedConnection';
 import { startExecServer, type ExecServerProcess } from '../helpers/servers';
 
 /** A real connection whose largest frame in each direction is recorded. */
-class MeasuredConnection implements Connection {
+class MeasuredConnection extends ObservedConnection {
   maxSent = 0;
   maxReceived = 0;
   /** `fs/readBlock` and `fs/writeBlock` requests sent and not yet answered: now, and the most at once. */
@@ -25,27 +25,13 @@ class MeasuredConnection implements Connection {
   maxReadBlocksInFlight = 0;
   private writeBlocks = new Set<unknown>();
   maxWriteBlocksInFlight = 0;
-  constructor(private readonly inner: Connection) {
-    inner.onMessage((text) => {
-      this.maxReceived = Math.max(this.maxReceived, Buffer.byteLength(text));
-      const { id } = JSON.parse(text) as { id?: unknown };
-      this.readBlocks.delete(id);
-      this.writeBlocks.delete(id);
-    });
+  protected received(text: string): void {
+    this.maxReceived = Math.max(this.maxReceived, Buffer.byteLength(text));
+    const { id } = JSON.parse(text) as { id?: unknown };
+    this.readBlocks.delete(id);
+    this.writeBlocks.delete(id);
   }
-  get isClosed(): boolean {
-    return this.inner.isClosed;
-  }
-  get bufferedBytes(): number {
-    return this.inner.bufferedBytes;
-  }
-  get lowWaterMark(): number {
-    return this.inner.lowWaterMark;
-  }
-  set lowWaterMark(v: number) {
-    this.inner.lowWaterMark = v;
-  }
-  send(text: string): void {
+  protected sent(text: string): void {
     this.maxSent = Math.max(this.maxSent, Buffer.byteLength(text));
     const m = JSON.parse(text) as { id?: unknown; method?: string };
     if (m.method === 'fs/readBlock') {
@@ -56,22 +42,6 @@ class MeasuredConnection implements Connection {
       this.writeBlocks.add(m.id);
       this.maxWriteBlocksInFlight = Math.max(this.maxWriteBlocksInFlight, this.writeBlocks.size);
     }
-    this.inner.send(text);
-  }
-  sendFrame(frame: Buffer): void {
-    this.send(frame.toString('utf8'));
-  }
-  onMessage(l: (text: string) => void): Disposable {
-    return this.inner.onMessage(l);
-  }
-  onClose(l: (reason: string | undefined) => void): Disposable {
-    return this.inner.onClose(l);
-  }
-  onDrain(l: () => void): Disposable {
-    return this.inner.onDrain(l);
-  }
-  close(reason?: string): void {
-    this.inner.close(reason);
   }
 }
 
