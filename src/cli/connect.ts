@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { DaemonInfo } from '../client/daemonStart';
-import { MAX_FRAME_BYTES } from '../rpc/transport';
+import { MAX_FRAME_BYTES } from '../rpc';
 import { errorMessage, LineSplitter } from '../util';
 import { DAEMON_IDLE_MS, ensureDaemon } from './daemon';
 

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/sandboxSetup';
 import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, type DaemonState } from '../client/daemonStart';
-import { tuneYoungGeneration } from '../rpc/youngGc';
+import { tuneYoungGeneration } from '../rpc';
 import { ExecServerClient } from '../client';
 import { errorMessage, formatDuration } from '../util';
 import { exitWhenIdle } from './serve';

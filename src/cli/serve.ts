@@ -1,5 +1,4 @@
-import { StdioTransport } from '../rpc/stdioTransport';
-import { tuneYoungGeneration } from '../rpc/youngGc';
+import { StdioTransport, tuneYoungGeneration } from '../rpc';
 import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
 import { sandboxPlanner } from '../server/sandboxSetup';
 import { errorMessage } from '../util';

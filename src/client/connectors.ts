@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process';
 import { connect as netConnect, type NetConnectOpts, type Socket } from 'node:net';
 import WebSocket from 'ws';
-import { StdioTransport } from '../rpc/stdioTransport';
-import { MAX_ANSWER_BYTES } from '../rpc/transport';
-import { WebSocketTransport } from '../rpc/wsTransport';
+import { StdioTransport, MAX_ANSWER_BYTES, WebSocketTransport } from '../rpc';
 import type { Disposable } from '../util';
 import { RelayConnection } from './sshConnector';
 import type { Connection, Connector, Endpoint } from './types';

@@ -1,15 +1,6 @@
-import {
-  BinaryResult,
-  ErrorCode,
-  FS_CHANGED,
-  type EnvironmentInfo,
-  type FsWatchLimits,
-  type ParamsOf,
-  type RequestMethod,
-  type ResultOf,
-} from '../protocol';
-import { ConnectionClosedError, RpcError } from '../rpc/errors';
-import { MAX_ANSWER_BYTES } from '../rpc/transport';
+import { BinaryResult, ErrorCode, FS_CHANGED } from '../protocol';
+import type { EnvironmentInfo, FsWatchLimits, ParamsOf, RequestMethod, ResultOf } from '../protocol';
+import { ConnectionClosedError, RpcError, MAX_ANSWER_BYTES } from '../rpc';
 import { systemClock, errorMessage, Emitter, type Clock, type Disposable, type Event } from '../util';
 import { Admission, type Permit } from './callPermits';
 import { abortable, parseResult, toUri } from './callHelpers';

@@ -7,8 +7,7 @@ import {
   SANDBOX_BLOCKED,
   SandboxBlockedNotification,
 } from '../protocol';
-import { RpcError } from '../rpc/errors';
-import type { RpcPeer } from '../rpc/peer';
+import { RpcError, type RpcPeer } from '../rpc';
 import { NotStartedError, OutputLostError, type DisconnectedError } from './errors';
 import type { ProcessHandleImpl } from './processHandle';
 

@@ -1,5 +1,5 @@
-import { StdioTransport } from '../rpc/stdioTransport';
-import type { Disposable } from '../util/disposable';
+import { StdioTransport } from '../rpc';
+import type { Disposable } from '../util';
 import type { Connection } from './types';
 
 /**

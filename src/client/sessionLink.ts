@@ -6,22 +6,11 @@ import {
   InitializeResult,
   SESSION_TAKEN_OVER,
   SESSION_TTL_FIELD,
-  type EnvironmentInfo,
-  type FsWatchLimits,
 } from '../protocol';
-import { RpcError } from '../rpc/errors';
-import { RpcPeer } from '../rpc/peer';
-import {
-  backoffDelay,
-  Deferred,
-  DisposableStore,
-  Emitter,
-  formatDuration,
-  errorMessage,
-  type Clock,
-  type TimerHandle,
-  type Event,
-} from '../util';
+import type { EnvironmentInfo, FsWatchLimits } from '../protocol';
+import { RpcError, RpcPeer } from '../rpc';
+import { backoffDelay, Deferred, DisposableStore, Emitter, formatDuration, errorMessage } from '../util';
+import type { Clock, TimerHandle, Event } from '../util';
 import { AbortedError, DisconnectedError } from './errors';
 import { SessionExpiredError } from './processAttach';
 import { startKeepalive } from './keepalive';

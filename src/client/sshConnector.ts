@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { socketAccepts } from '../util/unixSocket';
+import { socketAccepts } from '../util';
 import { startAskpass, type AskpassHandler, type AskpassSession } from './sshAskpass';
 import { bundleFor, localUname } from './sshBootstrap';
 import type { SshConnectError } from './sshFailure';

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { MAX_ANSWER_BYTES } from '../rpc/transport';
-import { socketAccepts } from '../util/unixSocket';
+import { MAX_ANSWER_BYTES } from '../rpc';
+import { socketAccepts } from '../util';
 import { RelayConnection } from './relayConnection';
 import type { AskpassSession } from './sshAskpass';
 import { bundleFor, localUname, remoteCommand, type Bundle } from './sshBootstrap';

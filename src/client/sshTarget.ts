@@ -1,4 +1,4 @@
-import { shellLine } from '../util/shellQuote';
+import { shellLine } from '../util';
 import { sshUserHome } from './sshConfigFiles';
 
 /* An SSH destination as the user writes it, and the ssh command lines we build for it. */

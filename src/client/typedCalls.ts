@@ -1,12 +1,12 @@
-import {
-  BinaryResult,
-  type EnvironmentInfo,
-  type EnvironmentStatusResult,
-  type FsDirectoryEntry,
-  type FsMetadata,
-  type ParamsOf,
-  type RequestMethod,
-  type ResultOf,
+import { BinaryResult } from '../protocol';
+import type {
+  EnvironmentInfo,
+  EnvironmentStatusResult,
+  FsDirectoryEntry,
+  FsMetadata,
+  ParamsOf,
+  RequestMethod,
+  ResultOf,
 } from '../protocol';
 import { fromUri, toUri } from './callHelpers';
 import type { CallOptions } from './types';

@@ -1,5 +1,5 @@
 import type { OutputStream, EnvPolicy, ProcessStartParams, PtySize } from '../protocol';
-import type { Transport } from '../rpc/transport';
+import type { Transport } from '../rpc';
 import type { Clock, Disposable } from '../util';
 import type { DisconnectedError, ExecClientError } from './errors';
 

@@ -1,8 +1,7 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Emitter, type Event } from '../util/emitter';
-import { errorMessage } from '../util/errorMessage';
+import { Emitter, errorMessage, type Event } from '../util';
 import { formatDiagnostic, type McpServerDefinition, type McpServerEntry } from './config';
 import type { SandboxBlock } from './serverSandbox';
 import type { McpExecutor } from './executorHost';

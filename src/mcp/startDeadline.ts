@@ -1,5 +1,5 @@
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { Clock, TimerHandle } from '../util/clock';
+import type { Clock, TimerHandle } from '../util';
 import type { Run } from './serverRun';
 import { formatMs } from './serverState';
 

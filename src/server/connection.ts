@@ -7,15 +7,9 @@ import {
   OutputSpoolAsk,
   SESSION_TAKEN_OVER,
   SESSION_TTL_FIELD,
-  type FsWatchLimits,
-  type InitializeResult,
-  type EnvironmentInfo,
 } from '../protocol';
-import { RpcError } from '../rpc/errors';
-import { encodeNotification } from '../rpc/message';
-import { RpcPeer } from '../rpc/peer';
-import type { Router } from '../rpc/router';
-import type { Transport } from '../rpc/transport';
+import type { FsWatchLimits, InitializeResult, EnvironmentInfo } from '../protocol';
+import { RpcError, encodeNotification, RpcPeer, type Router, type Transport } from '../rpc';
 import {
   ANSWER_RESERVE_MIN,
   Admission,

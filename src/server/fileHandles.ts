@@ -1,5 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 
 export type FileHandleMode = 'read' | 'replace';
 

@@ -1,7 +1,6 @@
 import * as fsp from 'node:fs/promises';
 import { BINARY_RESULT_HEADROOM } from '../protocol';
-import { RpcError } from '../rpc/errors';
-import type { Router } from '../rpc/router';
+import { RpcError, type Router } from '../rpc';
 import { FileHandleTable } from './fileHandles';
 import { io, localPath, parsePathUri, resolveEntryFor, resolveFor, toPath } from './fsPaths';
 import {

@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { resolveReal, type FsSandbox } from './fsSandbox';
 import { ioErrorToRpc } from './rustCompat';
 

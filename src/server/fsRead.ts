@@ -2,7 +2,7 @@ import { constants as fsConstants, type BigIntStats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { BinaryResult, type FsDirectoryEntry, type FsMetadata } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { errnoError, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
 
 /* The reading side of `fs/*`: metadata, directory listings, whole files and blocks. */

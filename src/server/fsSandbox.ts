@@ -3,7 +3,7 @@ import * as fsp from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { describeZodError, SandboxContext } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { sandboxHiddenDirs } from '../util';
 import { computeLayout, MINIMAL_PATHS, type Layout, type Mount } from './sandbox/layout';
 import { isWithin, resolvePolicy, SandboxUnsupportedError } from './sandbox/policy';

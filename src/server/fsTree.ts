@@ -2,7 +2,7 @@ import type { Dirent } from 'node:fs';
 import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { isErrno, lstatOrUndefined, resolveEntryFor, resolveFor } from './fsPaths';
 import { errnoError, FD_PATHS, inParent, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
 import { checkCreate, mkdirChecked, notARegularFile, openRegularForWriting } from './fsWrite';

@@ -1,7 +1,7 @@
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FsDirectoryEntry, FsWalkEntry, FsWalkOptions, FsWalkResult } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { io, localPath, resolveFor } from './fsPaths';
 import { listDirectory, listDirectoryChecked, metadataFollowing, metadataOfAll } from './fsRead';
 import type { FsSandbox } from './fsSandbox';

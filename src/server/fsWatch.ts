@@ -1,17 +1,9 @@
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import {
-  FS_CHANGED,
-  type FsChange,
-  type FsChangedNotification,
-  type FsChangeType,
-  type FsWatchLimits,
-  type FsWatchParams,
-  type FsWatchResult,
-} from '../protocol';
-import { RpcError } from '../rpc/errors';
-import type { Router } from '../rpc/router';
+import { FS_CHANGED } from '../protocol';
+import type { FsChange, FsChangedNotification, FsChangeType, FsWatchLimits, FsWatchParams, FsWatchResult } from '../protocol';
+import { RpcError, type Router } from '../rpc';
 import { systemClock, type Clock, type TimerHandle } from '../util';
 import { io, isMissing, resolveFor, toPath } from './fsPaths';
 import { FsSandbox } from './fsSandbox';

@@ -1,7 +1,7 @@
 import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { isErrno, lstatOrUndefined } from './fsPaths';
 import { errnoError, inParent, openDirectory, realPathOfHandle, type FsSandbox } from './fsSandbox';
 

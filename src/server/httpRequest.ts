@@ -2,8 +2,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { createGunzip } from 'node:zlib';
 import type { HttpRequestResult, ParsedParamsOf } from '../protocol';
-import { RpcError } from '../rpc/errors';
-import type { Router } from '../rpc/router';
+import { RpcError, type Router } from '../rpc';
 import { decodeBase64 } from './rustCompat';
 
 /**

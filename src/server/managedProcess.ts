@@ -3,7 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
 import { SANDBOX_BLOCKED } from '../protocol';
 import type { OutputStream, ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { Deferred } from '../util';
 import type { FifoPool } from './fifoPool';
 import { LongPolls } from './longPolls';

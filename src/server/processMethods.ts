@@ -1,4 +1,4 @@
-import type { Router } from '../rpc/router';
+import type { Router } from '../rpc';
 import type { RequestContext } from './connection';
 
 /** process/* handlers: thin adapters from parsed params to the session. */

@@ -5,14 +5,9 @@ import { isAbsolute, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
-import {
-  isManagedNetworkLists,
-  ManagedNetworkField,
-  type ProcessStartRequest,
-  type ManagedNetworkLists,
-  type ManagedNetworkSandboxContext,
-} from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { isManagedNetworkLists, ManagedNetworkField } from '../protocol';
+import type { ProcessStartRequest, ManagedNetworkLists, ManagedNetworkSandboxContext } from '../protocol';
+import { RpcError } from '../rpc';
 import { buildChildEnv } from './childEnv';
 import { ENV_TOOL, findOnPath, isExecutableFile } from './executables';
 import { closeChildEnds, type FifoPool } from './fifoPool';

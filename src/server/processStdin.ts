@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream';
 import type { IPty } from 'node-pty';
 import type { WriteStatus } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 
 /** writeIds remembered per process: a write sent again (a retry after a resume) is one write. */
 const WRITE_ID_MEMORY = 4096;

@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import { ErrorCode } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { errorMessage } from '../util';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import type { Clock, TimerHandle } from '../util';
 import type { FifoPool } from './fifoPool';
 import type { SandboxPrewarmer } from './prewarm';

@@ -1,5 +1,5 @@
 import { ErrorCode, type SessionSummary } from '../protocol';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import type { Clock, TimerHandle } from '../util';
 import { Session, type SessionConnection, type SessionOptions } from './session';
 

@@ -1,5 +1,5 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { RpcError } from '../rpc/errors';
+import { RpcError } from '../rpc';
 import { errorMessage } from '../util';
 
 /**
