@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { ASKPASS_SECRET_ENV, ASKPASS_SOCKET_ENV, type AskpassHello, type AskpassReply } from '../client/sshAskpass';
+import { ASKPASS_SECRET_ENV, ASKPASS_SOCKET_ENV, type AskpassHello, type AskpassReply } from '../client';
 
 /*
  * `exec-bridge askpass PROMPT`: the SSH_ASKPASS helper of an SSH executor (src/client/sshAskpass.ts).

@@ -1,8 +1,7 @@
 import WebSocket from 'ws';
-import type { DaemonInfo } from '../client/daemonStart';
+import { DAEMON_IDLE_MS, ensureDaemon, type DaemonInfo } from '../client';
 import { MAX_FRAME_BYTES } from '../rpc';
 import { errorMessage, LineSplitter } from '../util';
-import { DAEMON_IDLE_MS, ensureDaemon } from './daemon';
 
 export const CONNECT_USAGE = `usage: exec-bridge connect [--idle-exit-ms N] [--session-ttl-ms N] [--verbose]
 

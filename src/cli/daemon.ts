@@ -4,16 +4,13 @@ import { machine, type } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ExecServer } from '../server/execServer';
 import { sandboxPlanner } from '../server/sandboxSetup';
-import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, type DaemonState } from '../client/daemonStart';
+import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, ExecServerClient, type DaemonState } from '../client';
 import { tuneYoungGeneration } from '../rpc';
-import { ExecServerClient } from '../client';
 import { errorMessage, formatDuration } from '../util';
 import { exitWhenIdle } from './serve';
 
 /** The exec-server's own default (src/server/execServer.ts). */
 const DEFAULT_SESSION_TTL_MS = 30_000;
-
-export * from '../client/daemonStart';
 
 /*
  * The per-user executor daemon: one long-lived exec-server per user and version, listening on a unix

@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
-import { CLI_VERSION } from '../client/daemonStart';
+import { CLI_VERSION } from '../client';
 import { BundledServer } from '../core/bundledServer';
 import { ExecutorConnection } from '../core/executorConnection';
 import { sandboxLabel } from '../core/sandboxSettings';

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { parseSshTarget } from '../client/sshConnector';
+import { parseSshTarget } from '../client';
 import { AGENT_OUTPUT_LIMIT } from '../core/agentOutput';
 import { BUNDLED_EXECUTOR, type ExecutorConfig } from '../core/executorConfig';
 import { DEFAULT_SANDBOX, type SandboxSettings } from '../core/sandboxSettings';

@@ -1,9 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
-import { inheritAllEnv } from '../client/envPolicy';
-import { DisconnectedError, isExecClientError } from '../client/errors';
-import type { ProcessHandle } from '../client/processHandle';
-import type { ProcessCompletion } from '../client/types';
+import { inheritAllEnv, DisconnectedError, isExecClientError, type ProcessHandle, type ProcessCompletion } from '../client';
 import { BoundedOutput, outputBound } from '../core/agentOutput';
 import { reportedDenial, sandboxUnavailableReason } from '../core/approvalPolicy';
 import { redactUrl, type ExecutorConfig } from '../core/executorConfig';

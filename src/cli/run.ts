@@ -1,18 +1,8 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import {
-  DEFAULT_SESSION_TTL_MS,
-  ExecServerClient,
-  isExecClientError,
-  redact,
-  type ConnectionState,
-  type Connector,
-  type ProcessCompletion,
-  type ProcessHandle,
-} from '../client';
-import { sshConnector } from '../client/sshConnector';
-import { executorPath } from '../client/executorPaths';
+import { DEFAULT_SESSION_TTL_MS, ExecServerClient, isExecClientError, redact, sshConnector, executorPath } from '../client';
+import type { ConnectionState, Connector, ProcessCompletion, ProcessHandle } from '../client';
 import { sandboxForPolicy, type SandboxPolicyName } from '../protocol';
 import { errorMessage, formatDuration, shellLine } from '../util';
 import { HelpRequested, parseRunArgs, runArgv, UsageError, RUN_USAGE, type RunArgs } from './runArgs';

@@ -1,4 +1,4 @@
-import { parseSshTarget } from '../client/sshConnector';
+import { parseSshTarget } from '../client';
 import type { SandboxPolicyName } from '../protocol';
 import { errorMessage } from '../util';
 import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';

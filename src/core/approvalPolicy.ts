@@ -6,7 +6,7 @@
  * then starts unsandboxed, once (`beforeRun`). `askBeforeRun` asks before any command not yet
  * allowed runs at all. No `vscode` here: the UI prompts and the storage are injected.
  */
-import { RemoteError } from '../client/errors';
+import { RemoteError } from '../client';
 
 /**
  * The setting. `ask`: run sandboxed, ask on a denial. `askBeforeRun`: ask before a command not yet

@@ -1,7 +1,4 @@
-import { websocketConnector } from '../client/connectors';
-import { ExecServerClient } from '../client/execServerClient';
-import { SessionExpiredError } from '../client/processAttach';
-import type { ClientOptions, Connector } from '../client/types';
+import { websocketConnector, ExecServerClient, SessionExpiredError, type ClientOptions, type Connector } from '../client';
 import { errorMessage, pidAlive } from '../util';
 import type { BundledServer } from './bundledServer';
 

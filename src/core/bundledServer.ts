@@ -1,4 +1,4 @@
-import { bundleKey, ensureDaemon, otherLiveDaemons, type DaemonInfo } from '../client/daemonStart';
+import { bundleKey, ensureDaemon, otherLiveDaemons, type DaemonInfo } from '../client';
 import { Emitter, pidAlive, type Event } from '../util';
 
 export interface BundledServerOptions {

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import type { ClientWatch, FsWatchEvent, WatchRequest } from '../client/fsWatch';
+import type { ClientWatch, FsWatchEvent, WatchRequest } from '../client';
 import { systemClock, Emitter, type Clock, type Disposable, type Event } from '../util';
 import { executorFilePath, type FileStat } from './executorFiles';
 import { DEFAULT_POLL_LIMITS, ExecutorFilePoller, within, type FileChange, type PolledFiles, type PollLimits } from './executorFilePoller';

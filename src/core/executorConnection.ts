@@ -1,9 +1,5 @@
-import { ExecServerClient } from '../client/execServerClient';
-import { SessionExpiredError } from '../client/processAttach';
-import { defaultExecutorDir } from '../client/executorPaths';
-import type { AskpassRequest } from '../client/sshAskpass';
-import { sshConnector, type RemoteInfo, type SshConnector, type SshProgress } from '../client/sshConnector';
-import type { ClientOptions, ConnectionState } from '../client/types';
+import { ExecServerClient, SessionExpiredError, defaultExecutorDir, sshConnector } from '../client';
+import type { AskpassRequest, RemoteInfo, SshConnector, SshProgress, ClientOptions, ConnectionState } from '../client';
 import { DisposableStore, Emitter, errorMessage, type Event } from '../util';
 import { bundledConnector, bundledExitText, resumeOnOlderDaemon } from './bundledConnector';
 import type { BundledServer } from './bundledServer';

@@ -1,4 +1,4 @@
-import type { Endpoint } from '../client/types';
+import type { Endpoint } from '../client';
 import { redactUrl, type ExecutorConfig } from './executorConfig';
 
 /** Where a WebSocket or stdio executor's client connects (`bundled` and `ssh` connect through their connectors). */

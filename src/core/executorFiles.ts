@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ExecServerClient } from '../client/execServerClient';
+import type { ExecServerClient } from '../client';
 import type { FsDirectoryEntry, FsMetadata } from '../protocol';
 import { classifyFsError, ExecutorFsError } from './fsErrors';
 

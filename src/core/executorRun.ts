@@ -1,5 +1,4 @@
-import type { ExecServerClient } from '../client/execServerClient';
-import type { StartProcessOptions } from '../client/types';
+import type { ExecServerClient, StartProcessOptions } from '../client';
 import type { ApprovalOutcome, BeforeRunOutcome, DeniedRun, PlannedRun } from './approvalPolicy';
 import type { ExecutorConnection } from './executorConnection';
 import type { RunRegistry } from './runRegistry';

@@ -1,7 +1,5 @@
 import { posix } from 'node:path';
-import type { ExecServerClient } from '../client/execServerClient';
-import { RemoteError } from '../client/errors';
-import type { ProcessHandle } from '../client/processHandle';
+import { RemoteError, type ExecServerClient, type ProcessHandle } from '../client';
 import { LineSplitter } from '../util';
 import { sandboxUnavailableReason } from './approvalPolicy';
 import { sandboxRequest } from './sandboxSettings';

@@ -1,4 +1,4 @@
-import { isExecClientError, RemoteError } from '../client/errors';
+import { isExecClientError, RemoteError } from '../client';
 import { ErrorCode } from '../protocol';
 import { errorMessage } from '../util';
 

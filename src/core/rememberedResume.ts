@@ -1,6 +1,4 @@
-import { ExecServerClient } from '../client/execServerClient';
-import { SessionExpiredError } from '../client/processAttach';
-import type { ClientOptions } from '../client/types';
+import { ExecServerClient, SessionExpiredError, type ClientOptions } from '../client';
 import { backoffDelay, errorMessage } from '../util';
 
 /** What one failed attempt to resume the remembered session makes the executor's state. */

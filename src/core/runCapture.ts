@@ -1,4 +1,4 @@
-import type { ProcessHandle } from '../client/processHandle';
+import type { ProcessHandle } from '../client';
 import { BoundedOutput, FULL_OUTPUT_IN_TERMINAL, type OutputBound } from './agentOutput';
 import type { TerminalRun } from './terminalRun';
 

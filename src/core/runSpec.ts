@@ -1,5 +1,4 @@
-import type { ProcessHandle } from '../client/processHandle';
-import type { ConnectionState, ProcessEvent, StartProcessOptions } from '../client/types';
+import type { ProcessHandle, ConnectionState, ProcessEvent, StartProcessOptions } from '../client';
 import type { Event } from '../util';
 import type { ApprovalOutcome, BeforeRunOutcome, DeniedRun, PlannedRun } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';

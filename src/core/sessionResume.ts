@@ -1,4 +1,4 @@
-import type { ExecServerClient } from '../client/execServerClient';
+import type { ExecServerClient } from '../client';
 import { errorMessage } from '../util';
 import type { RememberedProcess } from './sessionMemory';
 

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import type { ExecServerClient } from '../client/execServerClient';
-import type { StartProcessOptions } from '../client/types';
-import { executorPath } from '../client/executorPaths';
+import { executorPath, type ExecServerClient, type StartProcessOptions } from '../client';
 
 /**
  * VS Code's shell integration sequences (OSC 633): prompt start `A`, prompt end `B`, command

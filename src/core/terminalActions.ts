@@ -1,4 +1,4 @@
-import type { ProcessHandle } from '../client/processHandle';
+import type { ProcessHandle } from '../client';
 import { errorMessage } from '../util';
 import type { TerminalAction } from './terminalStreamModel';
 

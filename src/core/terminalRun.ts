@@ -1,6 +1,4 @@
-import type { ProcessHandle } from '../client/processHandle';
-import type { ProcessCompletion, StartProcessOptions } from '../client/types';
-import { isExecClientError } from '../client/errors';
+import { isExecClientError, type ProcessHandle, type ProcessCompletion, type StartProcessOptions } from '../client';
 import { DisposableStore, errorMessage } from '../util';
 import { reportedDenial, sandboxUnavailableReason, unsandboxedRetry } from './approvalPolicy';
 import { RunApprovals, type RunDecision } from './runApprovals';

@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import type { ConnectionState, ProcessEvent } from '../client/types';
+import type { ConnectionState, ProcessEvent } from '../client';
 import { Emitter, describeExitCode, type Event } from '../util';
 import { STATUS_REQUEST, TerminalFlow, type FlowLimits, type RawOutput } from './terminalFlow';
 

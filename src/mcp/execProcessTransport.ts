@@ -1,8 +1,7 @@
 import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { ProcessHandle } from '../client/processHandle';
-import type { ProcessEvent, StartProcessOptions } from '../client/types';
+import type { ProcessHandle, ProcessEvent, StartProcessOptions } from '../client';
 import { systemClock, Deferred, describeExitCode, LineSplitter, shellLine, type Clock } from '../util';
 import { parseExitMarker, wrapWithReaper } from './orphanReaper';
 import type { ServerLog } from './serverLog';

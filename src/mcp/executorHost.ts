@@ -1,4 +1,4 @@
-import type { ConnectionState } from '../client/types';
+import type { ConnectionState } from '../client';
 import type { EnvironmentInfo } from '../protocol';
 import type { Event } from '../util';
 import type { ProcessStarter } from './execProcessTransport';

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, type ClientCapabilities as SdkClientCapabilities } from '@modelcontextprotocol/client';
 import type { ClientCapabilities, LoggingMessageNotification, ResourceUpdatedNotification } from '@modelcontextprotocol/sdk/types.js';
-import { inheritAllEnv } from '../client/envPolicy';
-import { defaultExecutorDir } from '../client/executorPaths';
+import { inheritAllEnv, defaultExecutorDir } from '../client';
 import { clientCapabilities, installClientFeatures, type RequestOrigin } from './clientFeatures';
 import { resolveLaunch, resolveRemote, type McpLaunch, type McpServerDefinition } from './config';
 import { ExecProcessTransport } from './execProcessTransport';

@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url';
-import type { StartProcessOptions } from '../client/types';
+import type { StartProcessOptions } from '../client';
 import { sandboxForPolicy } from '../protocol';
 import type { McpSandboxSettings } from './config';
 

@@ -1,5 +1,5 @@
 import type { Implementation, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ConnectionState } from '../client/types';
+import type { ConnectionState } from '../client';
 import type { McpSandboxSettings, McpServerDefinition, McpServerEntry } from './config';
 import type { SandboxBlock } from './serverSandbox';
 import type { McpServerContext } from './serverContext';

@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import type { ExecServerClient } from '../client/execServerClient';
-import { FsWatchClient } from '../client/fsWatch';
+import { FsWatchClient, type ExecServerClient } from '../client';
 import { ExecutorChanges, type FileChange } from '../core/executorChanges';
 import type { ExecutorConnection } from '../core/executorConnection';
 import { ExecutorFiles, type FileStat } from '../core/executorFiles';

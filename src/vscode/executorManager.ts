@@ -3,7 +3,7 @@ import type { BundledServer } from '../core/bundledServer';
 import { BUNDLED_EXECUTOR, defaultExecutorProblem, type ExecutorConfig } from '../core/executorConfig';
 import { ExecutorConnection, type ExecutorState, type RestoredSession } from '../core/executorConnection';
 import type { SessionMemory } from '../core/sessionMemory';
-import type { ClientOptions } from '../client/types';
+import type { ClientOptions } from '../client';
 import { DisposableStore, Emitter, type Event } from '../util';
 import { currentExecutors } from './listSettings';
 import { askSshPrompt, SshProgressNotifier } from './sshExecutors';

@@ -1,4 +1,4 @@
-import type { ClientOptions } from '../client/types';
+import { isUnknownHostKey, type ClientOptions } from '../client';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { authProblem } from '../core/authProblem';
@@ -19,7 +19,6 @@ import { registerLmTools } from './lmTools';
 import { registerStatusBar } from './statusBar';
 import { registerTasks } from './tasks';
 import { TerminalFeature } from './terminals';
-import { isUnknownHostKey } from '../client/sshHostKeys';
 import { checkHostKey } from './sshExecutors';
 
 /**

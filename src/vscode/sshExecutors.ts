@@ -1,8 +1,5 @@
 import * as vscode from 'vscode';
-import type { AskpassRequest } from '../client/sshAskpass';
-import { sshConfigHostsOf } from '../client/sshConfigFiles';
-import { parseSshTarget, type SshProgress } from '../client/sshConnector';
-import { scanHostKeys, trustHostKeys } from '../client/sshHostKeys';
+import { sshConfigHostsOf, parseSshTarget, scanHostKeys, trustHostKeys, type AskpassRequest, type SshProgress } from '../client';
 import type { ExecutorState } from '../core/executorConnection';
 import { userExecutorEntries } from './listSettings';
 

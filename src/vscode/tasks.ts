@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { inheritAllEnv } from '../client/envPolicy';
+import { inheritAllEnv } from '../client';
 import { outputRewriter, type StreamReplacer } from '../core/pathMapping';
 import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork, type SandboxSettings } from '../core/sandboxSettings';
 import { EXEC_TASK_TYPE, parseTaskDefinition, resolveTask } from '../core/taskDefinition';

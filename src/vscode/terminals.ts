@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { inheritAllEnv } from '../client/envPolicy';
+import { inheritAllEnv } from '../client';
 import type { ExecutorConnection, RestoredSession } from '../core/executorConnection';
 import type { RememberedProcess } from '../core/sessionMemory';
 import { sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
