@@ -1,6 +1,5 @@
 import { StdioTransport, tuneYoungGeneration } from '../rpc';
-import { ExecServer, isLoopbackHost, type ExecServerOptions } from '../server/execServer';
-import { sandboxPlanner } from '../server/sandboxSetup';
+import { ExecServer, isLoopbackHost, sandboxPlanner, type ExecServerOptions } from '../server';
 import { errorMessage } from '../util';
 import { readTokenFile } from './tokenFile';
 
