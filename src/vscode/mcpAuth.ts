@@ -1,8 +1,5 @@
 import * as vscode from 'vscode';
-import type { McpAuthHooks } from '../mcp/authSession';
-import { isSignInRequired } from '../mcp/authSession';
-import type { McpAuthStore } from '../mcp/authStore';
-import type { McpServer } from '../mcp/mcpServer';
+import { isSignInRequired, type McpAuthHooks, type McpAuthStore, type McpServer } from '../mcp';
 import { errorMessage } from '../util';
 import type { SignInPage } from './api';
 

@@ -1,8 +1,5 @@
 import * as vscode from 'vscode';
-import { progressStep, requiredUrlElicitations } from '../mcp/clientFeatures';
-import type { McpServer } from '../mcp/mcpServer';
-import type { McpTreeNode } from '../mcp/treeModel';
-import { exampleArguments, parseToolArguments } from '../mcp/toolArguments';
+import { progressStep, requiredUrlElicitations, exampleArguments, parseToolArguments, type McpServer, type McpTreeNode } from '../mcp';
 import { elicitUrlWithQuickPick } from './mcpElicitation';
 import { offerSignIn, signInToServer, signOutOfServer, withSignIn } from './mcpAuth';
 import type { McpFeature } from './mcpFeatureApi';

@@ -1,13 +1,6 @@
 import * as vscode from 'vscode';
-import {
-  mergeMcpConfig,
-  parseMcpJson,
-  parseSettingsServers,
-  readSandboxValue,
-  type McpConfig,
-  type McpConfigLayer,
-  type McpDiagnostic,
-} from '../mcp/config';
+import { mergeMcpConfig, parseMcpJson, parseSettingsServers, readSandboxValue } from '../mcp';
+import type { McpConfig, McpConfigLayer, McpDiagnostic } from '../mcp';
 import { DisposableStore, Emitter, errorMessage, type Disposable, type Event } from '../util';
 
 export const SETTINGS_LABEL = 'settings: execBridge.mcp.servers';

@@ -1,13 +1,6 @@
 import * as vscode from 'vscode';
 import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import {
-  checkElicitPicks,
-  elicitChoices,
-  elicitFields,
-  parseElicitValue,
-  type ElicitChoice,
-  type ElicitField,
-} from '../mcp/clientFeatures';
+import { checkElicitPicks, elicitChoices, elicitFields, parseElicitValue, type ElicitChoice, type ElicitField } from '../mcp';
 
 /**
  * A server's form elicitation as VS Code quick inputs, one field after the other, titled with the

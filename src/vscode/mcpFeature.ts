@@ -1,13 +1,8 @@
 import * as vscode from 'vscode';
-import type { McpInputDefinition } from '../mcp/config';
-import type { McpExecutor, McpExecutorHost } from '../mcp/executorHost';
-import type { McpServer } from '../mcp/mcpServer';
-import { McpServerManager } from '../mcp/serverManager';
-import type { LogEntry } from '../mcp/serverLog';
-import { McpTreeModel } from '../mcp/treeModel';
+import { McpServerManager, McpTreeModel, rootsFor } from '../mcp';
+import type { McpInputDefinition, McpExecutor, McpExecutorHost, McpServer, LogEntry } from '../mcp';
 import { Emitter, errorMessage } from '../util';
 import type { FeatureContext } from './context';
-import { rootsFor } from '../mcp/clientFeatures';
 import { registerResultDocuments } from './mcpCommands';
 import { elicitUrlWithQuickPick, elicitWithQuickInput } from './mcpElicitation';
 import { LmSampler } from './mcpSampling';

@@ -1,6 +1,4 @@
-import type { McpServer } from '../mcp/mcpServer';
-import type { McpServerManager } from '../mcp/serverManager';
-import type { McpTreeModel } from '../mcp/treeModel';
+import type { McpServer, McpServerManager, McpTreeModel } from '../mcp';
 import type { McpSignIn } from './mcpAuth';
 import type { McpProviderHandle } from './mcpProvider';
 

@@ -1,7 +1,5 @@
 import * as vscode from 'vscode';
-import { McpGateway } from '../mcp/gateway';
-import type { McpServerManager } from '../mcp/serverManager';
-import { buildProxyDefinitions, definitionsKey, type ProxyDefinition } from '../mcp/vscodeDefinitions';
+import { McpGateway, buildProxyDefinitions, definitionsKey, type McpServerManager, type ProxyDefinition } from '../mcp';
 import { Emitter, errorMessage } from '../util';
 
 /** The provider id in package.json's `contributes.mcpServerDefinitionProviders`. */

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { ErrorCode, McpError, type CreateMessageRequest, type CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
-import { pickModel, samplingTurns } from '../mcp/clientFeatures';
+import { pickModel, samplingTurns } from '../mcp';
 
 /** The consent prompt's choices, in the order shown (the first is the active one). */
 export const SAMPLING_CHOICES = ['Allow Once', 'Allow for This Server', 'Deny'] as const;

@@ -1,9 +1,7 @@
 import { applyEdits, modify } from 'jsonc-parser';
 import * as vscode from 'vscode';
-import { sandboxJson, sandboxSummary, type McpSandboxSettings } from '../mcp/config';
-import type { McpServer } from '../mcp/mcpServer';
-import type { McpServerManager } from '../mcp/serverManager';
-import { allowEntryFor, dirToAllow, type SandboxBlock } from '../mcp/serverSandbox';
+import { sandboxJson, sandboxSummary, allowEntryFor, dirToAllow } from '../mcp';
+import type { McpSandboxSettings, McpServer, McpServerManager, SandboxBlock } from '../mcp';
 import { errorMessage } from '../util';
 import type { McpFeature } from './mcpFeatureApi';
 

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { McpTreeModel, McpTreeNode } from '../mcp/treeModel';
+import type { McpTreeModel, McpTreeNode } from '../mcp';
 
 /** Thin provider: the tree model (src/mcp/treeModel.ts) decides everything, this maps it to TreeItems. */
 export class McpTreeProvider implements vscode.TreeDataProvider<McpTreeNode> {
