@@ -1,8 +1,6 @@
 import { resolve } from 'node:path';
 import { parseSshTarget } from '../client';
-import { AGENT_OUTPUT_LIMIT } from '../core/agentOutput';
-import { BUNDLED_EXECUTOR, type ExecutorConfig } from '../core/executorConfig';
-import { DEFAULT_SANDBOX, type SandboxSettings } from '../core/sandboxSettings';
+import { AGENT_OUTPUT_LIMIT, BUNDLED_EXECUTOR, DEFAULT_SANDBOX, type ExecutorConfig, type SandboxSettings } from '../core';
 import { errorMessage } from '../util';
 import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
 

@@ -1,12 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { inheritAllEnv, DisconnectedError, isExecClientError, type ProcessHandle, type ProcessCompletion } from '../client';
-import { BoundedOutput, outputBound } from '../core/agentOutput';
-import { reportedDenial, sandboxUnavailableReason } from '../core/approvalPolicy';
-import { redactUrl, type ExecutorConfig } from '../core/executorConfig';
-import type { ExecutorConnection } from '../core/executorConnection';
-import { stateText } from '../core/executorStateText';
-import { sandboxLabel, sandboxRequest, withManagedNetwork, type SandboxSettings } from '../core/sandboxSettings';
+import {
+  BoundedOutput,
+  outputBound,
+  reportedDenial,
+  sandboxUnavailableReason,
+  redactUrl,
+  stateText,
+  sandboxLabel,
+  sandboxRequest,
+  withManagedNetwork,
+} from '../core';
+import type { ExecutorConfig, ExecutorConnection, SandboxSettings } from '../core';
 import { formatDuration, errorMessage, describeExitCode } from '../util';
 
 /*

@@ -1,6 +1,5 @@
 import type * as vscode from 'vscode';
-import type { ExecutorState } from '../core/executorConnection';
-import type { Phase } from '../core/terminalStreamModel';
+import type { ExecutorState, Phase } from '../core';
 
 /** The buttons of the approval notification after a denial (or when the executor cannot sandbox), in the order shown. */
 export const APPROVAL_CHOICES = ['Run Without Sandbox', 'Always Allow This Command', 'Deny'] as const;

@@ -1,15 +1,6 @@
 import * as vscode from 'vscode';
-import {
-  APPROVAL_MODES,
-  ApprovalPolicy,
-  type ApprovalMode,
-  type ApprovalOutcome,
-  type BeforeRunAnswer,
-  type BeforeRunOutcome,
-  type DeniedRun,
-  type PlannedRun,
-} from '../core/approvalPolicy';
-import { allowHostForWorkspace } from '../core/sandboxSettings';
+import { APPROVAL_MODES, ApprovalPolicy, allowHostForWorkspace } from '../core';
+import type { ApprovalMode, ApprovalOutcome, BeforeRunAnswer, BeforeRunOutcome, DeniedRun, PlannedRun } from '../core';
 import { Emitter, type Event } from '../util';
 import { allowHostChoice, APPROVAL_CHOICES, BEFORE_RUN_CHOICES, type ApprovalChoice, type PendingApproval } from './api';
 

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ExecutorConnection } from '../core/executorConnection';
+import type { ExecutorConnection } from '../core';
 import { errorMessage } from '../util';
 import { commandId, type CommandName } from './commandIds';
 import type { FeatureContext } from './context';

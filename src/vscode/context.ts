@@ -1,6 +1,5 @@
 import type * as vscode from 'vscode';
-import type { ExecutorConnection } from '../core/executorConnection';
-import type { RunRegistry } from '../core/runRegistry';
+import type { ExecutorConnection, RunRegistry } from '../core';
 import type { DisposableStore } from '../util';
 import type { ApprovalService } from './approvals';
 import type { ExecutorManager } from './executorManager';

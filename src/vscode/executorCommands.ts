@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { describeExecutor, type ExecutorConfig } from '../core/executorConfig';
+import { describeExecutor, type ExecutorConfig } from '../core';
 import type { FeatureContext } from './context';
 
 // The handlers of the executor commands that ask something (registered by the table in commands.ts).

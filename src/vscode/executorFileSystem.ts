@@ -1,10 +1,7 @@
 import * as vscode from 'vscode';
 import { FsWatchClient, type ExecServerClient } from '../client';
-import { ExecutorChanges, type FileChange } from '../core/executorChanges';
-import type { ExecutorConnection } from '../core/executorConnection';
-import { ExecutorFiles, type FileStat } from '../core/executorFiles';
-import { classifyFsError, ExecutorFsError } from '../core/fsErrors';
-import { EXECUTOR_FS_SCHEME, executorFileUri } from '../core/pathMapping';
+import { ExecutorChanges, ExecutorFiles, classifyFsError, ExecutorFsError, EXECUTOR_FS_SCHEME, executorFileUri } from '../core';
+import type { FileChange, ExecutorConnection, FileStat } from '../core';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
 import { ExecutorPathLinkProvider } from './executorPathLinks';

@@ -1,8 +1,6 @@
 import * as vscode from 'vscode';
-import type { BundledServer } from '../core/bundledServer';
-import { BUNDLED_EXECUTOR, defaultExecutorProblem, type ExecutorConfig } from '../core/executorConfig';
-import { ExecutorConnection, type ExecutorState, type RestoredSession } from '../core/executorConnection';
-import type { SessionMemory } from '../core/sessionMemory';
+import { BUNDLED_EXECUTOR, defaultExecutorProblem, ExecutorConnection } from '../core';
+import type { BundledServer, ExecutorConfig, ExecutorState, RestoredSession, SessionMemory } from '../core';
 import type { ClientOptions } from '../client';
 import { DisposableStore, Emitter, type Event } from '../util';
 import { currentExecutors } from './listSettings';

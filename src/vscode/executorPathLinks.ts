@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { findPathLinks } from '../core/pathMapping';
-import { lastMarkedCwd } from '../core/shellIntegration';
+import { findPathLinks, lastMarkedCwd } from '../core';
 import type { ExecTerminal } from './api';
 import { executorFolderUri } from './executorWorkspace';
 

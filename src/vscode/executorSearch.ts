@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { clientProcesses, ExecutorSearch } from '../core/executorSearch';
-import { EXECUTOR_FS_SCHEME } from '../core/pathMapping';
+import { clientProcesses, ExecutorSearch, EXECUTOR_FS_SCHEME } from '../core';
 import type { FeatureContext } from './context';
 import { registerSearchProviders } from './executorSearchProviders';
 import { FindInExecutorFilesPick, type SearchRoot } from './findInExecutorFilesPick';

@@ -1,8 +1,6 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
-import { type ExecutorSearch, fuzzyMatches, type SearchScope } from '../core/executorSearch';
-import { matchPreview } from '../core/matchPreview';
-import { EXECUTOR_FS_SCHEME, executorFileUri } from '../core/pathMapping';
+import { fuzzyMatches, matchPreview, EXECUTOR_FS_SCHEME, executorFileUri, type ExecutorSearch, type SearchScope } from '../core';
 import { errorMessage } from '../util';
 import type { FeatureContext } from './context';
 

@@ -1,15 +1,16 @@
 import * as vscode from 'vscode';
-import type { ExecutorConnection } from '../core/executorConnection';
-import { classifyFsError } from '../core/fsErrors';
 import {
+  classifyFsError,
   executorWorkspaceFile,
   isExecutorWorkspaceFile,
   missingWorkspaceFolders,
   restrictedModeText,
   WORKSPACE_DIR_IN_FOLDER,
   workspaceFilePlacement,
-} from '../core/executorWorkspace';
-import { EXECUTOR_FS_SCHEME, executorFileUri } from '../core/pathMapping';
+  EXECUTOR_FS_SCHEME,
+  executorFileUri,
+} from '../core';
+import type { ExecutorConnection } from '../core';
 import type { FeatureContext } from './context';
 
 // Executor folders in the window's workspace (the adapter of core/executorWorkspace.ts): Open

@@ -1,7 +1,5 @@
 import * as vscode from 'vscode';
-import { describeExecutor } from '../core/executorConfig';
-import { executorVersionLabel, stateText } from '../core/executorStateText';
-import { isActive, type RunRecord, type RunRegistry } from '../core/runRegistry';
+import { describeExecutor, executorVersionLabel, stateText, isActive, type RunRecord, type RunRegistry } from '../core';
 import { formatDuration, describeExitCode } from '../util';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';

@@ -1,12 +1,8 @@
 import { isUnknownHostKey, type ClientOptions } from '../client';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { authProblem } from '../core/authProblem';
-import { BundledServer } from '../core/bundledServer';
-import type { ExecutorConnection, ExecutorState } from '../core/executorConnection';
-import { outputSpoolFromSetting, sessionTtlMsFromSetting } from '../core/executorConfig';
-import { RunRegistry } from '../core/runRegistry';
-import { SessionMemory } from '../core/sessionMemory';
+import { authProblem, BundledServer, outputSpoolFromSetting, sessionTtlMsFromSetting, RunRegistry, SessionMemory } from '../core';
+import type { ExecutorConnection, ExecutorState } from '../core';
 import { DisposableStore, errorMessage } from '../util';
 import type { ExecBridgeApi } from './api';
 import { ApprovalService } from './approvals';

@@ -1,7 +1,6 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
-import type { ExecutorSearch, TextMatch, TextQuery } from '../core/executorSearch';
-import { executorFileUri } from '../core/pathMapping';
+import { executorFileUri, type ExecutorSearch, type TextMatch, type TextQuery } from '../core';
 import { errorMessage } from '../util';
 import type { SearchOn } from './executorSearchProviders';
 

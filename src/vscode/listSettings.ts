@@ -1,7 +1,5 @@
 import * as vscode from 'vscode';
-import type { ParsedExecutors } from '../core/executorConfig';
-import { readSandboxSettings, type SandboxSettings } from '../core/sandboxSettings';
-import { executorsFromScopes, unionOfListScopes, userList } from '../core/settingScopes';
+import { readSandboxSettings, executorsFromScopes, unionOfListScopes, userList, type ParsedExecutors, type SandboxSettings } from '../core';
 
 /*
  * The one place our list settings are read: across the user, workspace and folder scopes

@@ -1,11 +1,21 @@
 import { posix } from 'node:path';
 import * as vscode from 'vscode';
-import { backgroundInput, inputText, readInput, runInput, stopInput, type ToolInput, writeInput } from '../core/agentToolInput';
-import { AGENT_TOOL_NAMES, AgentTools, commandSketch, type OpenedRun } from '../core/agentTools';
-import { describeExecutor } from '../core/executorConfig';
-import { stateText } from '../core/executorStateText';
-import { sandboxLabel, sandboxRequest } from '../core/sandboxSettings';
-import type { SessionMemory } from '../core/sessionMemory';
+import {
+  backgroundInput,
+  inputText,
+  readInput,
+  runInput,
+  stopInput,
+  writeInput,
+  AGENT_TOOL_NAMES,
+  AgentTools,
+  commandSketch,
+  describeExecutor,
+  stateText,
+  sandboxLabel,
+  sandboxRequest,
+} from '../core';
+import type { ToolInput, OpenedRun, SessionMemory } from '../core';
 import { errorMessage } from '../util';
 import type { FeatureContext } from './context';
 import { currentSandboxSettings } from './listSettings';

@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { CommandMarks } from '../core/shellIntegration';
-import type { TerminalRun } from '../core/terminalRun';
+import { CommandMarks, type TerminalRun } from '../core';
 import { TextTail } from '../util';
 import type { ExecTerminal } from './api';
 

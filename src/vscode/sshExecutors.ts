@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { sshConfigHostsOf, parseSshTarget, scanHostKeys, trustHostKeys, type AskpassRequest, type SshProgress } from '../client';
-import type { ExecutorState } from '../core/executorConnection';
+import type { ExecutorState } from '../core';
 import { userExecutorEntries } from './listSettings';
 
 /*

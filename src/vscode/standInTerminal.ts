@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { isStandIn } from '../core/standInTerminal';
+import { isStandIn } from '../core';
 import type { FeatureContext } from './context';
 
 /** Whether this workspace's window has a local terminal of its own (one VS Code revives after a reload). */

@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { describeExecutor } from '../core/executorConfig';
-import { stateText, statusBarText } from '../core/executorStateText';
+import { describeExecutor, stateText, statusBarText } from '../core';
 import { commandId } from './commandIds';
 import type { FeatureContext } from './context';
 

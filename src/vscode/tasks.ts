@@ -1,10 +1,17 @@
 import * as vscode from 'vscode';
 import { inheritAllEnv } from '../client';
-import { outputRewriter, type StreamReplacer } from '../core/pathMapping';
-import { readSandboxSettings, sandboxLabel, sandboxRequest, withManagedNetwork, type SandboxSettings } from '../core/sandboxSettings';
-import { EXEC_TASK_TYPE, parseTaskDefinition, resolveTask } from '../core/taskDefinition';
-import { executorRun } from '../core/executorRun';
-import type { RunSpec, TerminalRun } from '../core/terminalRun';
+import {
+  outputRewriter,
+  readSandboxSettings,
+  sandboxLabel,
+  sandboxRequest,
+  withManagedNetwork,
+  EXEC_TASK_TYPE,
+  parseTaskDefinition,
+  resolveTask,
+  executorRun,
+} from '../core';
+import type { StreamReplacer, SandboxSettings, RunSpec, TerminalRun } from '../core';
 import { errorMessage } from '../util';
 import type { FeatureContext } from './context';
 import { currentSandboxSettings } from './listSettings';

@@ -1,14 +1,16 @@
 import * as vscode from 'vscode';
 import { inheritAllEnv } from '../client';
-import type { ExecutorConnection, RestoredSession } from '../core/executorConnection';
-import type { RememberedProcess } from '../core/sessionMemory';
-import { sandboxLabel, sandboxRequest, withManagedNetwork } from '../core/sandboxSettings';
-import { injectShellIntegration } from '../core/shellIntegration';
-import { terminalName } from '../core/terminalNames';
-import { TERMINAL_CREDIT_WINDOW } from '../core/terminalFlow';
-import { attachNewest } from '../core/terminalReplayRange';
-import { executorRun, type RunServices } from '../core/executorRun';
-import type { RunSpec, TerminalRun, TerminalRunDeps } from '../core/terminalRun';
+import {
+  sandboxLabel,
+  sandboxRequest,
+  withManagedNetwork,
+  injectShellIntegration,
+  terminalName,
+  TERMINAL_CREDIT_WINDOW,
+  attachNewest,
+  executorRun,
+} from '../core';
+import type { ExecutorConnection, RestoredSession, RememberedProcess, RunServices, RunSpec, TerminalRun, TerminalRunDeps } from '../core';
 import type { ExecTerminal } from './api';
 import type { FeatureContext } from './context';
 import { ExecTerminalImpl, RunPseudoterminal, type RunTerminal } from './runPseudoterminal';
