@@ -2,10 +2,12 @@
 // Loaded by scripts/vscode-test.mjs after a page load with our extension in development mode.
 // Flow: Exec Bridge view → palette "Run Command on Executor…" → a command the default sandbox
 // (workspace-write) blocks → the approval notification → "Run Without Sandbox" → the retried
-// output in the same terminal → the run in the Executors view → shell decorations → a printed
-// path opened by Ctrl+click → the build task's problem → Open Executor Folder (the window reopens
-// as a workspace of both folders, and again on every reload).
+// output in the same terminal → the run in the Executors view → a sandboxed MCP server's denial
+// and its Allow (mcpSandbox.ui.ts) → shell decorations → a printed path opened by Ctrl+click →
+// the build task's problem → Open Executor Folder (the window reopens as a workspace of both
+// folders, and again on every reload).
 import type { Dialog, Locator, Page } from 'playwright-core';
+import { mcpSandboxDenial } from './mcpSandbox.ui';
 import { runPaletteCommand, waitForTerminalText } from './page';
 
 export interface UiContext {
@@ -108,6 +110,7 @@ export async function drive({ page, log, shot, workspace }: UiContext): Promise<
   }
   await shot('executors-view-after');
 
+  await mcpSandboxDenial({ page, log, shot, workspace });
   await shellDecorations(page, log, shot, workspace);
   await buildTaskProblems(page, log, shot, workspace);
   await executorFolderWorkspace(page, log, shot, workspace);
@@ -164,6 +167,8 @@ async function terminalLink(
   // Keys typed right after the focus came back can be lost (seen: "ntf" for "printf"): the line
   // is cleared and typed again, a bounded number of times, until its output shows.
   for (let attempt = 1; ; attempt++) {
+    // A lost quote leaves bash in a continuation line (its `> ` prompt), which Ctrl+U does not end: Ctrl+C does.
+    if (attempt > 1) await page.keyboard.press('Control+C');
     // A clear screen (bash's Ctrl+L) leaves empty rows below the output for the pointer to come from.
     await page.keyboard.press('Control+L');
     await page.keyboard.press('Control+U');
