@@ -99,6 +99,13 @@ export class ExecProcessTransport implements Transport {
     });
   }
 
+  private received = 0;
+
+  /** JSON-RPC messages the server has sent so far. */
+  get messagesReceived(): number {
+    return this.received;
+  }
+
   /** Negotiated MCP protocol version (the SDK tells us after initialize). */
   protocolVersion: string | undefined;
 
@@ -287,6 +294,7 @@ export class ExecProcessTransport implements Transport {
       return;
     }
     this.options.trace?.('receive', message);
+    this.received++;
     this.deliver(message);
   }
 

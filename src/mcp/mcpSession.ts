@@ -24,6 +24,8 @@ export interface McpSessionOptions {
   onListChanged(kind: ListKind): void;
   /** What else the session hears and asks about: notifications for the gateway, the origin of a request the server serves. */
   hooks?: SessionHooks;
+  /** `auto` (default): probe with `server/discover` first; `legacy`: the 2025 `initialize` only (a server known to be of 2025). */
+  negotiation?: 'auto' | 'legacy';
 }
 
 /** A server notification others may want (the gateway forwards them to VS Code's client). */
@@ -73,7 +75,7 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
   });
 
   const caps = clientCapabilities(ctx.client);
-  const sdk = newSdkClient(ctx, caps, log, o.onListChanged, o.hooks, 'auto');
+  const sdk = newSdkClient(ctx, caps, log, o.onListChanged, o.hooks, o.negotiation ?? 'auto');
   const features = installClientFeatures(sdk, ctx.client, caps, o.def.name, executor.id, (line) => log.lifecycle(line), o.hooks?.origin);
   return { transport, sdk, features };
 }

@@ -39,23 +39,86 @@ export async function connectRun(
   hooks: ConnectHooks,
 ): Promise<Client> {
   const { ctx, log } = hooks;
-  let session: ReturnType<typeof createMcpSession> | Awaited<ReturnType<typeof createRemoteSession>>;
-  let over = '';
   const sessionHooks: SessionHooks = { ...hooks.session, closing: () => run.stopping !== undefined };
-  if (on) {
-    session = createMcpSession({ def, runId: run.id, ...on, ctx, log, onListChanged: hooks.onListChanged, hooks: sessionHooks });
-  } else {
+  if (!on) {
     const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged, sessionHooks, hooks.auth);
     throwIfStopped(run);
-    over = ` over ${remote.transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}`;
-    session = remote;
+    const over = ` over ${remote.transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}`;
+    return handshake(run, remote, request, t0, hooks, over);
   }
+  const stdio = (negotiation: Negotiation) =>
+    createMcpSession({ def, runId: run.id, ...on, ctx, log, onListChanged: hooks.onListChanged, hooks: sessionHooks, negotiation });
+  const key = eraKey(def, on);
+  const memo = ctx.legacyServers;
+  const negotiation: Negotiation = memo?.has(key) ? 'legacy' : 'auto';
+  const first = stdio(negotiation);
+  try {
+    const sdk = await handshake(run, first, request, t0, hooks, '', negotiation === 'auto');
+    // A 2025 server: the next start of it skips the probe (one that never answers it costs 5 s).
+    if (negotiation === 'auto' && first.transport.protocolVersion !== LATEST_ERA) memo?.add(key);
+    return sdk;
+  } catch (e) {
+    if (negotiation === 'legacy' || !refusedTheProbe(first.transport)) throw e;
+    if (run.stopping) {
+      // Its close was left to this catch: it is the run's end after all.
+      hooks.onClosed();
+      throw e;
+    }
+    // Exited on `server/discover` without a word: a 2025 server that takes nothing before `initialize`.
+    memo?.add(key);
+    log.lifecycle(
+      'the server exited before it said anything (a 2025 server may exit on server/discover): starting it once more with initialize only',
+    );
+    first.features.dispose();
+    throwIfStopped(run);
+    log.beginAttempt();
+    return handshake(run, stdio('legacy'), request, t0, hooks, '');
+  }
+}
+
+type Negotiation = 'auto' | 'legacy';
+type Session = ReturnType<typeof createMcpSession> | Awaited<ReturnType<typeof createRemoteSession>>;
+
+/** The revision a probe that was answered runs on. */
+const LATEST_ERA = '2026-07-28';
+
+/** The same server on the same executor: its launch, not its name alone (a changed command may be another era). */
+function eraKey(def: McpServerDefinition, on: { executor: McpExecutor; launch: McpLaunch }): string {
+  return JSON.stringify([def.name, on.executor.id, on.launch.argv, on.launch.cwd ?? null]);
+}
+
+/** The process ended before it sent a single message: what a server that exits on an unknown request does. */
+function refusedTheProbe(t: Session['transport']): boolean {
+  return 'messagesReceived' in t && t.messagesReceived === 0 && t.exit !== undefined && !t.exit.requested;
+}
+
+/**
+ * The run holds the session's transport and SDK client, then the MCP handshake. With `probing`, a
+ * close before the server said anything is left to the caller (it may start the server again with
+ * the 2025 handshake) instead of counting as the run's end.
+ */
+async function handshake(
+  run: Run,
+  session: Session,
+  request: RequestOptions,
+  t0: number,
+  hooks: ConnectHooks,
+  over: string,
+  probing = false,
+): Promise<Client> {
+  const { ctx, log } = hooks;
   const { transport, sdk, features } = session;
   run.transport = transport;
   run.subscriptions.add(features);
-  void transport.closed.then(() => hooks.onClosed());
+  let connected = false;
+  void transport.closed.then(() => {
+    if (run.transport !== transport) return;
+    if (probing && !connected && refusedTheProbe(transport)) return;
+    hooks.onClosed();
+  });
   run.sdk = sdk;
   await untilAborted(sdk.connect(transport, request), request.signal);
+  connected = true;
   hooks.onInitialized(sdk);
   const info = sdk.getServerVersion();
   const version = info ? `${info.name} ${info.version}` : 'unknown server';

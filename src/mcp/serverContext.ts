@@ -47,6 +47,11 @@ export interface McpServerContext {
   client: McpClientFeatures | undefined;
   /** Sign-in to remote servers: where sign-ins are kept, how the browser opens. */
   auth: McpAuthHooks;
+  /**
+   * Stdio servers found to be of 2025 (by their launch on an executor): their next start skips the
+   * `server/discover` probe. Kept for the manager's life; absent, every start probes.
+   */
+  legacyServers?: Set<string>;
 }
 
 export type McpServerChange = 'state' | 'lists' | 'meta';

@@ -33,6 +33,8 @@ export class ServerLog {
   private readonly entries: LogEntry[] = [];
   private nextSeq = 1;
   private partial = '';
+  /** The first entry of the current attempt (`beginAttempt`). */
+  private attemptFrom = 0;
   private readonly maxEntries: number;
   private readonly maxLineChars: number;
   private readonly now: () => number;
@@ -84,13 +86,23 @@ export class ServerLog {
     if (rest !== '' && !intercept?.(rest)) this.append('stderr', this.cut(rest));
   }
 
-  /** The last `n` stderr lines still in the ring (the partial line included). */
+  /**
+   * The process is started again within one start (the 2025 handshake after a refused probe): a
+   * final state's stderr tail is this attempt's, not the two together. The log keeps both.
+   */
+  beginAttempt(): void {
+    this.partial = '';
+    this.attemptFrom = this.nextSeq;
+  }
+
+  /** The last `n` stderr lines still in the ring (the partial line included), since `beginAttempt`. */
   stderrTail(n = 20): string[] {
     const out: string[] = [];
     if (this.partial !== '') out.push(this.cut(this.partial));
     for (let i = this.entries.length - 1; i >= 0 && out.length < n; i--) {
       const e = this.entries[i];
-      if (e?.kind === 'stderr') out.push(e.text);
+      if (e === undefined || e.seq < this.attemptFrom) break;
+      if (e.kind === 'stderr') out.push(e.text);
     }
     return out.slice(0, n).reverse();
   }

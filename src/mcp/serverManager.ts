@@ -54,6 +54,8 @@ export class McpServerManager {
   private readonly timings: McpTimings;
   private shuttingDown = false;
   private auth: McpAuthHooks | undefined;
+  /** Stdio servers of 2025 by their launch (McpServerContext.legacyServers), shared by every server of this manager. */
+  private readonly legacyServers = new Set<string>();
 
   private readonly serversChanged = new Emitter<void>();
   /** The set or order of servers changed (config reload). */
@@ -226,6 +228,7 @@ export class McpServerManager {
         store: new MemoryAuthStore(),
         openBrowser: () => Promise.reject(new Error('there is no browser to sign in with here')),
       }),
+      legacyServers: this.legacyServers,
     });
     const subs = [
       server.onDidChange((change) => this.serverChanged.fire({ server, change })),

@@ -9,6 +9,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { acceptedContent, createMcpHandler, inputRequired, inputResponse, McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { McpServer as McpServer1 } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -110,11 +111,44 @@ export async function startSpecHttpServer(): Promise<{ url: string; close(): Pro
   };
 }
 
+/**
+ * The 2025 build behind a gate on stdin, as strict 2025 servers behave: a request before
+ * `initialize` is dropped without an answer (`silent`) or ends the process (`strict`, exit 3).
+ * Once `initialize` came, every line passes.
+ */
+function gated2025(mode: 'silent' | 'strict'): void {
+  const stdin = new PassThrough();
+  let open = false;
+  let carry = '';
+  process.stdin.on('data', (chunk: Buffer) => {
+    if (open) return void stdin.write(chunk);
+    const lines = (carry + chunk.toString('utf8')).split('\n');
+    carry = lines.pop() ?? '';
+    for (const line of lines) {
+      if (open) stdin.write(`${line}\n`);
+      else if (/"method"\s*:\s*"initialize"/.test(line)) {
+        open = true;
+        stdin.write(`${line}\n`);
+      } else if (/"id"\s*:/.test(line)) {
+        if (mode === 'strict') process.exit(3);
+      } else stdin.write(`${line}\n`);
+    }
+    if (open && carry) {
+      stdin.write(carry);
+      carry = '';
+    }
+  });
+  process.stdin.on('end', () => stdin.end());
+  void server2025().connect(new StdioServerTransport1(stdin, process.stdout));
+}
+
 if (require.main === module) {
-  if (process.argv[2] === '2026') serveStdio(server2026);
-  else if (process.argv[2] === '2025') void server2025().connect(new StdioServerTransport1());
+  const era = process.argv[2];
+  if (era === '2026') serveStdio(server2026);
+  else if (era === '2025') void server2025().connect(new StdioServerTransport1());
+  else if (era === '2025-silent' || era === '2025-strict') gated2025(era === '2025-silent' ? 'silent' : 'strict');
   else {
-    process.stderr.write('usage: mcpSpecServer.js 2026|2025\n');
+    process.stderr.write('usage: mcpSpecServer.js 2026|2025|2025-silent|2025-strict\n');
     process.exit(2);
   }
 }

@@ -190,6 +190,56 @@ describeOnExecutors('MCP protocol versions over stdio', (exec: () => Executor) =
     }
     assert.deepEqual(tagged(tag), []);
   });
+  test('a 2025 server that exits on a request before initialize: started again with initialize at once, and every later start skips the probe', async () => {
+    const tag = newTag();
+    const answers = new Answers();
+    const m = managerWith(exec().host, answers);
+    try {
+      m.applyConfig(configOf({ spec: { command: NODE, args: [SPEC_SERVER, '2025-strict'], env: { MCP_TEST_TAG: tag } } }));
+      const s = m.get('spec')!;
+      await s.start();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.equal(s.protocolVersion, '2025-11-25');
+      assert.equal(requests(s, 'server/discover', 'sent').length, 1, 'probed once');
+      assert.deepEqual(answersTo(s, 'server/discover'), [], 'it exited instead of answering');
+      assert.ok(
+        s.log.all().some((e) => e.text.includes('starting it once more with initialize only')),
+        'the log says why it was started again',
+      );
+      await exerciseBasics(s);
+      await s.restart();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.equal(requests(s, 'server/discover', 'sent').length, 1, 'no probe on the next start');
+      assert.equal(requests(s, 'initialize', 'sent').length, 2);
+      assert.equal(text(await s.callTool('echo', { text: 'again' })), 'again');
+    } finally {
+      await m.shutdown();
+    }
+    assert.deepEqual(tagged(tag), []);
+  });
+
+  test('a 2025 server that ignores requests before initialize: the probe waits its time once, later starts go straight to initialize', async () => {
+    const tag = newTag();
+    const answers = new Answers();
+    const m = managerWith(exec().host, answers);
+    try {
+      m.applyConfig(configOf({ spec: { command: NODE, args: [SPEC_SERVER, '2025-silent'], env: { MCP_TEST_TAG: tag } } }));
+      const s = m.get('spec')!;
+      await s.start();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.equal(s.protocolVersion, '2025-11-25');
+      assert.equal(requests(s, 'server/discover', 'sent').length, 1);
+      assert.deepEqual(answersTo(s, 'server/discover'), [], 'never answered');
+      await s.restart();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.equal(requests(s, 'server/discover', 'sent').length, 1, 'no probe on the next start');
+      assert.equal(requests(s, 'initialize', 'sent').length, 2);
+      await exercise(s, answers);
+    } finally {
+      await m.shutdown();
+    }
+    assert.deepEqual(tagged(tag), []);
+  });
 });
 
 describe('MCP protocol versions over HTTP', () => {
