@@ -1,13 +1,15 @@
 // Lint = docs/style.md §11 plus the layer rules of docs/architecture.md ("Layers"): a break of the
 // import direction is a red CI, not a review comment. test/unit/lint.test.ts proves every rule.
+import { statSync } from 'node:fs';
 import { dirname, relative, resolve, sep } from 'node:path';
 import eslintConfigPrettier from 'eslint-config-prettier/flat';
 import tseslint from 'typescript-eslint';
 
 const ROOT = import.meta.dirname;
 
-// Each layer and the layers it may import (type imports included). Keep in step with the table in
-// docs/architecture.md. A folder under src/ that is not listed here is an error of its own.
+// Each layer and the layers it may import (type imports included), always through the layer's
+// index (src/<layer>/index.ts, its API); a file never imports its own layer's index. Keep in step
+// with the table in docs/architecture.md. A folder under src/ that is not listed here is an error of its own.
 const LAYERS = {
   util: [],
   protocol: ['util'],
@@ -15,7 +17,7 @@ const LAYERS = {
   client: ['rpc', 'protocol', 'util'],
   server: ['rpc', 'protocol', 'util'],
   mcp: ['client', 'rpc', 'protocol', 'util'],
-  core: ['mcp', 'client', 'rpc', 'protocol', 'util'],
+  core: ['client', 'rpc', 'protocol', 'util'],
   vscode: ['core', 'mcp', 'client', 'rpc', 'protocol', 'util'],
   cli: ['core', 'server', 'client', 'rpc', 'protocol', 'util'],
 };
@@ -24,6 +26,13 @@ const PLAIN_TESTS = ['unit', 'integration', 'helpers'];
 const DOC = 'docs/architecture.md, "Layers"';
 
 const repoPath = (abs) => relative(ROOT, abs).split(sep).join('/');
+/** Whether a resolved repo path is a layer's index: `src/<layer>`, `src/<layer>/index` (with or without extension). */
+const isLayerIndex = (path) => /^src\/[^/]+(\/index(\.[cm]?[jt]s)?)?$/.test(path);
+/** A resolved specifier as the file it names: `src/client/types.ts`, `src/mcp/config/index.ts`. */
+function fileOf(path) {
+  if (/\.[cm]?[jt]s$/.test(path)) return path;
+  return statSync(resolve(ROOT, path), { throwIfNoEntry: false })?.isDirectory() ? `${path}/index.ts` : `${path}.ts`;
+}
 
 /** Where a repo-relative path sits: { src, layer } under src/ (layer undefined outside a known one), { test } for test/<folder>/…. */
 function zoneOf(path) {
@@ -66,7 +75,8 @@ const importsRule = {
         return;
       }
       if (!spec.startsWith('.')) return;
-      const to = zoneOf(repoPath(resolve(dirname(context.filename), spec)));
+      const target = repoPath(resolve(dirname(context.filename), spec));
+      const to = zoneOf(target);
       if (from.src && to.test) return report(`src/ never imports test/`);
       if (to.src && !to.layer) return report(`'${spec}' is not in a known layer of src/`);
       if (!to.layer || (from.src && !from.layer)) return;
@@ -77,6 +87,14 @@ const importsRule = {
       if (to.layer !== from.layer && !LAYERS[from.layer].includes(to.layer)) {
         const may = LAYERS[from.layer].length ? LAYERS[from.layer].join(', ') : 'no other layer';
         report(`src/${from.layer} must not import src/${to.layer}; it may import ${may}`);
+      } else if (to.layer !== from.layer && !isLayerIndex(target)) {
+        report(
+          `src/${from.layer} imports ${fileOf(target)}: import src/${to.layer} through its index (src/${to.layer}/index.ts is the layer's API)`,
+        );
+      } else if (to.layer === from.layer && isLayerIndex(target) && !isLayerIndex(repoPath(context.filename).replace(/\.ts$/, ''))) {
+        report(
+          `${repoPath(context.filename)} imports its own layer's index: import the file itself (the index imports the layer's files, so this is a cycle)`,
+        );
       }
     }
 

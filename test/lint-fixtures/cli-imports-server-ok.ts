@@ -1,5 +1,5 @@
 // lint-as: src/cli/fixture.ts
-import { ExecServer } from '../server/execServer';
+import { ExecServer } from '../server';
 import { ExecServerClient } from '../client';
 
 export const both = [ExecServer, ExecServerClient];

@@ -1,9 +1,9 @@
 // lint-as: src/vscode/fixture.ts
 // src/vscode may import the package at runtime and every layer below it.
 import { window } from 'vscode';
-import { TerminalRun } from '../core/terminalRun';
-import { McpServerManager } from '../mcp/serverManager';
+import { RunRegistry } from '../core';
+import { McpServerManager } from '../mcp';
 import { ExecServerClient } from '../client';
-import { Emitter } from '../util/emitter';
+import { Emitter } from '../util';
 
-export const all = [window, TerminalRun, McpServerManager, ExecServerClient, Emitter];
+export const all = [window, RunRegistry, McpServerManager, ExecServerClient, Emitter];
