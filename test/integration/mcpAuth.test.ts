@@ -13,19 +13,16 @@ import type { McpAuthStatus } from '../../src/mcp/authSession';
 import { MemoryAuthStore } from '../../src/mcp/authStore';
 import type { McpServer } from '../../src/mcp/mcpServer';
 import { mergeMcpConfig, parseMcpJson } from '../../src/mcp/config';
-import { McpServerManager } from '../../src/mcp/serverManager';
+import type { McpServerManager } from '../../src/mcp/serverManager';
 import { followRedirects, startOAuthTestServer, type OAuthTestServer } from '../helpers/oauthTestServer';
-import { TestExecutorHost, text, TIMINGS } from './mcpFixtures';
+import { manager, TestExecutorHost, text } from './mcpFixtures';
 
 /** Read afresh (assert.equal narrows what it checked, and these change between awaits). */
 const state = (s: McpServer): string => s.state.kind;
 const auth = (s: McpServer): McpAuthStatus => s.auth.status;
 
 function managerFor(url: string, store: MemoryAuthStore, opened: URL[], extra: object = {}): McpServerManager {
-  const m = new McpServerManager({
-    host: new TestExecutorHost(),
-    timings: TIMINGS,
-    clientInfo: { name: 'exec-bridge-test', version: '0' },
+  const m = manager(new TestExecutorHost(), {
     auth: {
       store,
       openBrowser: async (_server, u) => {

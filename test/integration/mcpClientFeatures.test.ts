@@ -10,13 +10,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { ElicitRequestFormParams, ElicitResult, Root } from '@modelcontextprotocol/sdk/types.js';
 import type { McpClientFeatures } from '../../src/mcp/clientFeatures';
 import { McpGateway } from '../../src/mcp/gateway';
-import { McpServerManager } from '../../src/mcp/serverManager';
 import { buildProxyDefinitions } from '../../src/mcp/vscodeDefinitions';
 import { Emitter } from '../../src/util/emitter';
 import { descendantsOf, procFile, until } from '../helpers/procs';
 import { CLI_JS } from '../helpers/servers';
 import {
   configOf,
+  manager,
   newTag,
   NODE,
   SERVER_EVERYTHING,
@@ -24,7 +24,6 @@ import {
   tagged,
   taggedServers,
   text,
-  TIMINGS,
   TINY_SERVER,
   waitForState,
   type Executor,
@@ -44,10 +43,6 @@ class Features {
   };
 }
 
-function managerWith(exec: Executor, client?: McpClientFeatures): McpServerManager {
-  return new McpServerManager({ host: exec.host, timings: TIMINGS, clientInfo: { name: 'exec-bridge-test', version: '0.0.0' }, client });
-}
-
 describe('MCP client capabilities and the VS Code gateway on ours exec-server', () => {
   let exec: Executor;
   before(async () => {
@@ -59,7 +54,7 @@ describe('MCP client capabilities and the VS Code gateway on ours exec-server', 
 
   test('server-everything: roots (and their change), elicitation accept/decline, progress, cancel, list_changed', async () => {
     const f = new Features();
-    const m = managerWith(exec, f.value);
+    const m = manager(exec.host, { client: f.value });
     const tag = newTag();
     try {
       m.applyConfig(
@@ -134,7 +129,7 @@ describe('MCP client capabilities and the VS Code gateway on ours exec-server', 
         });
       },
     };
-    const m = managerWith(exec, features);
+    const m = manager(exec.host, { client: features });
     const tag = newTag();
     try {
       m.applyConfig(configOf({ everything: { command: NODE, args: [SERVER_EVERYTHING, 'stdio'], env: { MCP_TEST_TAG: tag } } }));
@@ -157,7 +152,7 @@ describe('MCP client capabilities and the VS Code gateway on ours exec-server', 
   });
 
   test("VS Code's side: the proxy reaches the one running server (its process a child of the exec-server), calls pass through, stop either side", async () => {
-    const m = managerWith(exec);
+    const m = manager(exec.host);
     const gateway = new McpGateway(m);
     const tag = newTag();
     const clients: Client[] = [];
@@ -226,7 +221,7 @@ describe('MCP client capabilities and the VS Code gateway on ours exec-server', 
   });
 
   test('50 start/stop cycles through the proxy leave no process and no session', async () => {
-    const m = managerWith(exec);
+    const m = manager(exec.host);
     const gateway = new McpGateway(m);
     const tag = newTag();
     try {

@@ -23,10 +23,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isJSONRPCRequest, isJSONRPCResultResponse, isJSONRPCErrorResponse, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { McpGateway } from '../../src/mcp/gateway';
-import { McpServerManager } from '../../src/mcp/serverManager';
 import { buildProxyDefinitions } from '../../src/mcp/vscodeDefinitions';
 import { CLI_JS, REPO_ROOT } from '../helpers/servers';
-import { configOf, NODE, startExecutor, TIMINGS, type Executor } from './mcpFixtures';
+import { configOf, manager, NODE, startExecutor, type Executor } from './mcpFixtures';
 
 const SUITE = join(REPO_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const FIXTURE = join(__dirname, '..', 'helpers', 'mcpConformanceServer.js');
@@ -193,10 +192,7 @@ describe('MCP conformance suite: server scenarios through the gateway', () => {
     assert.ok(scenarios.length >= 30, `the suite lists ${scenarios.length} server scenarios: ${scenarios.join(', ')}`);
     for (const s of NOT_OURS) assert.ok(scenarios.includes(s), `"${s}" is no longer a scenario: update NOT_OURS and docs/mcp.md`);
     const ours: string[] = [];
-    const m = new McpServerManager({
-      host: exec.host,
-      timings: TIMINGS,
-      clientInfo: { name: 'exec-bridge-test', version: '0' },
+    const m = manager(exec.host, {
       // Announced, so the server may ask; answered by the client that made the call (the suite's).
       client: {
         elicit: () => {

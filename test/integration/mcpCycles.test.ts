@@ -14,7 +14,7 @@ describeOnExecutors('MCP start/stop/crash cycles', (exec) => {
     const tag = newTag();
     const serverPid = exec().server.child.pid!;
     const treeBefore = descendants(serverPid).length;
-    const m = manager(exec().host, { restartDelaysMs: [] });
+    const m = manager(exec().host, { timings: { restartDelaysMs: [] } });
     const names = ['c0', 'c1', 'c2', 'c3', 'c4'];
     try {
       const servers: Record<string, object> = {};

@@ -8,7 +8,7 @@ import { mergeMcpConfig, parseSettingsServers, type McpConfig } from '../../src/
 import type { McpExecClient, McpExecutor, McpExecutorHost } from '../../src/mcp/executorHost';
 import type { McpServer } from '../../src/mcp/mcpServer';
 import type { McpTimings } from '../../src/mcp/serverContext';
-import { McpServerManager } from '../../src/mcp/serverManager';
+import { McpServerManager, type McpManagerOptions } from '../../src/mcp/serverManager';
 import { WRAPPER_NAME } from '../../src/mcp/orphanReaper';
 import type { McpServerState } from '../../src/mcp/serverState';
 import { Emitter } from '../../src/util/emitter';
@@ -220,8 +220,18 @@ export const TIMINGS: Partial<McpTimings> = {
   listChangedDebounceMs: 50,
 };
 
-export function manager(host: McpExecutorHost, timings: Partial<McpTimings> = {}): McpServerManager {
-  return new McpServerManager({ host, timings: { ...TIMINGS, ...timings }, clientInfo: { name: 'exec-bridge-test', version: '0.0.0' } });
+/**
+ * A manager on `host` as the MCP suites build it: the test timings (`options.timings` over
+ * TIMINGS) and the test client's name; the other options (client features, trace, inputs,
+ * sign-in, saveSandbox) as given.
+ */
+export function manager(host: McpExecutorHost, options: Omit<McpManagerOptions, 'host'> = {}): McpServerManager {
+  return new McpServerManager({
+    clientInfo: { name: 'exec-bridge-test', version: '0.0.0' },
+    ...options,
+    host,
+    timings: { ...TIMINGS, ...options.timings },
+  });
 }
 
 /** An HTTP server on 127.0.0.1 that answers every request with `body` (a destination for sandboxed servers to fetch). */

@@ -7,17 +7,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { mergeMcpConfig, parseMcpJson } from '../../src/mcp/config';
-import { McpServerManager } from '../../src/mcp/serverManager';
+import type { McpServerManager } from '../../src/mcp/serverManager';
 import { OAUTH_MESSAGE } from '../../src/mcp/remoteTransport';
 import { until } from '../helpers/procs';
 import { startHttpMcpServer, type HttpMcpServer } from '../helpers/mcpHttpServer';
-import { TestExecutorHost, text, TIMINGS } from './mcpFixtures';
+import { manager, TestExecutorHost, text } from './mcpFixtures';
 
 function managerFor(json: object, answers: Record<string, string>): McpServerManager {
-  const m = new McpServerManager({
-    host: new TestExecutorHost(),
-    timings: TIMINGS,
-    clientInfo: { name: 'exec-bridge-test', version: '0' },
+  const m = manager(new TestExecutorHost(), {
     resolveInput: (i) => Promise.resolve(answers[i.id]),
   });
   const layer = parseMcpJson(JSON.stringify(json), { kind: 'mcpJson', file: '/w/.vscode/mcp.json', workspaceFolder: '/w' });

@@ -14,9 +14,9 @@ import { after, before, describe, test } from 'node:test';
 import type { McpConfig, McpSandboxSettings } from '../../src/mcp/config';
 import { sandboxJson } from '../../src/mcp/config';
 import type { SandboxBlock } from '../../src/mcp/serverSandbox';
-import { McpServerManager } from '../../src/mcp/serverManager';
+import type { McpServerManager } from '../../src/mcp/serverManager';
 import { McpTreeModel } from '../../src/mcp/treeModel';
-import { configOf, listenText as listen, NODE, startExecutor, text, TIMINGS, waitForState, type Executor } from './mcpFixtures';
+import { configOf, listenText as listen, manager, NODE, startExecutor, text, waitForState, type Executor } from './mcpFixtures';
 
 const SERVER = join(__dirname, '..', 'helpers', 'mcpSandboxServer.js');
 
@@ -47,10 +47,7 @@ describe(
       };
       const config = (): McpConfig => configOf({ fetcher: { command: NODE, args: [SERVER], cwd: ws, executorSandbox: sandbox } });
       const saved: McpSandboxSettings[] = [];
-      const m: McpServerManager = new McpServerManager({
-        host: exec.host,
-        timings: TIMINGS,
-        clientInfo: { name: 'exec-bridge-test', version: '0' },
+      const m: McpServerManager = manager(exec.host, {
         saveSandbox: (_server, settings) => {
           saved.push(settings);
           sandbox = sandboxJson(settings);
@@ -112,7 +109,7 @@ describe(
     });
 
     test('a write outside the workspace is blocked and reported with its path; inside it works', async () => {
-      const m = new McpServerManager({ host: exec.host, timings: TIMINGS, clientInfo: { name: 'exec-bridge-test', version: '0' } });
+      const m = manager(exec.host);
       try {
         m.applyConfig(configOf({ writer: { command: NODE, args: [SERVER], cwd: ws, executorSandbox: 'workspace-write' } }));
         const s = m.get('writer')!;

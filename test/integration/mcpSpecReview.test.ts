@@ -11,17 +11,12 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpClientFeatures } from '../../src/mcp/clientFeatures';
 import { McpGateway } from '../../src/mcp/gateway';
-import { McpServerManager } from '../../src/mcp/serverManager';
 import { buildProxyDefinitions } from '../../src/mcp/vscodeDefinitions';
 import { until } from '../helpers/procs';
 import { CLI_JS } from '../helpers/servers';
-import { configOf, NODE, SERVER_EVERYTHING, startExecutor, text, TIMINGS, waitForState, type Executor } from './mcpFixtures';
+import { configOf, manager, NODE, SERVER_EVERYTHING, startExecutor, text, waitForState, type Executor } from './mcpFixtures';
 
 const everything = configOf({ everything: { command: NODE, args: [SERVER_EVERYTHING, 'stdio'], autoStart: true } });
-
-function managerWith(exec: Executor, client?: McpClientFeatures): McpServerManager {
-  return new McpServerManager({ host: exec.host, timings: TIMINGS, clientInfo: { name: 'exec-bridge-test', version: '0.0.0' }, client });
-}
 
 describe('MCP spec 2025-11-25 client features on ours exec-server', () => {
   let exec: Executor;
@@ -41,7 +36,7 @@ describe('MCP spec 2025-11-25 client features on ours exec-server', () => {
         return Promise.resolve({ action: 'accept' });
       },
     };
-    const m = managerWith(exec, features);
+    const m = manager(exec.host, { client: features });
     try {
       m.applyConfig(everything);
       const s = m.get('everything')!;
@@ -60,7 +55,7 @@ describe('MCP spec 2025-11-25 client features on ours exec-server', () => {
       await m.shutdown();
     }
     // Without a URL handler only form mode is announced, and the server hides the tool.
-    const m2 = managerWith(exec, { elicit: () => Promise.resolve({ action: 'decline' }) });
+    const m2 = manager(exec.host, { client: { elicit: () => Promise.resolve({ action: 'decline' }) } });
     try {
       m2.applyConfig(everything);
       const s = m2.get('everything')!;
@@ -73,9 +68,11 @@ describe('MCP spec 2025-11-25 client features on ours exec-server', () => {
   });
 
   test("the gateway (VS Code's side) offers the server's completions, passes output schemas and a -32042 error with its pages", async () => {
-    const m = managerWith(exec, {
-      elicit: () => Promise.resolve({ action: 'decline' }),
-      elicitUrl: () => Promise.resolve({ action: 'decline' }),
+    const m = manager(exec.host, {
+      client: {
+        elicit: () => Promise.resolve({ action: 'decline' }),
+        elicitUrl: () => Promise.resolve({ action: 'decline' }),
+      },
     });
     const gateway = new McpGateway(m);
     let c: Client | undefined;

@@ -15,11 +15,10 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpGateway } from '../../src/mcp/gateway';
-import { McpServerManager } from '../../src/mcp/serverManager';
 import { buildProxyDefinitions } from '../../src/mcp/vscodeDefinitions';
 import { until } from '../helpers/procs';
 import { CLI_JS } from '../helpers/servers';
-import { configOf, NODE, SERVER_EVERYTHING, startExecutor, TIMINGS, type Executor } from './mcpFixtures';
+import { configOf, manager, NODE, SERVER_EVERYTHING, startExecutor, type Executor } from './mcpFixtures';
 
 const FIXTURE = join(__dirname, '..', 'helpers', 'mcpConformanceServer.js');
 const PROBE = join(__dirname, '..', 'helpers', 'mcpProbeServer.js');
@@ -37,7 +36,7 @@ describe('a normal stop writes no error lines, on ours exec-server', () => {
   test('a stop cancels nothing the server answered long ago (initialize, the lists, finished calls)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'exec-bridge-stoplog-'));
     const probeLog = join(dir, 'probe.jsonl');
-    const m = new McpServerManager({ host: exec.host, timings: TIMINGS, clientInfo: { name: 'exec-bridge-test', version: '0' } });
+    const m = manager(exec.host);
     try {
       m.applyConfig(configOf({ probe: { command: NODE, args: [PROBE], env: { MCP_PROBE_LOG: probeLog, MCP_PROBE_IGNORE_SIGINT: '1' } } }));
       const s = m.get('probe')!;
@@ -64,10 +63,7 @@ describe('a normal stop writes no error lines, on ours exec-server', () => {
 
   test('after calls from the tree and from VS Code, with a question of the server unanswered', async () => {
     let asked = 0;
-    const m = new McpServerManager({
-      host: exec.host,
-      timings: TIMINGS,
-      clientInfo: { name: 'exec-bridge-test', version: '0' },
+    const m = manager(exec.host, {
       client: {
         // Never answered: the stop comes while the server waits for it.
         elicit: () => {

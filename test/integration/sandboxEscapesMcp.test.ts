@@ -13,9 +13,9 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sandboxJson, type McpSandboxSettings } from '../../src/mcp/config';
 import { McpGateway } from '../../src/mcp/gateway';
-import { McpServerManager } from '../../src/mcp/serverManager';
+import type { McpServerManager } from '../../src/mcp/serverManager';
 import type { SandboxBlock } from '../../src/mcp/serverSandbox';
-import { configOf, listenText as listen, NODE, startExecutor, text, TIMINGS, type Executor } from './mcpFixtures';
+import { configOf, listenText as listen, manager, NODE, startExecutor, text, type Executor } from './mcpFixtures';
 
 const SERVER = join(__dirname, '..', 'helpers', 'mcpSandboxServer.js');
 
@@ -36,10 +36,7 @@ describe('escapes from a sandboxed MCP server', { skip: process.platform !== 'li
   test("the gateway's socket, our private directory and the exec-server's port are out of reach; Allow opens one port only", async () => {
     let sandbox: Record<string, unknown> = { policy: 'workspace-write', networkAllow: [`127.0.0.1:${allowed.port}`] };
     const config = () => configOf({ inmate: { command: NODE, args: [SERVER], cwd: ws, executorSandbox: sandbox } });
-    const m: McpServerManager = new McpServerManager({
-      host: exec.host,
-      timings: TIMINGS,
-      clientInfo: { name: 'exec-bridge-test', version: '0' },
+    const m: McpServerManager = manager(exec.host, {
       saveSandbox: (_s, settings: McpSandboxSettings) => {
         sandbox = sandboxJson(settings);
         m.applyConfig(config());
