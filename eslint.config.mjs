@@ -138,11 +138,11 @@ const knownLayerRule = {
 };
 
 // Size (docs/style.md; issue 25): a file of src/ at most 450 lines, a function at most 100 (blank
-// lines and comments not counted). The files below are over it today: each is held at its size
-// (it may shrink, never grow) until it is split; the list only ever gets shorter.
+// lines and comments not counted). Every file keeps to it today: OVER_SIZE is empty, and a file
+// that must grow past it is split instead (an entry here, { 'src/x.ts': { file: N } }, holds a file at
+// its size while it waits for that; the list only ever gets shorter).
 const SIZE = { file: 450, fn: 100 };
-const OVER_SIZE = {
-};
+const OVER_SIZE = {};
 /** @type {(limits: { file?: number, fn?: number }) => import('eslint').Linter.RulesRecord} */
 const sizeRules = (limits) => ({
   'max-lines': ['error', { max: limits.file ?? SIZE.file }],
