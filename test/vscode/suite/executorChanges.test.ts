@@ -1,37 +1,20 @@
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import { getApi, waitFor } from './helpers';
+import { executorFolder, waitFor } from './helpers';
 
 // Changes made on the executor (not through VS Code) to files of an executor workspace folder.
 suite('executor changes', () => {
   let dir: string;
   let root: vscode.Uri;
+  let remove: (() => Promise<void>) | undefined;
   suiteSetup(async () => {
-    await (await getApi()).connect('bundled');
-    dir = mkdtempSync(join(tmpdir(), 'eb-changes-'));
-    mkdirSync(join(dir, 'sub', 'deeper'), { recursive: true });
-    writeFileSync(join(dir, 'top.txt'), 'v1\n');
-    writeFileSync(join(dir, 'sub', 'deeper', 'nested.txt'), 'n1\n');
-    root = (await vscode.commands.executeCommand<vscode.Uri>('execBridge.openExecutorFolder', 'bundled', dir))!;
-    assert.ok(root, 'the executor folder was added');
+    ({ dir, root, remove } = await executorFolder('eb-changes-', { 'top.txt': 'v1\n', 'sub/deeper/nested.txt': 'n1\n' }));
   });
   suiteTeardown(async () => {
-    const folder = (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.toString() === root?.toString());
-    if (folder) {
-      const removed = new Promise<void>((resolve) => {
-        const sub = vscode.workspace.onDidChangeWorkspaceFolders(() => {
-          sub.dispose();
-          resolve();
-        });
-      });
-      vscode.workspace.updateWorkspaceFolders(folder.index, 1);
-      await removed;
-    }
-    rmSync(dir, { recursive: true, force: true });
+    await remove?.();
   });
 
   test('an open editor of a file in an executor folder shows a change made on the executor', async () => {

@@ -1,10 +1,7 @@
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
-import { getApi, waitFor } from './helpers';
+import { executorFolder, waitFor } from './helpers';
 
 /** `workspace.findTextInFiles`: a proposed API code-server lets every extension use; it runs VS Code's own Find in Files search. */
 type FindTextInFiles = (
@@ -16,31 +13,17 @@ type FindTextInFiles = (
 // Search in an executor folder: VS Code's Find in Files (our provider answers it, rg on the
 // executor), and "Exec Bridge: Find in Executor Files…" whose match opens at its line and column.
 suite('executor search', () => {
-  let dir: string;
   let root: vscode.Uri;
+  let remove: (() => Promise<void>) | undefined;
   suiteSetup(async () => {
-    await (await getApi()).connect('bundled');
-    dir = mkdtempSync(join(tmpdir(), 'eb-search-'));
-    mkdirSync(join(dir, 'src', 'deep'), { recursive: true });
-    writeFileSync(join(dir, 'src', 'deep', 'target.ts'), 'const a = 1;\n\n    let x = "needle-on-executor";\n');
-    writeFileSync(join(dir, 'other.txt'), 'nothing to see\n');
-    root = (await vscode.commands.executeCommand<vscode.Uri>('execBridge.openExecutorFolder', 'bundled', dir))!;
-    assert.ok(root, 'the executor folder was added');
+    ({ root, remove } = await executorFolder('eb-search-', {
+      'src/deep/target.ts': 'const a = 1;\n\n    let x = "needle-on-executor";\n',
+      'other.txt': 'nothing to see\n',
+    }));
   });
   suiteTeardown(async () => {
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
-    const folder = (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.toString() === root?.toString());
-    if (folder) {
-      const removed = new Promise<void>((resolve) => {
-        const sub = vscode.workspace.onDidChangeWorkspaceFolders(() => {
-          sub.dispose();
-          resolve();
-        });
-      });
-      vscode.workspace.updateWorkspaceFolders(folder.index, 1);
-      await removed;
-    }
-    rmSync(dir, { recursive: true, force: true });
+    await remove?.();
   });
 
   test("VS Code's Find in Files finds text in an executor folder, at its line and columns", async () => {

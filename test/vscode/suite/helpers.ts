@@ -1,7 +1,9 @@
 // Shared by the extension-host suites (not a suite itself: the runner loads `*.test.js` only).
+import * as assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, type Dirent } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, type Dirent } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ApprovalChoice, ExecBridgeApi, ExecTerminal, PendingApproval } from '../../../src/vscode/api';
 
@@ -188,4 +190,38 @@ export function findFiles(dir: string, pattern: RegExp): string[] {
   };
   walk(dir, 0);
   return out;
+}
+
+/**
+ * A new directory (under the temp dir, `prefix` + random) holding `files` (relative path → text),
+ * added as a workspace folder on the bundled executor; connects first. `remove()` takes the folder
+ * out of the workspace (waiting for VS Code to say so) and deletes the directory.
+ */
+export async function executorFolder(
+  prefix: string,
+  files: Record<string, string>,
+): Promise<{ dir: string; root: vscode.Uri; remove(): Promise<void> }> {
+  await (await getApi()).connect('bundled');
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  for (const [rel, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, rel)), { recursive: true });
+    writeFileSync(join(dir, rel), text);
+  }
+  const root = await vscode.commands.executeCommand<vscode.Uri | undefined>('execBridge.openExecutorFolder', 'bundled', dir);
+  assert.ok(root, 'the executor folder was added');
+  const remove = async () => {
+    const folder = (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.toString() === root.toString());
+    if (folder) {
+      const removed = new Promise<void>((resolve) => {
+        const sub = vscode.workspace.onDidChangeWorkspaceFolders(() => {
+          sub.dispose();
+          resolve();
+        });
+      });
+      vscode.workspace.updateWorkspaceFolders(folder.index, 1);
+      await removed;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { dir, root, remove };
 }

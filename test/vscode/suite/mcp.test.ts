@@ -8,35 +8,9 @@ import { dirname, join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { EXTENSION_ID, getApi, waitFor } from './helpers';
-
-interface SnapshotNode {
-  label: string;
-  description?: string;
-  contextValue: string;
-  children: SnapshotNode[];
-}
-interface Snapshot {
-  tree: SnapshotNode[];
-  servers: { name: string; state: { kind: string }; tools: string[] }[];
-}
+import { waitForSnapshot } from './mcpProcs';
 
 const TAG = `vscode-mcp-${process.pid}-${Date.now()}`;
-
-async function snapshot(): Promise<Snapshot> {
-  return await vscode.commands.executeCommand<Snapshot>('execBridge.mcp.snapshot');
-}
-
-async function waitForSnapshot(what: string, check: (s: Snapshot) => boolean, timeoutMs = 60_000): Promise<Snapshot> {
-  const deadline = Date.now() + timeoutMs;
-  let last: Snapshot | undefined;
-  for (;;) {
-    last = await snapshot();
-    if (last && check(last)) return last;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; tree: ${JSON.stringify(last?.tree.map((n) => [n.label, n.description]))}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Live processes carrying our tag in their environment (servers and anything they started). */
 function tagged(): number[] {
@@ -111,6 +85,7 @@ suite('MCP servers view', () => {
     const snap = await waitForSnapshot(
       'three ready servers',
       (s) => s.servers.length === 3 && s.servers.every((x) => x.state.kind === 'ready'),
+      60_000,
     );
     const byLabel = new Map(snap.tree.map((n) => [n.label, n]));
     assert.match(byLabel.get('memory')?.description ?? '', /^Ready \(9 tools\) · bundled/);

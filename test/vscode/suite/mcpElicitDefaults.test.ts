@@ -7,13 +7,9 @@ import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { getApi, withSettings } from './helpers';
+import { callToolAnswering, startWithTool } from './mcpProcs';
 
 const FIXTURE = join(__dirname, '..', '..', 'helpers', 'mcpConformanceServer.js');
-
-interface Snapshot {
-  servers: { name: string; state: { kind: string }; tools: string[] }[];
-}
-const snapshot = () => vscode.commands.executeCommand<Snapshot>('execBridge.mcp.snapshot');
 
 suite('MCP elicitation defaults in VS Code', () => {
   let restore: (() => Promise<void>) | undefined;
@@ -28,25 +24,10 @@ suite('MCP elicitation defaults in VS Code', () => {
 
   test('Enter on every field answers with the defaults of every type', async function () {
     this.timeout(60_000);
-    const deadline = Date.now() + 30_000;
-    while (!(await snapshot()).servers.some((s) => s.name === 'defaults') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
-    await vscode.commands.executeCommand('execBridge.mcp.start', 'defaults');
     const name = 'ask_with_defaults';
-    while (!(await snapshot()).servers.find((s) => s.name === 'defaults')?.tools.includes(name)) {
-      assert.ok(Date.now() < deadline, `no elicitation tool: ${JSON.stringify((await snapshot()).servers)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const node = { kind: 'tool', id: `mcp:defaults/tools/${name}`, server: 'defaults', name };
-    let done = false;
-    const call = Promise.resolve(
-      vscode.commands.executeCommand<{ content: { text: string }[] }>('execBridge.mcp.callTool', node, {}),
-    ).finally(() => (done = true));
-    // Enter on each of the four quick inputs, as a user would (bounded; the call ends after the last).
-    for (let i = 0; i < 100 && !done; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      if (!done) await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-    }
+    await startWithTool('defaults', name);
+    // Enter on each of the four quick inputs, as a user would (the call ends after the last).
+    const call = callToolAnswering<{ content: { text: string }[] }>('defaults', name, {}, 'workbench.action.acceptSelectedQuickOpenItem');
     const text = (await call).content.map((c) => c.text).join('\n');
     const content = JSON.parse(/content=(\{.*\})/.exec(text)?.[1] ?? '{}') as Record<string, unknown>;
     assert.match(text, /action=accept/);

@@ -6,11 +6,7 @@ import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { EXTENSION_ID, getApi, withSettings } from './helpers';
-
-interface Snapshot {
-  servers: { name: string; state: { kind: string }; tools: string[] }[];
-}
-const snapshot = () => vscode.commands.executeCommand<Snapshot>('execBridge.mcp.snapshot');
+import { callToolAnswering, startWithTool } from './mcpProcs';
 
 suite('MCP elicitation in VS Code', () => {
   let restore: (() => Promise<void>) | undefined;
@@ -30,27 +26,14 @@ suite('MCP elicitation in VS Code', () => {
 
   test('the request shows a quick input; dismissing it declines', async function () {
     this.timeout(60_000);
-    const deadline = Date.now() + 30_000;
-    while (!(await snapshot()).servers.some((s) => s.name === 'asker') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
-    await vscode.commands.executeCommand('execBridge.mcp.start', 'asker');
-    while (!(await snapshot()).servers.find((s) => s.name === 'asker')?.tools.includes('trigger-elicitation-request')) {
-      assert.ok(
-        Date.now() < deadline,
-        `no elicitation tool: ${JSON.stringify((await snapshot()).servers.find((s) => s.name === 'asker'))}`,
-      );
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const node = { kind: 'tool', id: 'mcp:asker/tools/trigger-elicitation-request', server: 'asker', name: 'trigger-elicitation-request' };
-    let done = false;
-    const call = Promise.resolve(
-      vscode.commands.executeCommand<{ content: { text: string }[] }>('execBridge.mcp.callTool', node, {}),
-    ).finally(() => (done = true));
-    // Escape on the quick input, as a user would (bounded; the call ends once it is dismissed).
-    for (let i = 0; i < 100 && !done; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      if (!done) await vscode.commands.executeCommand('workbench.action.closeQuickOpen');
-    }
+    await startWithTool('asker', 'trigger-elicitation-request');
+    // Escape on the quick input, as a user would (the call ends once it is dismissed).
+    const call = callToolAnswering<{ content: { text: string }[] }>(
+      'asker',
+      'trigger-elicitation-request',
+      {},
+      'workbench.action.closeQuickOpen',
+    );
     const result = await call;
     assert.match(result.content.map((c) => c.text).join('\n'), /declined/);
   });

@@ -1,9 +1,18 @@
 // Shared by the MCP suites (not a suite itself): the machine's processes, the MCP snapshot command,
-// and starting one of our servers through VS Code's own MCP list.
+// starting one of our servers through VS Code's own MCP list, and calling a tool that asks the user.
 import { readdirSync, readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 
+export interface SnapshotNode {
+  label: string;
+  description?: string;
+  contextValue: string;
+  children: SnapshotNode[];
+}
+
 export interface Snapshot {
+  /** The MCP Servers tree as shown. */
+  tree: SnapshotNode[];
   servers: { name: string; state: { kind: string; reason?: string }; tools: string[] }[];
   vscodeList?: {
     socket: string;
@@ -24,9 +33,35 @@ export async function waitForSnapshot(what: string, check: (s: Snapshot) => bool
     const s = await snapshot();
     if (check(s)) return s;
     if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(s.servers)} ${JSON.stringify(s.vscodeList)}`);
+      throw new Error(
+        `timed out waiting for ${what}: ${JSON.stringify(s.servers)} ${JSON.stringify(s.vscodeList)}; tree: ${JSON.stringify(s.tree.map((n) => [n.label, n.description]))}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Starts `server` (configured in the settings: once it is listed) and waits until it offers `tool`. */
+export async function startWithTool(server: string, tool: string): Promise<void> {
+  await waitForSnapshot(`${server} from settings`, (s) => s.servers.some((x) => x.name === server));
+  await vscode.commands.executeCommand('execBridge.mcp.start', server);
+  await waitForSnapshot(`${server} offering ${tool}`, (s) => s.servers.find((x) => x.name === server)?.tools.includes(tool) === true);
+}
+
+/**
+ * Call Tool on `tool` of `server` with `args`, answering what it asks as a user would: every 200 ms
+ * until the call ends (at most `rounds` times) `answer` runs on the quick input shown —
+ * `workbench.action.acceptSelectedQuickOpenItem` is Enter, `workbench.action.closeQuickOpen` Escape.
+ */
+export async function callToolAnswering<T>(server: string, tool: string, args: object, answer: string, rounds = 100): Promise<T> {
+  const node = { kind: 'tool', id: `mcp:${server}/tools/${tool}`, server, name: tool };
+  let done = false;
+  const call = Promise.resolve(vscode.commands.executeCommand<T>('execBridge.mcp.callTool', node, args)).finally(() => (done = true));
+  call.catch(() => undefined);
+  for (let i = 0; i < rounds && !done; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    if (!done) await vscode.commands.executeCommand(answer);
+  }
+  return call;
 }
 
 export interface Proc {

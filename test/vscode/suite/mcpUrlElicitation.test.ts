@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { EXTENSION_ID, getApi, withSettings } from './helpers';
-import { waitForSnapshot } from './mcpProcs';
+import { callToolAnswering, startWithTool } from './mcpProcs';
 
 suite('MCP URL elicitation in VS Code', () => {
   let restore: (() => Promise<void>) | undefined;
@@ -28,27 +28,15 @@ suite('MCP URL elicitation in VS Code', () => {
 
   test('a -32042 error offers the page and a second call; the second call asks for its own page', async function () {
     this.timeout(60_000);
-    await waitForSnapshot('linker from settings', (s) => s.servers.some((x) => x.name === 'linker'));
-    await vscode.commands.executeCommand('execBridge.mcp.start', 'linker');
-    await waitForSnapshot(
-      'the URL elicitation tool',
-      (s) => s.servers.find((x) => x.name === 'linker')?.tools.includes('trigger-url-elicitation') === true,
+    await startWithTool('linker', 'trigger-url-elicitation');
+    // Enter on each pick as it comes (Open the prerequisite, Call Again, Open the page).
+    const call = callToolAnswering<{ content: { text: string }[] } | undefined>(
+      'linker',
+      'trigger-url-elicitation',
+      { url: 'https://example.com/sign-in', message: 'Sign in to Example', errorPath: true },
+      'workbench.action.acceptSelectedQuickOpenItem',
+      150,
     );
-    const node = { kind: 'tool', id: 'mcp:linker/tools/trigger-url-elicitation', server: 'linker', name: 'trigger-url-elicitation' };
-    let done = false;
-    const call = Promise.resolve(
-      vscode.commands.executeCommand<{ content: { text: string }[] } | undefined>('execBridge.mcp.callTool', node, {
-        url: 'https://example.com/sign-in',
-        message: 'Sign in to Example',
-        errorPath: true,
-      }),
-    ).finally(() => (done = true));
-    call.catch(() => undefined);
-    // Enter on each pick as it comes (Open the prerequisite, Call Again, Open the page); bounded.
-    for (let i = 0; i < 150 && !done; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      if (!done) await vscode.commands.executeCommand('workbench.action.acceptSelectedQuickOpenItem');
-    }
     const result = await call;
     assert.ok(result, 'the call ran again');
     assert.match(result.content.map((c) => c.text).join('\n'), /accept/);

@@ -8,37 +8,13 @@ import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import { startHttpMcpServer, type HttpMcpServer } from '../../helpers/mcpHttpServer';
 import { getApi, startExecServer, waitFor, withSettings } from './helpers';
-import { ancestors, processes } from './mcpProcs';
-
-interface Snapshot {
-  servers: { name: string; state: { kind: string; reason?: string }; tools: string[] }[];
-  vscodeList?: {
-    socket: string;
-    definitions: { name: string; label: string; version: string; args: string[] }[];
-    sessions: Record<string, number>;
-  };
-}
+import { ancestors, processes, providerApiExpected, snapshot, waitForSnapshot } from './mcpProcs';
 
 const TAG = `vscode-list-${process.pid}-${Date.now()}`;
 const TINY = join(__dirname, '..', '..', 'helpers', 'mcpTinyServer.js');
 const hasApi =
   typeof (vscode as unknown as { lm?: { registerMcpServerDefinitionProvider?: unknown } }).lm?.registerMcpServerDefinitionProvider ===
   'function';
-const [major, minor] = vscode.version.split('.').map(Number) as [number, number];
-const apiExpected = major > 1 || minor >= 101;
-
-const snapshot = () => vscode.commands.executeCommand<Snapshot>('execBridge.mcp.snapshot');
-
-async function waitForSnapshot(what: string, check: (s: Snapshot) => boolean, timeoutMs = 30_000): Promise<Snapshot> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const s = await snapshot();
-    if (check(s)) return s;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(s.servers)} ${JSON.stringify(s.vscodeList)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** The server itself (the orphan-reaper wrapper shell carries the tag too). */
 const serverProcs = (procs = processes()) => procs.filter((p) => p.env.includes(`MCP_TEST_TAG=${TAG}\0`) && !p.cmd.startsWith('/bin/sh'));
@@ -58,7 +34,7 @@ suite("MCP servers in VS Code's own MCP list", () => {
     await restore?.();
   });
 
-  if (!apiExpected) {
+  if (!providerApiExpected) {
     test(`VS Code ${vscode.version} has no final provider API: nothing is offered, the tree still has the server`, async () => {
       const s = await snapshot();
       assert.equal(s.vscodeList, undefined);
@@ -162,7 +138,7 @@ suite("MCP servers in VS Code's own MCP list", () => {
 });
 
 suite("VS Code's MCP list with a stdio server on a remote executor and an http server", () => {
-  if (!apiExpected) return;
+  if (!providerApiExpected) return;
   let restore: (() => Promise<void>) | undefined;
   let exec: Awaited<ReturnType<typeof startExecServer>> | undefined;
   let http: HttpMcpServer | undefined;
