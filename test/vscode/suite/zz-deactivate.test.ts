@@ -1,5 +1,4 @@
 import * as assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { suite, test } from 'mocha';
@@ -15,25 +14,22 @@ suite('deactivate', () => {
       await api.connect('bundled');
       const server = api.bundledServerPid();
       assert.ok(server !== undefined);
-      // Something long-running on the executor, and a shell.
-      const t = await runCommand(api, 'echo "slee""ping"; sleep 300');
-      await waitForText(t, /sleeping/);
+      // Something long-running on the executor, and a shell: each says its own pid (`exec`: the
+      // command's bash becomes the sleep), so the check is on exactly these two, not on whatever
+      // else of earlier suites still ends under the daemon.
+      const t = await runCommand(api, 'echo "slee""ping $$"; exec sleep 300');
+      const sleepPid = Number((await waitForText(t, /sleeping (\d+)/))[1]);
       const before = new Set(api.terminals());
       await vscode.commands.executeCommand('execBridge.newShell');
       const shell = await waitFor('the shell terminal', () => api.terminals().find((x) => !before.has(x)));
-      shell.terminal.sendText('echo "shell-""up"');
-      await waitForText(shell, /shell-up/);
-      // The daemon, the command's sleep and the shell (not the executor's short-lived helpers, e.g.
-      // its FIFO pool's mkfifo, which may end at any time).
-      const cmdline = (pid: number) => {
-        try {
-          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-        } catch {
-          return '';
-        }
-      };
-      const tree = [server, ...descendants(server).filter((pid) => /sleep 300|bash/.test(cmdline(pid)))];
-      assert.ok(tree.length >= 3, `server + the sleep + the shell: ${tree.join(',')}`);
+      shell.terminal.sendText('echo "shell-""up $$"');
+      const shellPid = Number((await waitForText(shell, /shell-up (\d+)/))[1]);
+      const tree = [server, sleepPid, shellPid];
+      const inDaemon = descendants(server);
+      assert.ok(
+        inDaemon.includes(sleepPid) && inDaemon.includes(shellPid),
+        `the sleep and the shell run in the daemon ${server}: ${tree.join(',')}`,
+      );
 
       // What VS Code calls on shutdown: the module's deactivate(), awaited. The require cache hands
       // back the very module instance the extension host loaded.
