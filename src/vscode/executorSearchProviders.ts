@@ -12,7 +12,8 @@ import type { FeatureContext } from './context';
  */
 
 /** The old shapes of the proposed search API (vscode.proposed.textSearchProvider.d.ts as 1.100–1.139 adapt them). */
-interface OldTextSearchOptions {
+/** What a folder search of either kind is told: where, which files, which ignore files. */
+interface OldSearchScope {
   folder: vscode.Uri;
   includes: string[];
   excludes: string[];
@@ -20,6 +21,8 @@ interface OldTextSearchOptions {
   useParentIgnoreFiles: boolean;
   useGlobalIgnoreFiles: boolean;
   followSymlinks: boolean;
+}
+interface OldTextSearchOptions extends OldSearchScope {
   maxResults: number;
   previewOptions?: { matchLines: number; charsPerLine: number };
   maxFileSize?: number;
@@ -35,14 +38,7 @@ interface OldTextSearchMatch {
   ranges: vscode.Range[];
   preview: { text: string; matches: vscode.Range[] };
 }
-interface OldFileSearchOptions {
-  folder: vscode.Uri;
-  includes: string[];
-  excludes: string[];
-  useIgnoreFiles: boolean;
-  useParentIgnoreFiles: boolean;
-  useGlobalIgnoreFiles: boolean;
-  followSymlinks: boolean;
+interface OldFileSearchOptions extends OldSearchScope {
   maxResults?: number;
   /** The same object for the queries of one Quick Open session. */
   session?: unknown;
