@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ManagedNetworkSandboxContext } from '../../protocol';
 import { pidAlive } from '../../util';
@@ -140,13 +140,10 @@ export class ManagedNetworks {
       );
       return this.track({ env: proxyEnv(port, policy), routes: [], loopbackPorts: [port], close: () => proxy.close(), proxy });
     }
-    const socketDir = this.makeDir();
+    const socketDir = this.makeDir(prewarmed);
     await this.guard(
       () => (proxy.close(), rmSync(socketDir, { recursive: true, force: true })),
-      async () => {
-        if (prewarmed) writeFileSync(join(socketDir, PREWARMED_MARKER), '', { mode: 0o400, flag: 'wx' });
-        return proxy.listen({ path: join(socketDir, 'proxy.sock') });
-      },
+      () => proxy.listen({ path: join(socketDir, 'proxy.sock') }),
     );
     return this.track({
       env: proxyEnv(BRIDGE_PORT, policy),
@@ -237,14 +234,31 @@ export class ManagedNetworks {
     return snap;
   }
 
-  private makeDir(): string {
+  /**
+   * A fresh socket folder. A prewarmed one appears with its marker already in it: it is made under
+   * a hidden name and renamed, so whoever lists the folders never sees it unmarked.
+   */
+  private makeDir(prewarmed = false): string {
     const base = this.stateDir();
     if (!this.swept) {
       this.swept = true;
       sweepDead(base);
     }
-    const dir = join(base, `net-${process.pid}-${randomBytes(6).toString('hex')}`);
-    mkdirSync(dir, { mode: 0o700 });
+    const name = `net-${process.pid}-${randomBytes(6).toString('hex')}`;
+    const dir = join(base, name);
+    if (!prewarmed) {
+      mkdirSync(dir, { mode: 0o700 });
+      return dir;
+    }
+    const staging = join(base, `.${name}`);
+    mkdirSync(staging, { mode: 0o700 });
+    try {
+      writeFileSync(join(staging, PREWARMED_MARKER), '', { mode: 0o400, flag: 'wx' });
+      renameSync(staging, dir);
+    } catch (e) {
+      rmSync(staging, { recursive: true, force: true });
+      throw e;
+    }
     return dir;
   }
 }
@@ -258,7 +272,7 @@ function sweepDead(base: string): void {
     return;
   }
   for (const n of names) {
-    const m = /^net-(\d+)-/.exec(n);
+    const m = /^\.?net-(\d+)-/.exec(n);
     if (m && Number(m[1]) !== process.pid && !pidAlive(Number(m[1]))) rmSync(join(base, n), { recursive: true, force: true });
   }
 }
