@@ -257,7 +257,7 @@ export class TerminalFlow {
       this.burstStart = undefined;
       this.pump();
     }, gapMs);
-    this.gapTimer.unref?.();
+    // Not unref'd: output still waits for this gap to end (a run is not done until it was written).
     return true;
   }
 
@@ -360,6 +360,5 @@ export class TerminalFlow {
       },
       Math.max(0, due),
     );
-    this.timer.unref?.();
   }
 }

@@ -274,3 +274,48 @@ test("a task's last lines queued when the process ends are written as output, no
   assert.doesNotMatch(asExitLine, /last line/, 'only the exit line is marked finished');
   assert.match(asExitLine, /press any key/);
 });
+
+test('the timers output waits for (the gap after a burst, an unanswered request) keep Node running: a run is done only once its output was written', () => {
+  // Real timers, never fired: what matters is whether each holds the event loop. An unref'd gap
+  // timer let a test's process end with a 3 MiB replay still queued (terminalReattach, ci22).
+  const timers: NodeJS.Timeout[] = [];
+  const clock = {
+    now: () => Date.now(),
+    setTimeout: (fn: () => void, ms: number) => {
+      const t = setTimeout(fn, ms);
+      timers.push(t);
+      return t;
+    },
+    clearTimeout: (t: unknown) => clearTimeout(t as NodeJS.Timeout),
+  };
+  const flow = new TerminalFlow(
+    { write: () => undefined, hold: () => undefined, skipped: (n) => `[${n}]` },
+    true,
+    { ...LIMITS, burstMs: 0, gapMs: 60_000 },
+    clock,
+  );
+  flow.start();
+  try {
+    flow.push('x'.repeat(50)); // burstMs 0: the gap starts at once, before anything is written
+    assert.equal(flow.backlog, 50, 'the output waits for the gap');
+    assert.equal(timers.length, 1);
+    assert.equal(timers[0]!.hasRef(), true, 'the gap timer holds the loop while output waits for it');
+  } finally {
+    flow.dispose();
+  }
+  const requests = new TerminalFlow(
+    { write: () => undefined, hold: () => undefined, skipped: (n) => `[${n}]` },
+    true,
+    { ...LIMITS, requestTimeoutMs: 60_000 },
+    clock,
+  );
+  requests.start();
+  try {
+    requests.push('y'.repeat(150)); // past requestEvery: a request goes out, and its timeout is armed
+    assert.equal(timers.length, 2);
+    assert.equal(timers[1]!.hasRef(), true, 'the timeout of an unanswered request holds the loop too');
+  } finally {
+    requests.dispose();
+  }
+  for (const t of timers) clearTimeout(t);
+});
