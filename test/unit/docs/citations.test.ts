@@ -2,7 +2,8 @@
  * Every document the repository cites exists in it (docs/style.md §13: comments cite repository
  * files, never documents a clone does not have). Scans code, scripts, benchmarks, tests and docs for
  * `*.md` names and Markdown links, and resolves each the way a reader would: relative to the citing
- * Markdown file for a link, else from the repository root, else in `docs/`.
+ * Markdown file for a link, else from the repository root, else in `docs/`. The README and docs/
+ * are also held to the code files and tests they cite (below).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -70,4 +71,100 @@ test('the scan finds a missing citation (so the test above can fail)', () => {
   ]);
   assert.equal(resolves('docs/nowhere.md', join(root, 'README.md'), false), false);
   assert.equal(resolves('docs/architecture.md', join(root, 'README.md'), false), true);
+});
+
+/**
+ * The pages we write for readers (README.md, docs/*.md) also cite code: `src/…`, `test/…`,
+ * `scripts/…` paths (a `.ts`/`.mjs` extension may be left out; `{a,b}` and `*` as a shell would
+ * expand them) and test files by their bare name (`interop.test.ts`). A file that moved or was
+ * renamed leaves such a citation behind; code and tests are not scanned for these, since their
+ * `src/a.ts` is often a path of a test's own fixture.
+ */
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((n) => n.endsWith('.md'))
+    .map((n) => `docs/${n}`),
+];
+/** Paths the pages show as examples of what a user sees, not as files of ours. */
+const EXAMPLES = new Set(['src/file.ts']);
+
+function codeCitations(text: string): { paths: string[]; testNames: string[] } {
+  const paths = [...text.matchAll(/(?<![\w/.:$-])((?:src|test|scripts|bench|media|\.ci)\/[\w./{},*-]*[\w}*])/g)].map((m) => m[1]!);
+  const testNames = [...text.matchAll(/(?<![\w/.*}-])([\w-]+\.(?:test|ui)\.ts)\b/g)].map((m) => m[1]!);
+  return { paths, testNames };
+}
+
+/** `a/{b,c}/d` as `a/b/d` and `a/c/d`. */
+function braces(path: string): string[] {
+  const m = /\{([^{}]*)\}/.exec(path);
+  if (!m) return [path];
+  return m[1]!.split(',').flatMap((alt) => braces(path.slice(0, m.index) + alt + path.slice(m.index + m[0].length)));
+}
+
+/** Whether some file or folder is at `path` from the root (each segment may hold `*`), with or without a code extension. */
+function existsInRepo(path: string): boolean {
+  const segments = path.split('/');
+  const walk = (dir: string, i: number): boolean => {
+    const segment = segments[i]!;
+    const last = i === segments.length - 1;
+    const names = segment.includes('*')
+      ? readdirSync(dir, { withFileTypes: true })
+          .filter((d) => new RegExp(`^${segment.replace(/[.]/g, '\\.').replace(/\*/g, '.*')}$`).test(d.name))
+          .map((d) => d.name)
+      : last
+        ? ['', '.ts', '.mjs'].map((ext) => segment + ext)
+        : [segment];
+    return names.some((name) => {
+      const p = join(dir, name);
+      if (last) return existsSync(p);
+      return statSync(p, { throwIfNoEntry: false })?.isDirectory() === true && walk(p, i + 1);
+    });
+  };
+  return walk(root, 0);
+}
+
+function testFileNames(dir: string, into = new Set<string>()): Set<string> {
+  for (const d of readdirSync(dir, { withFileTypes: true })) {
+    if (d.isDirectory()) testFileNames(join(dir, d.name), into);
+    else into.add(d.name);
+  }
+  return into;
+}
+
+function staleCodeCitations(text: string, testNames: Set<string>): string[] {
+  const found = codeCitations(text);
+  const stale = found.paths.filter((p) => !EXAMPLES.has(p) && !braces(p).every(existsInRepo));
+  return [...stale, ...found.testNames.filter((n) => !testNames.has(n))];
+}
+
+test('every src/, test/ and scripts/ path and every test file the README and docs/ cite exists', () => {
+  const names = testFileNames(join(root, 'test'));
+  const stale: string[] = [];
+  let checked = 0;
+  for (const page of PAGES) {
+    const text = readFileSync(join(root, page), 'utf8');
+    const found = codeCitations(text);
+    checked += found.paths.length + found.testNames.length;
+    stale.push(...staleCodeCitations(text, names).map((c) => `${page} cites ${c}`));
+  }
+  assert.ok(checked > 200, `only ${checked} code citations found: is the scan looking in the right place?`);
+  assert.deepEqual(stale, []);
+});
+
+test('the code-citation scan finds a moved test, a missing file and an unknown test name', () => {
+  const names = testFileNames(join(root, 'test'));
+  const text = [
+    'Tests: `test/unit/core/terminalRun.test.ts`, `test/integration/core/terminalRun.test.ts`,',
+    '`test/{unit,integration}/core/terminalReplayRange.test.ts`, `test/{unit,integration}/core/terminalRun.test.ts`,',
+    'src/client/sshConnector, `src/client/nowhere.ts`, `test/integration/mcp*.test.ts`, `test/integration/zz*.test.ts`,',
+    '`interop.test.ts` and `nowhere.test.ts`; a printed path: `src/file.ts(12,5)`.',
+  ].join('\n');
+  assert.deepEqual(staleCodeCitations(text, names), [
+    'test/unit/core/terminalRun.test.ts',
+    'test/{unit,integration}/core/terminalRun.test.ts',
+    'src/client/nowhere.ts',
+    'test/integration/zz*.test.ts',
+    'nowhere.test.ts',
+  ]);
 });
