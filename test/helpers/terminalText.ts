@@ -8,23 +8,34 @@ import type { TerminalRun } from '../../src/core/terminalRun';
  * text matches, or rejects after `waitMs` with the text's end.
  */
 export function terminalText(run: TerminalRun, waitMs: number): { text(): string; until(pattern: RegExp): Promise<void> } {
-  let raw = '';
+  // Cleaned as it arrives, once (a 3 MiB replay comes in ~200 writes: cleaning all of it on each
+  // write was quadratic). `pending` holds a tail that may continue in the next write: a `\r`
+  // before its `\n`, or a colour sequence cut short.
+  let clean = '';
+  let pending = '';
   const waiters = new Set<() => void>();
+  const tidy = (t: string) =>
+    t
+      .split(STATUS_REQUEST)
+      .join('')
+      .replace(/\x1b\[[0-9;]*m/g, '')
+      .replace(/\r\n/g, '\n');
   run.model.onWrite((t) => {
-    raw += t;
     const requests = t.split(STATUS_REQUEST).length - 1;
     if (requests > 0)
       setImmediate(() => {
         for (let i = 0; i < requests; i++) run.model.handleInput(STATUS_REPLY);
       });
+    pending += t;
+    let cut = pending.length;
+    const esc = pending.lastIndexOf('\x1b');
+    if (esc >= 0 && pending.length - esc < 16 && !/^\x1b\[[0-9;]*[A-Za-z]/.test(pending.slice(esc))) cut = esc;
+    if (cut > 0 && pending[cut - 1] === '\r') cut--;
+    clean += tidy(pending.slice(0, cut));
+    pending = pending.slice(cut);
     for (const w of [...waiters]) w();
   });
-  const text = () =>
-    raw
-      .split(STATUS_REQUEST)
-      .join('')
-      .replace(/\x1b\[[0-9;]*m/g, '')
-      .replace(/\r\n/g, '\n');
+  const text = () => (pending ? clean + tidy(pending) : clean);
   const until = (pattern: RegExp) =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
