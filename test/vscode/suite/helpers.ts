@@ -225,3 +225,12 @@ export async function executorFolder(
   };
   return { dir, root, remove };
 }
+
+/**
+ * The nearest-rank percentile of ascending `sorted` (the smallest value with at least p % of the
+ * samples at or below it): of 20 samples, p95 is the 19th, not the slowest (bench/run.mjs counts so too).
+ */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}

@@ -5,7 +5,7 @@ import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import type { TerminalRun } from '../../../src/core/terminalRun';
 import type { ExecTerminal } from '../../../src/vscode/api';
-import { getApi, waitFor, waitForText, withSettings } from './helpers';
+import { getApi, percentile, waitFor, waitForText, withSettings } from './helpers';
 
 /** `yes | head -c 200M`: 200 MiB of `y\n`, shown as `y\r\n` (a pipe terminal). */
 // 32 MiB here (the mocha page has 180 s for every suite); bench/RESULTS.md has the 200 MiB run
@@ -16,10 +16,6 @@ const LINES = TOTAL / 2;
 const STATUS_REQUEST = '\x1b[5n';
 const STATUS_REPLY = '\x1b[0n';
 const MiB = 1024 * 1024;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
 
 /** Counts `y\r\n` in everything a terminal is given (across write boundaries). */
 function lineCounter(t: ExecTerminal) {

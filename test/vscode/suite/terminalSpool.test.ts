@@ -3,12 +3,13 @@ import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
 import * as vscode from 'vscode';
 import type { TerminalRun } from '../../../src/core/terminalRun';
 import type { ExecTerminal } from '../../../src/vscode/api';
 import type { OpenedFullOutput } from '../../../src/vscode/terminalOutput';
-import { getApi, plain, startExecServer, waitFor, waitForText, withSettings } from './helpers';
+import { getApi, percentile, plain, startExecServer, waitFor, waitForText, withSettings } from './helpers';
 
 /*
  * Issue 27 in a real VS Code: a command prints while its window is gone (nobody reads it), and the
@@ -36,10 +37,6 @@ const LIVE = 10;
 /** terminal.integrated.scrollback for this suite (not VS Code's default, so the test sees it is read). */
 const SCROLLBACK = 700;
 const STATUS_REQUEST = '\x1b[5n';
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
 
 /** The generator's bytes at [offset, offset + length), hashed (built a MiB at a time). */
 function expectedDigest(offset: number, length: number): string {
@@ -203,17 +200,24 @@ suite('terminal reopened from the output spool', () => {
     let shellTail = '';
     const shellSub = shell.onDidWrite((text) => (shellTail = (shellTail + text).slice(-4096)));
     const latencies: number[] = [];
+    // The extension host's longest stall during each sample: the echo of our shell goes through it.
+    const stalls: number[] = [];
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     let shownAt: number | undefined;
     const replayShown = () => (shownAt ??= checker!.lastLine === lines - 1 ? Date.now() : undefined) !== undefined;
     for (let i = 0; i < 10_000 && !(replayShown() && latencies.length >= 20) && Date.now() - reconnectAt < 120_000; i++) {
       const marker = `S${100000 + i}`;
       const sent = Date.now();
+      loopDelay.reset();
       shell.terminal.sendText(`echo S$((100000+${i}))`);
       await waitFor(`${marker} in the shell`, () => shellTail.includes(marker), 60_000);
       latencies.push(Date.now() - sent);
+      stalls.push(Math.round(loopDelay.max / 1e6));
       await new Promise((r) => setTimeout(r, 200));
     }
     await waitFor('the replay shown', replayShown, 60_000);
+    loopDelay.disable();
     shellSub.dispose();
     // Live output after the replay: the seam.
     writeFileSync(live, '');
@@ -241,6 +245,7 @@ suite('terminal reopened from the output spool', () => {
       echoP95ms: percentile(sorted, 95),
       echoMaxms: sorted[sorted.length - 1],
       echoMs: latencies,
+      extHostStallMs: stalls,
       fullOutputMiB: full ? Number((full.bytes / MiB).toFixed(2)) : undefined,
       fullOutputS: Number((copyMs / 1000).toFixed(1)),
       notices: r.notices,
