@@ -91,6 +91,9 @@ const EXAMPLES = new Set(['src/file.ts']);
 
 function codeCitations(text: string): { paths: string[]; testNames: string[] } {
   const paths = [...text.matchAll(/(?<![\w/.:$-])((?:src|test|scripts|bench|media|\.ci)\/[\w./{},*-]*[\w}*])/g)].map((m) => m[1]!);
+  // `core/x.ts` in a page is `src/core/x.ts` (architecture.md writes a layer's files so).
+  for (const m of text.matchAll(/(?<![\w/.@-])((?:util|protocol|rpc|client|server|mcp|core|vscode|cli)\/[\w./-]*\.ts)\b/g))
+    paths.push(`src/${m[1]!}`);
   const testNames = [...text.matchAll(/(?<![\w/.*}-])([\w-]+\.(?:test|ui)\.ts)\b/g)].map((m) => m[1]!);
   return { paths, testNames };
 }
@@ -158,13 +161,77 @@ test('the code-citation scan finds a moved test, a missing file and an unknown t
     'Tests: `test/unit/core/terminalRun.test.ts`, `test/integration/core/terminalRun.test.ts`,',
     '`test/{unit,integration}/core/terminalReplayRange.test.ts`, `test/{unit,integration}/core/terminalRun.test.ts`,',
     'src/client/sshConnector, `src/client/nowhere.ts`, `test/integration/mcp*.test.ts`, `test/integration/zz*.test.ts`,',
-    '`interop.test.ts` and `nowhere.test.ts`; a printed path: `src/file.ts(12,5)`.',
+    '`interop.test.ts` and `nowhere.test.ts`; a printed path: `src/file.ts(12,5)`; `core/terminalRun.ts`, `core/nowhere.ts`.',
   ].join('\n');
   assert.deepEqual(staleCodeCitations(text, names), [
     'test/unit/core/terminalRun.test.ts',
     'test/{unit,integration}/core/terminalRun.test.ts',
     'src/client/nowhere.ts',
     'test/integration/zz*.test.ts',
+    'src/core/nowhere.ts',
     'nowhere.test.ts',
   ]);
+});
+
+/**
+ * A symbol the pages place in a file of `src/` — `` `src/x.ts` (`a`, `b`) ``, `` `A` (`core/x.ts`) ``,
+ * `` (`a`, `src/x.ts`) `` — is defined there (a declaration or a member, not only an import): a
+ * function that moved to a file of its own leaves such a citation behind.
+ */
+const LAYER_FILE = String.raw`(?:src\/)?(?:util|protocol|rpc|client|server|mcp|core|vscode|cli)\/[\w./-]+\.ts`;
+const SYMBOL = String.raw`[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)?(?:\(\))?`;
+/** Names the pages give as another project's, beside our file that holds the shape. */
+const FOREIGN_SYMBOLS = new Set(['FileSystemSandboxContext']);
+
+function symbolCitations(text: string): Array<{ file: string; symbol: string }> {
+  const out: Array<{ file: string; symbol: string }> = [];
+  const file = (f: string): string => (f.startsWith('src/') ? f : `src/${f}`);
+  const list = new RegExp(String.raw`\`(${LAYER_FILE})\` \(((?:\`${SYMBOL}\`(?:, | and | or |\/)?)+)[),;:]`, 'g');
+  for (const m of text.matchAll(list)) {
+    for (const s of m[2]!.matchAll(new RegExp(`\`(${SYMBOL})\``, 'g'))) out.push({ file: file(m[1]!), symbol: s[1]! });
+  }
+  for (const m of text.matchAll(new RegExp(String.raw`\`(${SYMBOL})\` \(\`(${LAYER_FILE})\`[),;:]`, 'g'))) {
+    out.push({ file: file(m[2]!), symbol: m[1]! });
+  }
+  for (const m of text.matchAll(new RegExp(String.raw`\(\`(${SYMBOL})\`, \`(${LAYER_FILE})\`\)`, 'g'))) {
+    out.push({ file: file(m[2]!), symbol: m[1]! });
+  }
+  return out.filter((c) => !FOREIGN_SYMBOLS.has(c.symbol));
+}
+
+function definedIn(file: string, symbol: string): boolean {
+  const path = join(root, file);
+  if (!existsSync(path)) return false;
+  const name = symbol.replace(/\(\)$/, '').split('.').pop()!.replace(/\$/g, '\\$');
+  const declaration = String.raw`(?:function\*?|class|const|let|var|interface|type|enum)\s+${name}\b`;
+  const member = String.raw`^\s*(?:(?:public|private|protected|static|readonly|async|get|set|override)\s+)*${name}\s*[(<=:?]`;
+  return new RegExp(`${declaration}|${member}`, 'm').test(readFileSync(path, 'utf8'));
+}
+
+test('every symbol the README and docs/ place in a src/ file is defined in that file', () => {
+  const stale: string[] = [];
+  let checked = 0;
+  for (const page of PAGES) {
+    for (const { file, symbol } of symbolCitations(readFileSync(join(root, page), 'utf8'))) {
+      checked++;
+      if (!definedIn(file, symbol)) stale.push(`${page} places ${symbol} in ${file}`);
+    }
+  }
+  assert.ok(checked > 10, `only ${checked} symbol citations found: is the scan looking in the right place?`);
+  assert.deepEqual(stale, []);
+});
+
+test('the symbol scan finds a symbol cited in a file that only imports it', () => {
+  const text =
+    'bwrap gets it with `--setenv` (`hostLaunchEnv`, `src/server/sandbox/planner.ts`); `attachNewest` (`core/terminalReplayRange.ts`).';
+  const found = symbolCitations(text);
+  assert.deepEqual(found, [
+    { file: 'src/core/terminalReplayRange.ts', symbol: 'attachNewest' },
+    { file: 'src/server/sandbox/planner.ts', symbol: 'hostLaunchEnv' },
+  ]);
+  assert.deepEqual(
+    found.map((c) => definedIn(c.file, c.symbol)),
+    [true, false],
+  );
+  assert.equal(definedIn('src/server/sandbox/hostLaunchEnv.ts', 'hostLaunchEnv'), true);
 });
