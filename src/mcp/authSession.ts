@@ -1,10 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { auth, extractWWWAuthenticateParams, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  auth,
+  discoverOAuthServerInfo,
+  extractWWWAuthenticateParams,
+  IssuerMismatchError,
+  type FetchLike,
+  type OAuthClientInformationMixed,
+  type OAuthDiscoveryState,
+  type OAuthTokens,
+} from '@modelcontextprotocol/client';
 import { Emitter, errorMessage, type Event } from '../util';
 import { McpOAuthProvider } from './authProvider';
 import { LoopbackRedirect } from './authRedirect';
+import { revokeTokens } from './authRevoke';
 import type { McpAuthStore } from './authStore';
 import type { McpOAuthSettings } from './config/auth';
 
@@ -17,6 +25,8 @@ export interface McpAuthHooks {
   externalRedirect?(url: URL): Promise<URL>;
   /** How long the browser step may take. Default 5 minutes. */
   signInTimeoutMs?: number;
+  /** How long Sign Out waits for the authorization server to revoke the tokens. Default 10 s. */
+  revokeTimeoutMs?: number;
 }
 
 /** Where a server's sign-in stands, for the tree and the commands. No secret in here. */
@@ -165,7 +175,7 @@ export class McpAuthSession {
     this.log(`signing in (${grant === 'authorizationCode' ? 'browser' : grant}${challenge.scope ? `, scope "${challenge.scope}"` : ''})`);
     try {
       if (grant !== 'authorizationCode') {
-        if ((await auth(this.provider, options)) !== 'AUTHORIZED') throw new Error('the authorization server did not issue a token');
+        if ((await this.authorize(options)) !== 'AUTHORIZED') throw new Error('the authorization server did not issue a token');
       } else {
         await this.browserSignIn(options, settings, signal);
       }
@@ -197,7 +207,7 @@ export class McpAuthSession {
       // Listening before the browser opens: a fast browser may come back before auth() returns.
       const code = redirect.waitForCode(state, signal, this.hooks.signInTimeoutMs ?? 300_000);
       code.catch(() => undefined);
-      const first = await auth(this.provider, options);
+      const first = await this.authorize(options);
       if (first === 'REDIRECT') {
         const authorizationCode = await code;
         if ((await auth(this.provider, { ...options, authorizationCode })) !== 'AUTHORIZED')
@@ -207,6 +217,37 @@ export class McpAuthSession {
       this.interactive = undefined;
       await redirect.close();
     }
+  }
+
+  /** The SDK's `auth()`, once more after a 2025-03-26 server's issuer was accepted (acceptLegacyIssuer). */
+  private async authorize(options: Parameters<typeof auth>[1]): ReturnType<typeof auth> {
+    try {
+      return await auth(this.provider, options);
+    } catch (e) {
+      if (await this.acceptLegacyIssuer(e)) return auth(this.provider, options);
+      throw e;
+    }
+  }
+
+  /**
+   * A 2025-03-26 server — no protected-resource metadata, so its own origin is the authorization
+   * server — whose metadata names an issuer on that origin under another path: the SDK's RFC 8414
+   * §3.3 check refuses it, a revision the check postdates. Accepted for the same origin only (the
+   * resource's own host vouches for it): the discovery is stored and `auth()` uses it as it is.
+   * True when it was accepted (the caller tries again).
+   */
+  async acceptLegacyIssuer(e: unknown): Promise<boolean> {
+    if (!(e instanceof IssuerMismatchError) || e.kind !== 'metadata' || !this.url || this.stored?.discovery) return false;
+    const url = this.url;
+    if (!e.received || !URL.canParse(e.received) || new URL(e.received).origin !== url.origin) return false;
+    const info = await discoverOAuthServerInfo(url, { fetchFn: this.fetch, skipIssuerMetadataValidation: true }).catch(() => undefined);
+    if (!info || info.resourceMetadata || info.authorizationServerUrl !== new URL('/', url).href) return false;
+    if (info.authorizationServerMetadata?.issuer !== e.received) return false;
+    await this.update((s) => {
+      s.discovery = info;
+    });
+    this.log(`the authorization server of this 2025-03-26 server names itself ${e.received} (its own origin): accepted`);
+    return true;
   }
 
   /** Opens the authorization page (called by the provider inside `auth()`). */
@@ -220,14 +261,48 @@ export class McpAuthSession {
     return this.key !== undefined && (await this.hooks.store.get(storeKey(this.key))) !== undefined;
   }
 
-  /** Forgets the stored sign-in (the SecretStorage entry): tokens, registration, discovery. */
+  /**
+   * Forgets the stored sign-in (the SecretStorage entry): tokens, registration, discovery — and
+   * revokes the tokens at the authorization server when its metadata has a `revocation_endpoint`
+   * (RFC 7009). The local entry goes first: a revocation that fails or does not answer (bounded)
+   * never keeps the user signed in, the log says it failed.
+   */
   async signOut(): Promise<void> {
+    const s = this.stored;
+    const client = s?.tokens ? this.clientForRevocation() : undefined;
     if (this.key) await this.hooks.store.delete(storeKey(this.key));
     this.stored = undefined;
     this.challenge = undefined;
     this.stepUpScope = undefined;
     this.log('signed out: the stored sign-in is deleted');
     this.refreshStatus();
+    if (s?.tokens && this.url) await this.revoke(s, client);
+  }
+
+  private async revoke(s: StoredAuth, client: OAuthClientInformationMixed | undefined): Promise<void> {
+    try {
+      const r = await revokeTokens({
+        tokens: s.tokens!,
+        client,
+        metadata: s.discovery?.authorizationServerMetadata,
+        serverUrl: this.url!,
+        addClientAuthentication: this.provider.addClientAuthentication,
+        timeoutMs: this.hooks.revokeTimeoutMs ?? 10_000,
+      });
+      if (r.kind === 'unsupported') this.log('the authorization server has no revocation endpoint: the tokens were only forgotten here');
+      else this.log(`revoked at the authorization server: the ${r.tokens.join(' and the ')}`);
+    } catch (e) {
+      this.log(`revoking the tokens at the authorization server failed (${errorMessage(e)}); they are forgotten here all the same`);
+    }
+  }
+
+  /** The client the tokens were issued to (a pre-registered one from the settings, else the stored registration). */
+  private clientForRevocation(): OAuthClientInformationMixed | undefined {
+    try {
+      return this.settings?.clientId ? this.provider.clientInformation() : this.stored?.client;
+    } catch {
+      return this.stored?.client;
+    }
   }
 
   /** Changes the stored sign-in and writes it back. */

@@ -107,12 +107,12 @@ export async function createRemoteSession(
     headers,
     remote.type,
     (line) => log.lifecycle(line),
-    useOAuth ? { authProvider: auth.provider, fetch: auth.fetch } : undefined,
+    useOAuth ? { authProvider: auth.provider, fetch: auth.fetch, recover: (e) => auth.acceptLegacyIssuer(e) } : undefined,
   );
   const caps = clientCapabilities(ctx.client);
-  // 2025 revisions only over HTTP: the 1.x SDK's transports (and its OAuth) carry the session, and
-  // they cannot carry 2026-07-28's requests (docs/mcp.md, "Protocol versions").
-  const sdk = newSdkClient(ctx, caps, log, onListChanged, hooks, 'legacy');
+  // The v2 SDK's transports carry every revision: `server/discover` first (a 2026-07-28 server
+  // answers it), `initialize` for a 2025 one (docs/mcp.md, "Protocol versions").
+  const sdk = newSdkClient(ctx, caps, log, onListChanged, hooks, 'auto', 'remote');
   const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line), hooks?.origin);
   return { transport, sdk, features };
 }
@@ -153,12 +153,20 @@ function newSdkClient(
   onListChanged: (kind: ListKind) => void,
   hooks: SessionHooks | undefined,
   negotiation: 'auto' | 'legacy',
+  kind: 'stdio' | 'remote' = 'stdio',
 ): Client {
   const debounceMs = ctx.timings.listChangedDebounceMs;
   const sdk = new Client(ctx.clientInfo, {
     // The 1.x SDK's type of the same wire shape (what the gateway and the UI share).
     capabilities: caps as SdkClientCapabilities,
-    versionNegotiation: negotiation === 'auto' ? { mode: 'auto', probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } } : { mode: 'legacy' },
+    // Over HTTP every server answers the probe at once (a 2025 one with a 4xx or a JSON-RPC error):
+    // it waits as long as the start may.
+    versionNegotiation:
+      negotiation === 'legacy'
+        ? { mode: 'legacy' }
+        : kind === 'stdio'
+          ? { mode: 'auto', probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } }
+          : { mode: 'auto' },
     listChanged: {
       tools: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('tools') },
       resources: { autoRefresh: false, debounceMs, onChanged: () => onListChanged('resources') },

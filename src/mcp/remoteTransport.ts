@@ -1,8 +1,13 @@
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { FetchLike, Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  SdkHttpError,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type FetchLike,
+  type JSONRPCMessage,
+  type OAuthClientProvider,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/client';
 import { Deferred, errorMessage } from '../util';
 import { isSignInRequired } from './authSession';
 import type { TransportExit } from './execProcessTransport';
@@ -15,13 +20,16 @@ export const OAUTH_MESSAGE =
 export interface RemoteAuth {
   authProvider: OAuthClientProvider;
   fetch: FetchLike;
+  /** Whether an OAuth error of a request was dealt with so that the request may go once more. */
+  recover(e: unknown): Promise<boolean>;
 }
 
 /**
  * An `http` (Streamable HTTP; on a 4xx to the first request it falls back to the older HTTP+SSE
  * transport, as the spec's compatibility note says) or `sse` MCP server, connected from the
- * extension host. Same surface as ExecProcessTransport where the manager looks (`exit`, `closed`,
- * `close`), with no process: the server is not ours to run.
+ * extension host over the v2 SDK's transports (`@modelcontextprotocol/client`), which carry
+ * 2026-07-28 as well as the 2025 revisions. Same surface as ExecProcessTransport where the
+ * manager looks (`exit`, `closed`, `close`), with no process: the server is not ours to run.
  */
 export class RemoteMcpTransport implements Transport {
   onclose?: () => void;
@@ -30,6 +38,7 @@ export class RemoteMcpTransport implements Transport {
   readonly process = undefined;
   private inner: Transport | undefined;
   private answered = false;
+  private recovered = false;
   private exitValue: TransportExit | undefined;
   private closeRequested = false;
   private startError: Error | undefined;
@@ -59,6 +68,10 @@ export class RemoteMcpTransport implements Transport {
   get sessionId(): string | undefined {
     return this.inner?.sessionId;
   }
+  /** Streamable HTTP opens one POST per request: on 2026-07-28 a cancel closes it (no notification). */
+  get hasPerRequestStream(): boolean {
+    return this.kind === 'http';
+  }
 
   setProtocolVersion(version: string): void {
     this.version = version;
@@ -73,12 +86,14 @@ export class RemoteMcpTransport implements Transport {
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const inner = this.inner;
     if (!inner) throw new Error('not started');
+    if (isProbe(message)) return this.sendProbe(inner, message, options);
     try {
       await inner.send(message, options);
       this.answered = true;
     } catch (e) {
+      if (await this.recover(e)) return this.send(message, options);
       if (!this.auth && is401(e)) throw this.failedToStart(new Error(OAUTH_MESSAGE));
-      const status = e instanceof StreamableHTTPError ? e.code : undefined;
+      const status = statusOf(e);
       // A server from before Streamable HTTP answers its POST with 404/405 (or 400): try HTTP+SSE.
       // (Not on 401/403: that is about authorization, which the SDK's provider handles.)
       if (!this.answered && this.kind === 'http' && (status === 400 || status === 404 || status === 405)) {
@@ -95,6 +110,34 @@ export class RemoteMcpTransport implements Transport {
       }
       throw this.answered ? e : this.failedToStart(e instanceof Error ? e : new Error(errorMessage(e)));
     }
+  }
+
+  /**
+   * The SDK's `server/discover` (2026-07-28 version negotiation): its error goes back as the SDK
+   * threw it, since the SDK reads the era from it — a 4xx other than 401/403 means a 2025 server,
+   * which gets `initialize` next (and, on Streamable HTTP's refusal, the HTTP+SSE fallback then).
+   * A refusal of authorization ends the start: the reason the run ends with is ours.
+   */
+  private async sendProbe(inner: Transport, message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    try {
+      await inner.send(message, options);
+      this.answered = true;
+    } catch (e) {
+      if (await this.recover(e)) return this.sendProbe(inner, message, options);
+      const status = statusOf(e);
+      if (!this.auth && is401(e)) this.failedToStart(new Error(OAUTH_MESSAGE));
+      else if (status === undefined || status < 400 || status >= 500 || status === 401 || status === 403)
+        this.failedToStart(e instanceof Error ? e : new Error(errorMessage(e)));
+      throw e;
+    }
+  }
+
+  /** Once per connection: the session may make an OAuth error good (a 2025-03-26 server's issuer). */
+  private async recover(e: unknown): Promise<boolean> {
+    if (!this.auth || this.recovered) return false;
+    if (!(await this.auth.recover(e))) return false;
+    this.recovered = true;
+    return true;
   }
 
   /** The first request failed: the close that follows reports this as the end, not as a stop. */
@@ -121,20 +164,10 @@ export class RemoteMcpTransport implements Transport {
   private make(kind: 'http' | 'sse'): Transport {
     const requestInit: RequestInit = { headers: this.headers };
     // OAuth: the SDK's transports ask the provider for tokens, refresh them on a 401 and step up on
-    // a 403 `insufficient_scope`; `fetch` lets the session see the server's challenges.
-    const auth = this.auth ? { authProvider: this.auth.authProvider, fetch: this.auth.fetch } : {};
-    const base = this.auth?.fetch ?? fetch;
-    const t: Transport =
-      kind === 'http'
-        ? new StreamableHTTPClientTransport(this.url, { requestInit, ...auth })
-        : new SSEClientTransport(this.url, {
-            requestInit,
-            ...auth,
-            // The SSE GET carries the headers too (the SDK's EventSource only sends them through fetch).
-            eventSourceInit: {
-              fetch: (u, init) => base(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...this.headers } }),
-            },
-          });
+    // a 403 `insufficient_scope`; `fetch` lets the session see the server's challenges. (The SSE
+    // GET carries the configured headers and the token too: the v2 transport adds them itself.)
+    const options = { requestInit, ...(this.auth ? { authProvider: this.auth.authProvider, fetch: this.auth.fetch } : {}) };
+    const t: Transport = kind === 'http' ? new StreamableHTTPClientTransport(this.url, options) : new SSEClientTransport(this.url, options);
     if (this.version) t.setProtocolVersion?.(this.version);
     t.onmessage = (m) => this.onmessage?.(m);
     t.onerror = (e) => {
@@ -164,8 +197,17 @@ export class RemoteMcpTransport implements Transport {
   }
 }
 
+/** The HTTP status the SDK's transport was answered with (its errors carry it). */
+function statusOf(e: unknown): number | undefined {
+  return e instanceof SdkHttpError ? e.status : undefined;
+}
+
 function is401(e: unknown): boolean {
-  if (e instanceof StreamableHTTPError) return e.code === 401;
-  const m = errorMessage(e);
-  return /\b401\b|Unauthorized/i.test(m);
+  const status = statusOf(e);
+  if (status !== undefined) return status === 401;
+  return /\b401\b|Unauthorized/i.test(errorMessage(e));
+}
+
+function isProbe(m: JSONRPCMessage): boolean {
+  return 'method' in m && m.method === 'server/discover' && 'id' in m;
 }

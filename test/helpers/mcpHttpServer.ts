@@ -1,7 +1,9 @@
 /**
- * An MCP server over HTTP on 127.0.0.1 for the remote-server tests (not a test file): Streamable
- * HTTP at /mcp (stateful sessions) or, with `sseOnly`, only the older HTTP+SSE transport (GET /sse,
- * POST /messages). It demands `Authorization: Bearer <token>` and answers 401 otherwise.
+ * An MCP server of 2025 (the 1.x SDK) over HTTP on 127.0.0.1 for the remote-server tests (not a
+ * test file): Streamable HTTP at /mcp (stateful sessions) or, with `sseOnly`, only the older
+ * HTTP+SSE transport (GET /sse, POST /messages). With `token` it demands `Authorization: Bearer
+ * <token>` and answers 401 otherwise. `server` makes the MCP server of each session (default: one
+ * `shout` tool). It records the method of every JSON-RPC message POSTed to it, in order.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -17,6 +19,8 @@ export interface HttpMcpServer {
   openSessions(): number;
   /** Requests answered 401. */
   refused(): number;
+  /** The methods of the JSON-RPC messages POSTed so far (`?` for a response of the client's). */
+  methods(): string[];
   close(): Promise<void>;
 }
 
@@ -33,28 +37,46 @@ function mcpServer(): Server {
   return s;
 }
 
-export async function startHttpMcpServer(options: { token: string; sseOnly?: boolean }): Promise<HttpMcpServer> {
+/** What the server of a session is: anything the SDK's transports connect to. */
+type SessionServer = () => { connect(transport: StreamableHTTPServerTransport | SSEServerTransport): Promise<void> };
+
+/** The POSTed body, parsed (undefined for none), its messages' methods appended to `methods`. */
+async function readBody(req: IncomingMessage, methods: string[]): Promise<unknown> {
+  if (req.method !== 'POST') return undefined;
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text === '') return undefined;
+  const body = JSON.parse(text) as unknown;
+  for (const m of Array.isArray(body) ? body : [body]) methods.push(String((m as { method?: unknown }).method ?? '?'));
+  return body;
+}
+
+export async function startHttpMcpServer(options: { token?: string; sseOnly?: boolean; server?: SessionServer }): Promise<HttpMcpServer> {
   const streamable = new Map<string, StreamableHTTPServerTransport>();
   const sse = new Map<string, SSEServerTransport>();
+  const methods: string[] = [];
+  const newServer = options.server ?? mcpServer;
   let refused = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    if (req.headers['authorization'] !== `Bearer ${options.token}`) {
+    if (options.token !== undefined && req.headers['authorization'] !== `Bearer ${options.token}`) {
       refused++;
       res.writeHead(401, { 'WWW-Authenticate': 'Bearer realm="test"' }).end('unauthorized');
       return;
     }
+    const body = await readBody(req, methods);
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (options.sseOnly) {
       if (req.method === 'GET' && path === '/sse') {
         const t = new SSEServerTransport('/messages', res);
         sse.set(t.sessionId, t);
         t.onclose = () => sse.delete(t.sessionId);
-        await mcpServer().connect(t);
+        await newServer().connect(t);
         return;
       }
       if (req.method === 'POST' && path === '/messages') {
         const t = sse.get(new URL(req.url ?? '/', 'http://x').searchParams.get('sessionId') ?? '');
-        if (t) return t.handlePostMessage(req, res);
+        if (t) return t.handlePostMessage(req, res, body);
       }
       res.writeHead(405).end();
       return;
@@ -64,7 +86,7 @@ export async function startHttpMcpServer(options: { token: string; sseOnly?: boo
       return;
     }
     const id = req.headers['mcp-session-id'];
-    let t = typeof id === 'string' ? streamable.get(id) : undefined;
+    const t = typeof id === 'string' ? streamable.get(id) : undefined;
     if (!t) {
       if (req.method !== 'POST') {
         res.writeHead(400).end();
@@ -75,10 +97,13 @@ export async function startHttpMcpServer(options: { token: string; sseOnly?: boo
         onsessioninitialized: (sid) => void streamable.set(sid, fresh),
         onsessionclosed: (sid) => void streamable.delete(sid),
       });
-      await mcpServer().connect(fresh);
-      t = fresh;
+      await newServer().connect(fresh);
+      // A request before `initialize` (a 2026 client's server/discover) is refused: no session then.
+      await fresh.handleRequest(req, res, body);
+      if (fresh.sessionId === undefined) await fresh.close();
+      return;
     }
-    await t.handleRequest(req, res);
+    await t.handleRequest(req, res, body);
   };
   const http: HttpServer = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
@@ -91,6 +116,7 @@ export async function startHttpMcpServer(options: { token: string; sseOnly?: boo
     url: `http://127.0.0.1:${port}/${options.sseOnly ? 'sse' : 'mcp'}`,
     openSessions: () => streamable.size + sse.size,
     refused: () => refused,
+    methods: () => [...methods],
     close: async () => {
       for (const t of streamable.values()) await t.close().catch(() => undefined);
       for (const t of sse.values()) await t.close().catch(() => undefined);

@@ -47,7 +47,7 @@ export function server2026(): McpServer {
 }
 
 /** The 2025 build on the 1.x SDK: the same surface, elicitation and sampling as its own requests. */
-function server2025(): McpServer1 {
+export function server2025(): McpServer1 {
   const s = new McpServer1({ name: 'spec-2025', version: '1.0.0' });
   s.registerTool('echo', { description: 'Echoes its text', inputSchema: { text: z.string() } }, ({ text }) => ({
     content: [{ type: 'text', text }],
@@ -78,9 +78,14 @@ function sampledText(content: unknown): string {
   return parts.map((p) => (p.type === 'text' ? (p.text ?? '') : `[${p.type}]`)).join('');
 }
 
-/** The 2026 build over Streamable HTTP at `/mcp` on 127.0.0.1 (the SDK's handler; node:http ↔ fetch's Request/Response). */
-export async function startSpecHttpServer(): Promise<{ url: string; close(): Promise<void> }> {
+/**
+ * The 2026 build over Streamable HTTP at `/mcp` on 127.0.0.1 (the SDK's handler; node:http ↔
+ * fetch's Request/Response). `methods()`: each POSTed request's method, in order, marked ` +input`
+ * when it carries `inputResponses` (a call sent again with the client's answers).
+ */
+export async function startSpecHttpServer(): Promise<{ url: string; methods(): string[]; close(): Promise<void> }> {
   const handler = createMcpHandler(server2026);
+  const methods: string[] = [];
   const http = createServer((req, res) => void serve(req, res));
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
@@ -89,6 +94,10 @@ export async function startSpecHttpServer(): Promise<{ url: string; close(): Pro
       const headers = new Headers();
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
       const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
+      if (body) {
+        const m = JSON.parse(body.toString('utf8')) as { method?: string; params?: { inputResponses?: unknown } };
+        if (m.method) methods.push(`${m.method}${m.params?.inputResponses !== undefined ? ' +input' : ''}`);
+      }
       const request = new Request(`http://127.0.0.1${req.url ?? '/'}`, { method: req.method ?? 'GET', headers, ...(body ? { body } : {}) });
       const response = await handler.fetch(request);
       res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
@@ -103,6 +112,7 @@ export async function startSpecHttpServer(): Promise<{ url: string; close(): Pro
   const { port } = http.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
+    methods: () => [...methods],
     close: async () => {
       await handler.close();
       http.closeAllConnections();

@@ -5,7 +5,9 @@
  * stateless Streamable HTTP MCP server at /mcp whose `whoami` tool answers the signed-in account.
  * The authorization page consents at once (it redirects with a code), so a "browser" that follows
  * redirects completes a sign-in. Everything it issues is recorded, for the tests that look for
- * secrets in logs.
+ * secrets in logs. Its revocation endpoint (RFC 7009, the router's `/revoke`, advertised as
+ * `revocation_endpoint`) records each request; `revocation` makes it fail or stay silent, or
+ * leaves it out of the metadata.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
@@ -14,7 +16,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
-import { InvalidGrantError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { InvalidGrantError, InvalidTokenError, ServerError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -46,8 +48,22 @@ export interface OAuthTestServer {
   secrets(): string[];
   /** Makes every access token issued so far invalid (as if expired): the next request gets a 401. */
   expireAccessTokens(): void;
+  /** The revocation requests the endpoint got, in order (what kind of live token each named, if any). */
+  revocations(): Revocation[];
+  /** Whether `token` (access or refresh) is still honoured. */
+  isLive(token: string): boolean;
   close(): Promise<void>;
 }
+
+export interface Revocation {
+  client: string;
+  hint: string | undefined;
+  /** The live token it named: `refresh`/`access`, or `unknown` (already gone, or never issued). */
+  named: 'refresh' | 'access' | 'unknown';
+}
+
+/** The revocation endpoint: `ok` (revokes), `fail` (answers HTTP 500), `hang` (never answers), `none` (not advertised). */
+export type RevocationMode = 'ok' | 'fail' | 'hang' | 'none';
 
 /** An unsigned JWT-shaped access token carrying the account, as many authorization servers issue. */
 function accessToken(account: string): string {
@@ -55,7 +71,9 @@ function accessToken(account: string): string {
   return `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ email: account, sub: randomUUID() })}.${randomBytes(16).toString('base64url')}`;
 }
 
-export async function startOAuthTestServer(options: { account?: string; tokenLifetimeS?: number } = {}): Promise<OAuthTestServer> {
+export async function startOAuthTestServer(
+  options: { account?: string; tokenLifetimeS?: number; revocation?: RevocationMode } = {},
+): Promise<OAuthTestServer> {
   const account = options.account ?? 'alice@example.test';
   const clients = new Map<string, OAuthClientInformationFull>();
   const codes = new Map<string, { client: string; params: AuthorizationParams }>();
@@ -63,6 +81,8 @@ export async function startOAuthTestServer(options: { account?: string; tokenLif
   const refreshTokens = new Map<string, { client: string; scopes: string[] }>();
   const secrets = new Set<string>();
   const counts = { authorizations: 0, registrations: 0, refreshes: 0, refused: 0 };
+  const revocations: Revocation[] = [];
+  const revocation = options.revocation ?? 'ok';
 
   const issue = (client: string, scopes: string[], resource: URL | undefined): OAuthTokens => {
     const access = accessToken(account);
@@ -120,6 +140,17 @@ export async function startOAuthTestServer(options: { account?: string; tokenLif
       return Promise.resolve(info);
     },
   };
+  if (revocation !== 'none')
+    // The router authenticated the client (client_id, and its secret when it has one) before this.
+    provider.revokeToken = (client, { token, token_type_hint: hint }) => {
+      const named = refreshTokens.has(token) ? 'refresh' : tokens.has(token) ? 'access' : 'unknown';
+      revocations.push({ client: client.client_id, hint, named });
+      if (revocation === 'hang') return new Promise<void>(() => undefined);
+      if (revocation === 'fail') return Promise.reject(new ServerError('revocation is down'));
+      refreshTokens.delete(token);
+      tokens.delete(token);
+      return Promise.resolve();
+    };
 
   const app = express();
   let base = '';
@@ -137,6 +168,7 @@ export async function startOAuthTestServer(options: { account?: string; tokenLif
       authorizationOptions: { rateLimit: false },
       tokenOptions: { rateLimit: false },
       clientRegistrationOptions: { rateLimit: false },
+      revocationOptions: { rateLimit: false },
     }),
   );
   const bearer = requireBearerAuth({ verifier: provider, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) });
@@ -172,6 +204,8 @@ export async function startOAuthTestServer(options: { account?: string; tokenLif
     counts: () => ({ ...counts }),
     secrets: () => [...secrets],
     expireAccessTokens: () => tokens.clear(),
+    revocations: () => [...revocations],
+    isLive: (token) => tokens.has(token) || refreshTokens.has(token),
     close: async () => {
       http.closeAllConnections();
       await new Promise<void>((r) => http.close(() => r()));

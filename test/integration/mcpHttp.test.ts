@@ -1,8 +1,9 @@
 /**
  * Remote (http/sse) servers from the configuration, connected from the extension host through the
- * SDK's client transports, against an MCP server the test runs on 127.0.0.1: headers with
- * `${input:}`, tools and Call Tool, a stop that ends the session, the HTTP+SSE fallback, and a 401
- * (sign-in required without a configured Authorization header; the header refused with one).
+ * v2 SDK's client transports, against a 2025 MCP server (the 1.x SDK) the test runs on 127.0.0.1:
+ * headers with `${input:}`, the version negotiation (server/discover refused, then initialize at
+ * 2025-11-25), tools and Call Tool, a stop that ends the session, the HTTP+SSE fallback, and a
+ * 401 (sign-in required without a configured Authorization header; the header refused with one).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -51,6 +52,9 @@ describe('remote MCP servers (http, sse) from mcp.json', () => {
       const s = m.get('web')!;
       await s.start();
       assert.equal(s.state.kind, 'ready', s.describe());
+      // A 2025 server: it refused the 2026-07-28 probe, so the session began with initialize.
+      assert.equal(s.protocolVersion, '2025-11-25');
+      assert.deepEqual(http.methods().slice(0, 3), ['server/discover', 'initialize', 'notifications/initialized']);
       assert.deepEqual(
         s.tools.map((t) => t.name),
         ['shout'],
@@ -75,6 +79,9 @@ describe('remote MCP servers (http, sse) from mcp.json', () => {
       assert.equal(s.state.kind, 'ready', s.describe());
       assert.equal(text(await s.callTool('shout', { text: 'sse' })), 'SSE');
       assert.ok(s.log.all().some((e) => /HTTP\+SSE/.test(e.text)));
+      assert.equal(s.protocolVersion, '2025-11-25');
+      // The probe and the first initialize went to the Streamable HTTP POST (refused), the next over SSE.
+      assert.deepEqual(sseOnly.methods().slice(0, 3), ['server/discover', 'initialize', 'initialize']);
     } finally {
       await m.shutdown();
     }

@@ -4,9 +4,10 @@
  * driven through the manager as the tree drives them. The 2026 one is found with
  * `server/discover` and asks for input with `input_required` results; the 2025 one refuses the
  * probe, gets `initialize`, and asks with requests of its own. Both reach the same elicitation
- * and sampling handlers (the extension's interfaces). Over HTTP (from the extension host) the
- * 2026 build is spoken to at 2025-11-25 (docs/mcp.md, "Protocol versions"): lists, calls,
- * resources and prompts.
+ * and sampling handlers (the extension's interfaces). Over Streamable HTTP (from the extension
+ * host, the v2 SDK's transports) the same two: the 2026 build answers server/discover and asks
+ * with input_required results, the 2025 build refuses the probe, gets initialize and asks with
+ * its own requests on the session's stream.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -28,7 +29,8 @@ import {
   waitForState,
   type Executor,
 } from './mcpFixtures';
-import { NOTE_TEXT, NOTE_URI, startSpecHttpServer } from '../helpers/mcpSpecServer';
+import { startHttpMcpServer, type HttpMcpServer } from '../helpers/mcpHttpServer';
+import { NOTE_TEXT, NOTE_URI, server2025, startSpecHttpServer } from '../helpers/mcpSpecServer';
 
 const SPEC_SERVER = join(__dirname, '..', 'helpers', 'mcpSpecServer.js');
 
@@ -242,31 +244,66 @@ describeOnExecutors('MCP protocol versions over stdio', (exec: () => Executor) =
   });
 });
 
+/** A manager with one `http` server at `url`, not started. */
+function httpManager(url: string, answers: Answers): McpServerManager {
+  const m = managerWith(new TestExecutorHost(), answers);
+  const layer = parseMcpJson(JSON.stringify({ servers: { web: { type: 'http', url } } }), {
+    kind: 'mcpJson',
+    file: '/w/.vscode/mcp.json',
+    workspaceFolder: '/w',
+  });
+  m.applyConfig(mergeMcpConfig([layer]), { autoStart: false });
+  return m;
+}
+
 describe('MCP protocol versions over HTTP', () => {
   let http: Awaited<ReturnType<typeof startSpecHttpServer>>;
+  let old: HttpMcpServer;
   before(async () => {
     http = await startSpecHttpServer();
+    old = await startHttpMcpServer({ server: server2025 });
   });
   after(async () => {
     await http?.close();
+    await old?.close();
   });
 
-  // The server's 2025 serving over HTTP is stateless: it cannot ask the client anything (its
-  // `ask` and `think` say so), which 2026-07-28 over HTTP, not yet ours, would allow.
-  test('the 2026-07-28 build over Streamable HTTP: spoken to at 2025-11-25, lists and calls work', async () => {
-    const m = managerWith(new TestExecutorHost(), new Answers());
-    const layer = parseMcpJson(JSON.stringify({ servers: { web: { type: 'http', url: http.url } } }), {
-      kind: 'mcpJson',
-      file: '/w/.vscode/mcp.json',
-      workspaceFolder: '/w',
-    });
-    m.applyConfig(mergeMcpConfig([layer]), { autoStart: false });
+  test('a 2026-07-28 server over Streamable HTTP: found with server/discover, input_required answered by our handlers', async () => {
+    const answers = new Answers();
+    const m = httpManager(http.url, answers);
+    try {
+      const s = m.get('web')!;
+      await s.start();
+      await waitForState(s, (st) => st.kind === 'ready', 20_000, 'ready');
+      assert.equal(s.protocolVersion, '2026-07-28');
+      assert.deepEqual(s.serverInfo, { name: 'spec-2026', version: '2.0.0' });
+      assert.ok(s.log.all().some((e) => e.text.includes('over Streamable HTTP, protocol 2026-07-28')));
+      // The session began with server/discover; no initialize at all (2026-07-28 has none).
+      assert.equal(http.methods()[0], 'server/discover');
+      assert.ok(!http.methods().includes('initialize'), http.methods().join(', '));
+
+      await exercise(s, answers);
+      // Each input came inside a result: the call went again with the answers (ask twice, think once).
+      assert.equal(http.methods().filter((x) => x === 'tools/call +input').length, 3, http.methods().join(', '));
+    } finally {
+      await m.shutdown();
+    }
+  });
+
+  test('a 2025-11-25 server over Streamable HTTP: refuses server/discover, gets initialize, asks with its own requests', async () => {
+    const answers = new Answers();
+    const m = httpManager(old.url, answers);
     try {
       const s = m.get('web')!;
       await s.start();
       await waitForState(s, (st) => st.kind === 'ready', 20_000, 'ready');
       assert.equal(s.protocolVersion, '2025-11-25');
-      await exerciseBasics(s);
+      assert.deepEqual(s.serverInfo, { name: 'spec-2025', version: '1.0.0' });
+      assert.deepEqual(old.methods().slice(0, 2), ['server/discover', 'initialize']);
+
+      await exercise(s, answers);
+      // The server's own elicitation/create and sampling/createMessage were answered (our responses).
+      assert.equal(old.methods().filter((x) => x === '?').length, 3, old.methods().join(', '));
     } finally {
       await m.shutdown();
     }
