@@ -76,7 +76,8 @@ test('the scan finds a missing citation (so the test above can fail)', () => {
 /**
  * The pages we write for readers (README.md, docs/*.md) also cite code: `src/…`, `test/…`,
  * `scripts/…` paths (a `.ts`/`.mjs` extension may be left out; `{a,b}` and `*` as a shell would
- * expand them) and test files by their bare name (`interop.test.ts`). A file that moved or was
+ * expand them), a layer's files as `core/x.ts`, images under `docs/` and `media/`, and test files
+ * by their bare name (`interop.test.ts`). A file that moved or was
  * renamed leaves such a citation behind; code and tests are not scanned for these, since their
  * `src/a.ts` is often a path of a test's own fixture.
  */
@@ -90,7 +91,7 @@ const PAGES = [
 const EXAMPLES = new Set(['src/file.ts']);
 
 function codeCitations(text: string): { paths: string[]; testNames: string[] } {
-  const paths = [...text.matchAll(/(?<![\w/.:$-])((?:src|test|scripts|bench|media|\.ci)\/[\w./{},*-]*[\w}*])/g)].map((m) => m[1]!);
+  const paths = [...text.matchAll(/(?<![\w/.:$-])((?:src|test|scripts|bench|docs|media|\.ci)\/[\w./{},*-]*[\w}*])/g)].map((m) => m[1]!);
   // `core/x.ts` in a page is `src/core/x.ts` (architecture.md writes a layer's files so).
   for (const m of text.matchAll(/(?<![\w/.@-])((?:util|protocol|rpc|client|server|mcp|core|vscode|cli)\/[\w./-]*\.ts)\b/g))
     paths.push(`src/${m[1]!}`);
