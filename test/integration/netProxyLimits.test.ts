@@ -5,7 +5,7 @@
  * never send their request are closed, and running out of descriptors never takes the proxy down.
  * Real proxies on loopback, real sockets; the idle bounds are configured short and the tests wait
  * for the close. The same flood from inside a real sandbox, through the bridge, against a real
- * server: test/integration/sandboxNetworkFlood.test.ts.
+ * server: test/integration/sandboxNetworkAbuse.test.ts.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
