@@ -202,6 +202,16 @@ suite('terminal reopened from the output spool', () => {
     const latencies: number[] = [];
     // The extension host's longest stall during each sample: the echo of our shell goes through it.
     const stalls: number[] = [];
+    // Where each echo's time goes: sendText → the keys at our Pseudoterminal (`handleInput`: the
+    // window relayed them), then → the shell's echo back in the extension host (executor and us).
+    const toInput: number[] = [];
+    const shellModel = (shell as unknown as { run: TerminalRun }).run.model;
+    let inputAt: number | undefined;
+    const shellInput = shellModel.handleInput.bind(shellModel);
+    shellModel.handleInput = (keys: string) => {
+      inputAt ??= Date.now();
+      shellInput(keys);
+    };
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
     let shownAt: number | undefined;
@@ -210,14 +220,17 @@ suite('terminal reopened from the output spool', () => {
       const marker = `S${100000 + i}`;
       const sent = Date.now();
       loopDelay.reset();
+      inputAt = undefined;
       shell.terminal.sendText(`echo S$((100000+${i}))`);
       await waitFor(`${marker} in the shell`, () => shellTail.includes(marker), 60_000);
       latencies.push(Date.now() - sent);
       stalls.push(Math.round(loopDelay.max / 1e6));
+      toInput.push(inputAt === undefined ? NaN : inputAt - sent);
       await new Promise((r) => setTimeout(r, 200));
     }
     await waitFor('the replay shown', replayShown, 60_000);
     loopDelay.disable();
+    shellModel.handleInput = shellInput;
     shellSub.dispose();
     // Live output after the replay: the seam.
     writeFileSync(live, '');
@@ -246,6 +259,7 @@ suite('terminal reopened from the output spool', () => {
       echoMaxms: sorted[sorted.length - 1],
       echoMs: latencies,
       extHostStallMs: stalls,
+      sendTextToInputMs: toInput,
       fullOutputMiB: full ? Number((full.bytes / MiB).toFixed(2)) : undefined,
       fullOutputS: Number((copyMs / 1000).toFixed(1)),
       notices: r.notices,
