@@ -88,6 +88,23 @@ describe('remote MCP servers (http, sse) from mcp.json', () => {
     await until(() => sseOnly.openSessions() === 0, 5000, 'the SSE session ended');
   });
 
+  test('type sse: HTTP+SSE from the start, the probe refused on it, 2025-11-25', async () => {
+    const m = managerFor({ servers: { old: { type: 'sse', url: sseOnly.url, headers: { Authorization: 'Bearer s3cret' } } } }, {});
+    try {
+      const before = sseOnly.methods().length;
+      const s = m.get('old')!;
+      await s.start();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.equal(s.protocolVersion, '2025-11-25');
+      assert.ok(!s.log.all().some((e) => /trying the HTTP\+SSE transport/.test(e.text)), 'no fallback: it was SSE already');
+      assert.deepEqual(sseOnly.methods().slice(before, before + 2), ['server/discover', 'initialize']);
+      assert.equal(text(await s.callTool('shout', { text: 'sse' })), 'SSE');
+    } finally {
+      await m.shutdown();
+    }
+    await until(() => sseOnly.openSessions() === 0, 5000, 'the SSE session ended');
+  });
+
   test('a 401 without a configured Authorization header: sign-in required (stopped, not crashed)', async () => {
     const m = managerFor({ servers: { locked: { type: 'http', url: http.url } } }, {});
     try {
