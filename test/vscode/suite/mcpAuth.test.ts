@@ -4,7 +4,7 @@
 // tree); the Sign In… command opens the authorization page — taken over through the extension's
 // `onWillOpenSignInPage` seam, a fetch-driven "browser" follows it back to the loopback redirect
 // — and the tree shows "signed in as …"; Call Tool answers as that account; Sign Out deletes the
-// SecretStorage entry and stops the server. No token, code or secret reaches the output channel.
+// SecretStorage entry, stops the server and revokes the tokens at the authorization server. No token, code or secret reaches the output channel.
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { suite, suiteSetup, suiteTeardown, test } from 'mocha';
@@ -101,6 +101,11 @@ suite('MCP sign-in (OAuth) to a remote server', function () {
     await vscode.commands.executeCommand('execBridge.mcp.signOut', NAME);
     const out = await waitForServer('signed out', (s) => s.state.kind === 'stopped' && s.auth.kind === 'none');
     assert.equal(out.server.signInStored, false, 'Sign Out deleted the SecretStorage entry');
+    assert.deepEqual(
+      as.revocations().map((r) => r.named),
+      ['refresh', 'access'],
+      'Sign Out revoked both tokens at the authorization server',
+    );
     assert.doesNotMatch(out.row?.contextValue ?? '', /;canSignOut;/);
 
     // The server's output channel says who signed in, and never a secret.
