@@ -160,8 +160,9 @@ export class McpServer extends McpServerRequests {
     const def = this.remoteDefinition();
     const { url, oauth } = await resolveRemoteOf(def, this.ctx);
     await this.auth.bind(new URL(url), oauth);
-    await this.auth.signOut();
+    // The running session ends first: the revocation after it may take its bound (10 s) on a silent server.
     if (this.run) await this.stop('signed out');
+    await this.auth.signOut();
   }
 
   private remoteDefinition(): McpServerDefinition {
