@@ -51,9 +51,11 @@ export async function runCommand(argv: string[]): Promise<number> {
     client = await connectExecutor(args, say, debug, cleanup);
     const handle = await startOnExecutor(client, args);
     debug(`started process ${handle.processId}`);
+    // Ctrl-C is ours before the first byte of output is: whoever sees that byte may interrupt at
+    // once, and without our handler Node's default would end `run` and leave the command running.
+    cleanup.add(forwardInterrupts(handle, say));
     const output = streamOutput(client, handle, cleanup);
     if (args.stdin || args.tty) cleanup.add(forwardStdin(handle, args.tty && Boolean(process.stdin.isTTY)));
-    cleanup.add(forwardInterrupts(handle, say));
     if (args.tty && process.stdout.isTTY && client.capabilities.processResize) cleanup.add(forwardResize(handle));
     return await exitStatus(handle, args, output, say);
   } catch (e) {
