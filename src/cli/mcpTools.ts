@@ -95,7 +95,11 @@ export class ExecutorTools {
   private readonly background = new Map<string, Background>();
   /** Every process started here that has not ended: closing kills them. */
   private readonly live = new Set<ProcessHandle>();
+  /** `process/start` calls still on their way: closing waits for them, so their processes go too. */
+  private readonly starting = new Set<Promise<unknown>>();
   private closed = false;
+  /** `close` has taken the processes to stop: a start answered after that stops its own. */
+  private stopsTaken = false;
 
   constructor(private readonly options: ExecutorToolsOptions) {}
 
@@ -237,6 +241,9 @@ export class ExecutorTools {
   /** Kills every process started here (the agent went away) and waits, briefly, for the executors to confirm. */
   async close(): Promise<void> {
     this.closed = true;
+    // A start the executor may already run, unanswered: its handle first (bounded), then it is stopped with the rest.
+    await settlesWithin(Promise.allSettled([...this.starting]), CLOSE_WAIT_MS);
+    this.stopsTaken = true;
     const kills = [...this.live].map((h) => h.terminate().catch(() => undefined));
     if (kills.length > 0) this.options.log(`stopping ${kills.length} process(es)`);
     await settlesWithin(Promise.all(kills), CLOSE_WAIT_MS);
@@ -275,14 +282,18 @@ export class ExecutorTools {
     const sandbox = p.unsandboxed ? undefined : sandboxRequest(this.options.sandbox, cwd, [workspace]);
     const label = sandbox ? sandboxLabel(this.options.sandbox) : 'none';
     let handle: ProcessHandle;
+    const starting = client.startProcess({
+      argv: [shellFor(client.environmentInfo?.shell.path), '-c', p.command],
+      cwd,
+      pipeStdin,
+      ...(p.env && Object.keys(p.env).length > 0 ? { env: p.env, envPolicy: inheritAllEnv() } : {}),
+      ...(sandbox ? { sandbox, ...withManagedNetwork(this.options.sandbox) } : {}),
+    });
+    this.starting.add(starting);
+    const started = () => this.starting.delete(starting);
+    starting.then(started, started);
     try {
-      handle = await client.startProcess({
-        argv: [shellFor(client.environmentInfo?.shell.path), '-c', p.command],
-        cwd,
-        pipeStdin,
-        ...(p.env && Object.keys(p.env).length > 0 ? { env: p.env, envPolicy: inheritAllEnv() } : {}),
-        ...(sandbox ? { sandbox, ...withManagedNetwork(this.options.sandbox) } : {}),
-      });
+      handle = await starting;
     } catch (e) {
       const unavailable = sandboxUnavailableReason(e);
       if (unavailable !== undefined)
@@ -295,8 +306,8 @@ export class ExecutorTools {
     const forget = () => this.live.delete(handle);
     handle.completion.then(forget, forget);
     this.options.log(`${conn.name}: started ${handle.processId} (sandbox: ${label}): ${p.command}`);
-    // Closing began while the start was on its way: this one goes too.
-    if (this.closed) void handle.terminate().catch(() => undefined);
+    // Answered after closing took the processes to stop (past its wait): this one stops itself.
+    if (this.stopsTaken) void handle.terminate().catch(() => undefined);
     return { conn, handle, command: p.command, cwd, sandboxed: sandbox !== undefined, label };
   }
 
