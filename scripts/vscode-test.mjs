@@ -11,7 +11,7 @@
 //      $OUT_DIR/test/vscode run in the real extension host; their report arrives via codeAutomationLog,
 //   4. page load #2: the playwright UI test ($OUT_DIR/test/vscode/ui/workbench.ui.js) drives the workbench,
 //      then a window of its own folder runs the reload stage ($OUT_DIR/test/vscode/ui/reload.ui.js),
-//      and (newest only by default) another the outage stage: a relayed executor's long outage with
+//      and (newest only by default) another the outage stage: an SSH executor's long outage with
 //      a Reload Window in it; then a crash of code-server that must leave nothing behind,
 //   5. the untrusted workbench, then the update stage: a code-server of its own with v1 of two
 //      VSIXs of this tree installed, v2 installed while the window runs a ticker and a shell,
@@ -444,10 +444,10 @@ async function runUpdate(codeServer, rt, version, vsixes) {
 
 /**
  * The outage stage ($OUT_DIR/test/vscode/ui/reload.ui.js, `driveOutage`): a window of its own
- * folder whose executor is a `serve` behind a fault relay; a long outage (EXEC_BRIDGE_OUTAGE_S,
+ * folder whose executor is the loopback sshd behind a fault relay; a long outage (EXEC_BRIDGE_OUTAGE_S,
  * default 75 s) with a Reload Window in it.
  */
-async function runOutagePage(browser, base, host, rt, env) {
+async function runOutagePage(browser, base, host, rt) {
   const stage = await import(pathToFileURL(join(outDir, 'test', 'vscode', 'ui', 'reload.ui.js')).href);
   const workspace = join(rt, 'workspace-outage');
   mkdirSync(workspace, { recursive: true });
@@ -462,7 +462,7 @@ async function runOutagePage(browser, base, host, rt, env) {
     await page.screenshot({ path: join(rt, 'shots-outage', `${String(++step).padStart(2, '0')}-${name}.png`) }).catch(() => {});
   };
   const outageS = Number(process.env.EXEC_BRIDGE_OUTAGE_S || 75);
-  say(`outage stage: a ${outageS} s outage of a relayed executor, with a Reload Window in it`);
+  say(`outage stage: a ${outageS} s outage of an SSH executor (the loopback sshd behind a relay), with a Reload Window in it`);
   let ok = false;
   try {
     await stage.driveOutage({
@@ -470,8 +470,6 @@ async function runOutagePage(browser, base, host, rt, env) {
       log: (...a) => say('outage:', ...a),
       shot,
       workspace,
-      cliPath: join(root, 'dist', 'cli.js'),
-      env,
       outageS,
       load: async () => {
         await page.goto(payloadUrl(base, host, workspace, false), { waitUntil: 'domcontentloaded', timeout: 120_000 });
@@ -726,7 +724,7 @@ async function runMain(codeServer, version, target, rt) {
     if (stage('ui')) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
     if (stage('reload')) results.push({ name: 'reload', ...(await runReloadPage(browser, base, host, rt)) });
     if (stage('outage') && outageTargets.includes(target))
-      results.push({ name: 'outage', ...(await runOutagePage(browser, base, host, rt, env)) });
+      results.push({ name: 'outage', ...(await runOutagePage(browser, base, host, rt)) });
   } catch (e) {
     console.error(ts(), '✗', stackOf(e));
     results.push({ name: 'harness', ok: false, passed: 0, failed: 1 });

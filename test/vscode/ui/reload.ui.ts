@@ -5,6 +5,7 @@
 // one from before does not outlive the reload. It logs how long the terminals took to come back.
 import type { Page } from 'playwright-core';
 import { FaultProxy } from '../../helpers/faultProxy';
+import { startSshd, type Sshd } from '../../helpers/sshd';
 import { agentWorkSurvivesReload } from './agentReload.ui';
 import { runPaletteCommand, waitForTerminalText as waitForText } from './page';
 
@@ -526,79 +527,39 @@ export async function driveUpdate(ctx: UpdateContext): Promise<{ older: number; 
 }
 
 export interface OutageContext extends ReloadContext {
-  /** `dist/cli.js` of the extension under test: its `serve` is the executor behind the relay. */
-  cliPath: string;
-  /** The environment to start it with (the run's private directory). */
-  env: NodeJS.ProcessEnv;
   /** How long the network is down, in seconds (EXEC_BRIDGE_OUTAGE_S). */
   outageS: number;
   /** Loads the workbench on `workspace` (called once the stage has written its settings). */
   load(): Promise<void>;
 }
 
-/** `serve --listen ws://127.0.0.1:0` in its own process group; resolves with its URL. */
-async function startServe(cliPath: string, env: NodeJS.ProcessEnv): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const { spawn } = await import('node:child_process');
-  const child = spawn(process.execPath, [cliPath, 'serve', '--listen', 'ws://127.0.0.1:0'], {
-    env,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  const stop = async () => {
-    // SIGTERM: it ends what it runs; then the group, whatever is left.
-    for (const [sig, wait] of [
-      ['SIGTERM', 3000],
-      ['SIGKILL', 0],
-    ] as const) {
-      try {
-        process.kill(sig === 'SIGTERM' ? child.pid! : -child.pid!, sig);
-      } catch {
-        return;
-      }
-      for (const deadline = Date.now() + wait; Date.now() < deadline && child.exitCode === null && child.signalCode === null;)
-        await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('serve printed no URL within 15 s')), 15_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /ws:\/\/127\.0\.0\.1:\d+/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[0]);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited (${code})`)));
-  }).catch(async (e: unknown) => {
-    await stop();
-    throw e;
-  });
-  return { url, pid: child.pid!, stop };
-}
-
 /**
- * A night's outage in its worst form (issue 27), in a real VS Code: a terminal on a WebSocket
- * executor (`serve`) behind a relay runs a ticker; the relay's `outage()` resets the server's side
- * at once (the session detaches) while the window's side is black-holed and new connections hang;
- * the state says "offline since HH:MM, retrying"; Developer: Reload Window during the outage, and
- * the new window says the same while it keeps trying; the outage lasts `outageS` (past every client
- * timeout: the back-off reaches its 30 s cap); the network heals, and the reopened terminal shows
- * every tick exactly once, in order, from the same process.
+ * A night's outage in its worst form (issue 27), in a real VS Code: a terminal on an SSH executor
+ * (the real sshd on 127.0.0.1, test/helpers/sshd.ts, reached through a relay in front of its port)
+ * runs a ticker; the relay's `outage()` resets the sshd side of every connection at once (the
+ * remote daemon's session detaches at the start of the outage) while the window's side is
+ * black-holed and new connections hang (ssh's own shared connection included); the state says
+ * "offline since HH:MM, retrying"; Developer: Reload Window during the outage, and the new window
+ * says the same while it keeps trying; the outage lasts `outageS` (past every client timeout and the
+ * remote daemon's default TTL for clients that ask none: the back-off reaches its 30 s cap); the
+ * network heals, and the reopened terminal shows every tick exactly once, in order, from the same
+ * process on the remote daemon.
  */
 export async function driveOutage(ctx: OutageContext): Promise<void> {
   const { page, log, shot, workspace, outageS } = ctx;
   const { mkdirSync, writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
-  const server = await startServe(ctx.cliPath, ctx.env);
-  const proxy = await FaultProxy.forUrl(server.url);
+  const sshd = await startSshd();
+  const proxy = await FaultProxy.start(sshd.port).catch(async (e: unknown) => {
+    await sshd.stop();
+    throw e;
+  });
   try {
     mkdirSync(join(workspace, '.vscode'), { recursive: true });
     writeFileSync(
       join(workspace, '.vscode', 'settings.json'),
       JSON.stringify({
-        'execBridge.executors': [{ name: 'night', url: proxy.url }],
+        'execBridge.executors': [{ name: 'night', ssh: `root@127.0.0.1:${proxy.port}`, sshOptions: sshd.clientOptions }],
         'execBridge.defaultExecutor': 'night',
         // The window asks the executor to keep its session well past the outage.
         'execBridge.sessionTtlSeconds': outageS + 600,
@@ -607,12 +568,14 @@ export async function driveOutage(ctx: OutageContext): Promise<void> {
     await ctx.load();
     await page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]').waitFor({ timeout: 60_000 });
     const gate = join(workspace, `night-gate-${Date.now()}`);
+    // The first command installs our bundle on the host over ssh and starts its daemon.
     await runCommand(page, tickerCommand(gate), 'ticker pid');
-    await waitForTerminalText(page, /^tick 3$/m, 30_000);
+    await waitForTerminalText(page, /^tick 3$/m, 90_000);
     const ticker = await commandProcess(gate);
-    if (!ticker?.ancestors.includes(server.pid))
-      throw new Error(`the ticker does not run on the relayed executor: ${JSON.stringify(ticker)}`);
-    log(`ticker pid ${ticker.pid} on serve (pid ${server.pid}) behind the relay :${proxy.port}`);
+    const daemon = ticker && (await remoteDaemonAmong(ticker.ancestors, sshd.home));
+    if (!ticker || daemon === undefined)
+      throw new Error(`the ticker does not run under the ssh host's daemon (home ${sshd.home}): ${JSON.stringify(ticker)}`);
+    log(`ticker pid ${ticker.pid} under the remote daemon (pid ${daemon}) behind sshd :${sshd.port} and the relay :${proxy.port}`);
 
     proxy.outage();
     const tOut = Date.now();
@@ -622,6 +585,10 @@ export async function driveOutage(ctx: OutageContext): Promise<void> {
       JSON.stringify((await executorRows(page, offline, 60_000)).find((r) => offline.test(r))),
       `after ${Date.now() - tOut} ms`,
     );
+    // The worst form: the host saw its connection close, so its daemon holds the session detached
+    // from the start (its TTL, the one the window asked for, runs from now).
+    const detached = await remoteDaemonStatus(sshd, /: detached /, 60_000);
+    log(`the host's daemon ${Date.now() - tOut} ms into the outage:`, JSON.stringify(detached.trim().split('\n').slice(-2).join(' | ')));
     // The status bar: the executor with the reconnecting icon, the same words in its hover.
     const status = page.locator('.statusbar-item:has(.codicon-sync)', { hasText: 'night' }).first();
     await status.waitFor({ timeout: 15_000 });
@@ -647,13 +614,14 @@ export async function driveOutage(ctx: OutageContext): Promise<void> {
     const tHeal = Date.now();
     log(`healed after ${tHeal - tOut} ms of outage (${proxy.accepted} connections tried)`);
 
-    // The back-off is at its 30 s cap by now: the terminal comes back within one more wait. Its
-    // tab, or, when it is the only terminal (no tabs list; VS Code's own shell was closed), its text.
+    // The back-off is at its 30 s cap by now, and an attempt in flight may be a black-holed ssh
+    // that has to time out first: the terminal comes back within two more waits. Its tab, or, when
+    // it is the only terminal (no tabs list; VS Code's own shell was closed), its text.
     await Promise.any([
-      page.locator('.tabs-list .monaco-list-row', { hasText: 'ticker pid' }).first().waitFor({ timeout: 75_000 }),
-      waitForTerminalText(page, /^tick \d+$/m, 75_000),
+      page.locator('.tabs-list .monaco-list-row', { hasText: 'ticker pid' }).first().waitFor({ timeout: 120_000 }),
+      waitForTerminalText(page, /^tick \d+$/m, 120_000),
     ]);
-    await executorRows(page, /^connected/m, 30_000);
+    await executorRows(page, /^connected/m, 60_000);
     log(`terminal back ${Date.now() - tHeal} ms after the network healed`);
     const same = await commandProcess(gate);
     if (same?.pid !== ticker.pid)
@@ -669,6 +637,32 @@ export async function driveOutage(ctx: OutageContext): Promise<void> {
     log(`the ticker's ${n} lines are complete, in order, one pid, after ${Math.round((tHeal - tOut) / 1000)} s of outage and a reload`);
   } finally {
     await proxy.close();
-    await server.stop();
+    // Stops sshd and the daemons it started under its home (the remote side's leak check).
+    await sshd.stop();
   }
+}
+
+/** The host's `exec-bridge daemon status` once it matches `pattern` (polled, within `timeoutMs`). */
+async function remoteDaemonStatus(sshd: Sshd, pattern: RegExp, timeoutMs: number): Promise<string> {
+  const { execFile } = await import('node:child_process');
+  const { join } = await import('node:path');
+  const bin = join(sshd.home, '.exec-bridge', 'bin', 'exec-bridge');
+  const env = { ...process.env, HOME: sshd.home, EXEC_BRIDGE_RUNTIME_DIR: sshd.runtimeDir };
+  let last = '';
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
+    last = await new Promise<string>((resolve) =>
+      execFile(bin, ['daemon', 'status'], { encoding: 'utf8', timeout: 20_000, env }, (e, out) => resolve(out || String(e ?? ''))),
+    );
+    if (pattern.test(last)) return last;
+  }
+  throw new Error(`the host's daemon status never matched ${pattern} within ${timeoutMs} ms: ${last}`);
+}
+
+/** The pid among `pids` of our daemon installed under the ssh host's `home` (`…/.exec-bridge/…cli.js daemon run`). */
+async function remoteDaemonAmong(pids: number[], home: string): Promise<number | undefined> {
+  const byPid = new Map((await processes()).map((p) => [p.pid, p]));
+  return pids.find((pid) => {
+    const cmd = byPid.get(pid)?.cmd ?? '';
+    return cmd.includes(`${home}/.exec-bridge/`) && / daemon run\b/.test(cmd);
+  });
 }
