@@ -106,7 +106,7 @@ describe('client credit window against ours', () => {
     for (let cut = 0; cut < 2; cut++) {
       await new Promise((r) => setTimeout(r, 150));
       proxy.cut();
-      await until(() => recovered > cut, 12_000, `resume ${cut + 1}`);
+      await until(() => recovered > cut, 30_000, `resume ${cut + 1}`);
     }
     sub.dispose();
     const got = await c.done;

@@ -87,15 +87,21 @@ export interface ProxiedClient {
   stop(): Promise<void>;
 }
 
-/** A server with a token, a fault proxy in front of it, and a client through the proxy that notices a cut fast. */
+/**
+ * A server with a token, a fault proxy in front of it, and a client through the proxy. A cut
+ * (`proxy.cut()`, both sockets closed) is noticed at once by the close, not by the keepalive, so
+ * the keepalive is loose: a 500 ms bound declared a loaded machine's slow pong a lost connection
+ * (a CI run at load ~18), and the 128 MiB stream of a test that cuts nothing then outran the
+ * server's 1 MiB window while the client reconnected (OutputLostError).
+ */
 export async function proxiedClient(kind: ServerKind): Promise<ProxiedClient> {
   const server = await startExecServer(kind, { token: true });
   const proxy = await FaultProxy.forUrl(server.url);
   const client = await ExecServerClient.connect({
     endpoint: { kind: 'websocket', url: proxy.url, token: server.token },
-    keepalive: { intervalMs: 250, timeoutMs: 500 },
-    attemptTimeoutMs: 1_000,
-    deadlineMs: 15_000,
+    keepalive: { intervalMs: 2_000, timeoutMs: 15_000 },
+    attemptTimeoutMs: 10_000,
+    deadlineMs: 30_000,
   });
   return {
     server,

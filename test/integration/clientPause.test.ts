@@ -72,7 +72,7 @@ describe('client flow control against ours', () => {
       if (s.kind === 'connected') recovered = true;
     });
     proxy.cut();
-    await until(() => recovered, 12_000, 'the resume');
+    await until(() => recovered, 30_000, 'the resume');
     sub.dispose();
     // Reattached, the server reads again until the client's pause arrives once more.
     const second = await stalled(head, first);
