@@ -1,10 +1,14 @@
-// Two bundles from one config (docs/style.md §12):
+// The bundles, from one config (docs/style.md §12):
 //  - dist/extension.js: the VS Code extension, `vscode` external.
-//  - dist/cli.js: the exec-server and the `run` command line; no `vscode` at all, so a stray
-//    import of it fails this build.
+//  - dist/cli.js: the command line's dispatcher (src/cli/main.ts), a few KB, and beside it
+//    dist/cli/<bundle>.js, one per src/cli/bundles/<bundle>.ts: the dispatcher loads the one its
+//    command needs (src/cli/commands.ts), so a start compiles one command's code, not every
+//    command's (docs/architecture.md, "The command line"). Each is whole (no code shared between
+//    them: Node 20 loads CommonJS, and esbuild splits only ES modules). No `vscode` in any of them,
+//    so a stray import of it fails this build.
 // node-pty is a native addon: it stays external and ships in node_modules.
 import * as esbuild from 'esbuild';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 /** @satisfies {esbuild.BuildOptions} */
@@ -23,8 +27,22 @@ const common = {
   define: { __EXEC_BRIDGE_VERSION__: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version) },
 };
 
+const bundles = readdirSync('src/cli/bundles')
+  .filter((f) => f.endsWith('.ts'))
+  .map((f) => f.slice(0, -3));
+// A bundle no longer built must not stay behind (and ship in the VSIX).
+for (const f of existsSync('dist/cli') ? readdirSync('dist/cli') : [])
+  if (!bundles.some((b) => f === `${b}.js` || f === `${b}.js.map`)) rmSync(`dist/cli/${f}`, { force: true });
 const builds = [
-  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+  {
+    ...common,
+    entryPoints: ['src/cli/main.ts'],
+    outfile: 'dist/cli.js',
+    banner: { js: '#!/usr/bin/env node' },
+    // The bundles it loads (src/cli/main.ts) stay files of their own, beside it.
+    external: [...common.external, './cli/*'],
+  },
+  { ...common, entryPoints: bundles.map((b) => `src/cli/bundles/${b}.ts`), outdir: 'dist/cli' },
   { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] },
 ];
 
