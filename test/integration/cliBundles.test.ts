@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -72,6 +72,17 @@ describe('the command line: a dispatcher and one bundle per command', () => {
       readdirSync(join(dirname(CLI), 'cli')).sort(),
       [...new Set(Object.values(COMMAND_BUNDLES))].map((b) => `${b}.js`).sort(),
     );
+  });
+
+  test("zod's locales are not bundled (English, its default, is): a third of run's bundle", () => {
+    // esbuild heads each module it bundles with a `// <path>` line.
+    for (const f of [...readdirSync(join(dirname(CLI), 'cli')).map((b) => join(dirname(CLI), 'cli', b)), CLI]) {
+      const locales = readFileSync(f, 'utf8').match(/^\/\/ node_modules\/zod\/v4\/locales\/.*$/gm) ?? [];
+      assert.ok(
+        locales.every((l) => l === '// node_modules/zod/v4/locales/en.js'),
+        `${f}: ${locales.join(', ')}`,
+      );
+    }
   });
 
   test("an installation without a command's bundle (an SSH host's) names what is missing; the rest works", async () => {
