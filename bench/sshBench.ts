@@ -7,6 +7,8 @@
 //    already running Node; no master), the same with no local record of the daemon (a machine that
 //    never connected), and the floor of a warm run: `exec-bridge run --url` straight to the
 //    daemon's socket (no ssh at all). Ratios are per pair, to `ssh host true` of the same pair.
+//    BASE_CLI=<another build's dist/cli.js>: that build's cold, warm and floor rows too, the two
+//    builds taking turns at going first (paired before/after in one run).
 //  - connect (issue 11): first connect with the upload into an empty remote home, connect with the
 //    bundle installed, and cut → output flowing again; a fresh sshd per rep.
 import { spawn } from 'node:child_process';
@@ -23,6 +25,8 @@ import { copyBundle, NODE_PTY_DIR, startSshd, type Sshd } from '../test/helpers/
 
 const REPS = Number(process.env.REPS ?? 5);
 const PHASES = (process.env.PHASES ?? 'roundtrip,connect').split(',');
+/** Another build's dist/cli.js (e.g. the commit before a change): its cold, warm and floor rows alternate with ours. */
+const BASE_CLI = process.env.BASE_CLI;
 
 function stats(xs: number[]): string {
   const s = [...xs].sort((a, b) => a - b);
@@ -47,6 +51,18 @@ function timed(cmd: string, args: string[]): Promise<number> {
   });
 }
 
+/** The argv of `exec-bridge run --ssh target … -- true` with `cli`, plus ssh options. */
+const runSshArgs = (cli: string, target: string, opts: string[]) => [
+  cli,
+  'run',
+  '--ssh',
+  target,
+  ...opts.flatMap((o) => ['--ssh-option', o]),
+  '--no-stdin',
+  '--',
+  'true',
+];
+
 async function roundTrips(work: string): Promise<void> {
   const sshd = await startSshd();
   const cli = copyBundle(join(work, 'rt'));
@@ -56,17 +72,9 @@ async function roundTrips(work: string): Promise<void> {
   const key = bundleFor(cli, null, localUname()).version;
   const sshTrue = ['-T', ...opts.flatMap((o) => ['-o', o]), '-p', String(sshd.port), 'root@127.0.0.1', 'true'];
   // ControlMaster=no: no sharing, the way every run went before issue 26 (the Node bootstrap and relay on the remote).
-  const unsharedArgs = [
-    cli,
-    'run',
-    '--ssh',
-    target,
-    ...[...opts, 'ControlMaster=no'].flatMap((o) => ['--ssh-option', o]),
-    '--no-stdin',
-    '--',
-    'true',
-  ];
-  const runArgs = [cli, 'run', '--ssh', target, ...opts.flatMap((o) => ['--ssh-option', o]), '--no-stdin', '--', 'true'];
+  const unsharedArgs = runSshArgs(cli, target, [...opts, 'ControlMaster=no']);
+  const runArgs = runSshArgs(cli, target, opts);
+  const baseArgs = BASE_CLI ? runSshArgs(BASE_CLI, target, opts) : undefined;
   const mux = (op: string) =>
     runSsh(
       'ssh',
@@ -92,49 +100,52 @@ async function roundTrips(work: string): Promise<void> {
     return ms;
   };
   const rows: Record<string, number[]> = { ssh: [], unshared: [], cold: [], warm: [], ext: [], extNoRecord: [], floor: [] };
+  if (baseArgs) Object.assign(rows, { baseCold: [], baseWarm: [], baseFloor: [] });
   const loads: number[] = [];
   try {
-    // Install and start the daemon (not measured), then one run that records it.
-    await timed(process.execPath, runArgs);
-    await timed(process.execPath, runArgs);
+    // Install and start the daemon (not measured), then one run that records it; the same for the base build.
+    for (const args of [runArgs, runArgs, ...(baseArgs ? [baseArgs, baseArgs] : [])]) await timed(process.execPath, args);
     const daemonDir = join(sshd.runtimeDir, `daemon-${key}`);
-    const floorArgs = [
-      cli,
-      'run',
-      '--url',
-      `ws+unix:${join(daemonDir, 'sock')}:/`,
-      '--token-file',
-      join(daemonDir, 'token'),
-      '--no-stdin',
-      '--',
-      'true',
-    ];
+    const url = ['--url', `ws+unix:${join(daemonDir, 'sock')}:/`, '--token-file', join(daemonDir, 'token'), '--no-stdin', '--', 'true'];
+    /** Cold then warm, then the floor (our daemon's socket, whichever build is the client): one build's rows. */
+    const build = async (args: string[], floorCli: string, prefix: '' | 'base') => {
+      const k = (name: string) => (prefix ? `${prefix}${name[0]!.toUpperCase()}${name.slice(1)}` : name);
+      await exitMaster();
+      rows[k('cold')]!.push(await timed(process.execPath, args));
+      rows[k('warm')]!.push(await timed(process.execPath, args));
+      rows[k('floor')]!.push(await timed(process.execPath, [floorCli, 'run', ...url]));
+    };
     for (let r = 0; r < REPS; r++) {
       loads.push(loadavg()[0]!);
       rows.ssh!.push(await timed('ssh', sshTrue));
       rows.unshared!.push(await timed(process.execPath, unsharedArgs));
-      await exitMaster();
-      rows.cold!.push(await timed(process.execPath, runArgs));
-      rows.warm!.push(await timed(process.execPath, runArgs));
+      // With a base build, the two take turns at going first.
+      const order: [string[], string, '' | 'base'][] = [[runArgs, cli, '']];
+      if (baseArgs) order[r % 2 ? 'unshift' : 'push']([baseArgs, BASE_CLI!, 'base']);
+      for (const [args, floorCli, prefix] of order) await build(args, floorCli, prefix);
       await exitMaster();
       rows.ext!.push(await connectOnce());
       await exitMaster();
       forgetRecord(share, key);
       rows.extNoRecord!.push(await connectOnce());
-      rows.floor!.push(await timed(process.execPath, floorArgs));
     }
   } finally {
     await exitMaster();
     await sshd.stop();
     rmSync(share.dir, { recursive: true, force: true });
   }
+  report(rows, loads);
+}
+
+function report(rows: Record<string, number[]>, loads: number[]): void {
   const ratio = (k: string) => {
     const rs = rows[k]!.map((v, i) => v / rows.ssh![i]!);
     const s = [...rs].sort((a, b) => a - b);
     return `${median(rs).toFixed(2)}× (${s[0]!.toFixed(2)}–${s.at(-1)!.toFixed(2)})`;
   };
-  const line = (label: string, k: string, target = '') =>
-    console.log(`| ${label} | ${median(rows[k]!).toFixed(0)} ms | ${k === 'ssh' ? '1' : ratio(k)} | ${target} |`);
+  const line = (label: string, k: string, target = '') => {
+    if (rows[k]) console.log(`| ${label} | ${median(rows[k]!).toFixed(0)} ms | ${k === 'ssh' ? '1' : ratio(k)} | ${target} |`);
+  };
   console.log(
     `\nSSH round trips: ${REPS} paired reps, load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} (1 min)\n`,
   );
@@ -143,10 +154,13 @@ async function roundTrips(work: string): Promise<void> {
   line('`ssh host true`', 'ssh');
   line('`exec-bridge run --ssh host -- true` without sharing (`ControlMaster=no`: the path before issue 26)', 'unshared');
   line('`exec-bridge run --ssh host -- true`, cold (no master, daemon up)', 'cold', '≤ 1.3×');
+  line(`… the base build (${BASE_CLI})`, 'baseCold');
   line('the same within a minute (warm: master and forward up)', 'warm', '≤ 0.3×');
+  line('… the base build', 'baseWarm');
   line("extension's first connect (new connector, no master, daemon up)", 'ext', '≤ 1.2×');
   line('… on a machine that never connected (no local record: `-O forward` after)', 'extNoRecord');
   line('floor of a warm run: `exec-bridge run --url` to the daemon socket, no ssh', 'floor');
+  line('… the base build as the client', 'baseFloor');
   console.log('\nraw (ms, per rep):');
   for (const [k, v] of Object.entries(rows)) console.log(`  ${k}: ${v.map((x) => x.toFixed(0)).join(' ')}`);
 }

@@ -280,7 +280,8 @@ async function runReloadPage(browser, base, host, rt) {
  * Two VSIXs of this tree that differ only in their version, as an extension update brings them:
  * v1 is package.json's version, v2 the next patch. Each is built in a copy of the tree (its
  * package.json stamped, node_modules linked), so the tree's own package.json and dist/ stay as they
- * are; esbuild bakes the version into dist/cli.js, so the two are two daemon versions.
+ * are; esbuild bakes the version into the bundles (dist/cli/server.js among them), so the two are two
+ * daemon versions.
  */
 function buildUpdateVsixes(dir) {
   const base = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;

@@ -1,17 +1,8 @@
 import WebSocket from 'ws';
-import { DAEMON_IDLE_MS, ensureDaemon, type DaemonInfo } from '../client';
+import { ensureDaemon, type DaemonInfo } from '../client';
 import { MAX_FRAME_BYTES } from '../rpc';
 import { errorMessage, LineSplitter } from '../util';
-
-export const CONNECT_USAGE = `usage: exec-bridge connect [--idle-exit-ms N] [--session-ttl-ms N] [--verbose]
-
-  Relays stdin/stdout (newline-delimited JSON, as "serve --listen stdio") to this user's exec-bridge
-  daemon, starting it if none runs. Many relays share one daemon; when a relay dies only its
-  connection detaches, so a client that starts a new relay resumes its session:
-    ssh devbox ~/.exec-bridge/server/<version>/bin/exec-bridge connect
-  --idle-exit-ms    when starting the daemon: it exits after this long with no connection and no
-                    session (default ${DAEMON_IDLE_MS}).
-  --session-ttl-ms  when starting the daemon: how long a detached session is kept (default 30000).`;
+import { CONNECT_USAGE } from './usage';
 
 /** The line a relay prints before the protocol starts when asked to (`--ready-line`, for bootstrappers). */
 export const READY_LINE = 'EB-READY';

@@ -7,6 +7,7 @@ import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, Ex
 import { tuneYoungGeneration } from '../rpc';
 import { errorMessage, formatDuration } from '../util';
 import { exitWhenIdle } from './serve';
+import { DAEMON_USAGE } from './usage';
 
 /** The exec-server's own default (src/server/execServer.ts). */
 const DEFAULT_SESSION_TTL_MS = 30_000;
@@ -109,14 +110,6 @@ async function runDaemon(argv: string[]): Promise<number> {
   exitWhenIdle(server, idleMs, () => void stop('idle'));
   return new Promise<number>(() => undefined);
 }
-
-export const DAEMON_USAGE = `usage: exec-bridge daemon [status | stop]
-
-  The per-user executor daemon (started on demand by "exec-bridge connect"): one exec-server per
-  user and version on a unix socket in the private directory, token beside it (0600).
-  status  prints the running daemon's pid and socket, and each session: its client, attached or
-          detached, how long it is kept once detached, and when a detached one ends (exit 1 if none)
-  stop    stops it (SIGTERM: every process it runs is killed)`;
 
 /** `exec-bridge daemon status|stop|run`. */
 export async function daemonCommand(argv: string[]): Promise<number> {

@@ -4,44 +4,9 @@ import { AGENT_OUTPUT_LIMIT, BUNDLED_EXECUTOR, DEFAULT_SANDBOX, type ExecutorCon
 import { errorMessage } from '../util';
 import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
 
+export { MCP_USAGE } from './usage';
+
 /* `exec-bridge mcp`'s command line: the usage text and the parser (the server is in mcp.ts). */
-
-export const MCP_USAGE = `usage: exec-bridge mcp [EXECUTOR]... [--sandbox read-only|workspace-write|full-access]
-                      [--sandbox-network | --sandbox-network-allow HOST[:PORT],...] [--allow-unsandboxed]
-                      [--session-ttl-ms N] [--max-output-bytes N] [--verbose]
-  EXECUTOR:  --bundled [--cwd DIR]
-           | --url URL [--token-file FILE] [--name NAME] [--cwd DIR]
-           | --ssh [USER@]HOST[:PORT] [--ssh-option OPT]... [--name NAME] [--cwd DIR]
-           | --stdio 'COMMAND [ARG]...' [--name NAME] [--cwd DIR]
-
-  An MCP server on stdin/stdout for agents outside VS Code (Codex CLI, Claude Code, any MCP
-  client). Its tools run commands on an executor, sandboxed: run_command (exit code and bounded
-  output, with a timeout), start_process / read_process_output / write_process_input /
-  stop_process (background commands), list_executors. Register it in the agent's MCP config.
-
-  Executors: --bundled (this user's exec-bridge daemon, started if none runs; the default when no
-  executor is given), --url (any exec-server, ours or \`codex exec-server\`; the token from
-  --token-file or EXEC_BRIDGE_TOKEN), --ssh (as "exec-bridge run --ssh"), --stdio (a command that
-  speaks the protocol on its stdio, split at spaces). Repeat them for several; the first is the
-  default, the tools' "executor" argument names another. --name, --cwd, --token-file and
-  --ssh-option belong to the executor before them.
-  --cwd          where commands run when the tool call names no cwd, and the sandbox's workspace
-                 (default: this directory for --bundled, the executor user's home otherwise).
-  --sandbox      the sandbox every command runs in (default workspace-write: the workspace, /tmp
-                 and $TMPDIR are writable; network off). full-access with --sandbox-network is no
-                 sandbox at all.
-  --sandbox-network        allow the network inside the sandbox.
-  --sandbox-network-allow  only these destinations (host, *.host, IP; optional :port), through the
-                 executor's proxy. Repeat it or separate with commas.
-  --allow-unsandboxed      honour "unsandboxed": true in a tool call (the agent asks for it after a
-                 denial, when the user allowed it). Without it such calls are refused.
-  --session-ttl-ms  how long the executor keeps this server's commands after the connection drops
-                 (default 60000): a drop within it is resumed; a server killed outright leaves
-                 nothing running for longer than that. Closing stdin stops every command at once.
-  --max-output-bytes  output one tool answer carries, head and tail (default 16384; 1024 to 1048576).
-  --verbose      log connection details on stderr.
-
-  Exit status: 0 when stdin closes, 2 on a usage error.`;
 
 /** One executor from the command line, as the extension's settings describe it, plus its token file. */
 export interface McpExecutor {

@@ -1,11 +1,5 @@
 import { connect } from 'node:net';
-
-export const MCP_PROXY_USAGE = `usage: exec-bridge mcp-proxy SOCKET SERVER
-
-  What VS Code's MCP list runs for a server that Exec Bridge manages (the extension writes this
-  command into the definitions it offers; you do not run it yourself). It joins its stdin/stdout to
-  the extension's local socket, where the running server answers: one server process on its
-  executor, whether Exec Bridge's tree or VS Code's chat uses it. It ends when either side does.`;
+import { MCP_PROXY_USAGE } from './usage';
 
 /** `mcp-proxy SOCKET SERVER`: a byte pipe between our stdio and the extension's MCP gateway. */
 export async function mcpProxyCommand(args: string[]): Promise<number> {

@@ -3,47 +3,11 @@ import type { SandboxPolicyName } from '../protocol';
 import { errorMessage } from '../util';
 import { applyOptions, help, listValue, sandboxPolicyValue, UsageError, type OptionTable } from './cliOptions';
 
+export { RUN_USAGE } from './usage';
+
 export { HelpRequested, UsageError } from './cliOptions';
 
 /* `exec-bridge run`'s command line: the usage text and the parser (the run itself is in run.ts). */
-
-export const RUN_USAGE = `usage: exec-bridge run [--url URL | --bundled | --ssh [USER@]HOST[:PORT] [--ssh-option OPT]...]
-                      [--token-file FILE] [--tty] [--cwd DIR]
-                      [--sandbox read-only|workspace-write|full-access] [--sandbox-network]
-                      [--sandbox-network-allow HOST[:PORT],...] [--sandbox-network-deny HOST[:PORT],...]
-                      [--no-stdin] [--deadline-ms N] [--session-ttl-ms N] [--verbose] -- COMMAND [ARG]...
-
-  Runs COMMAND on an executor through the resilient client: streams its stdout/stderr to ours,
-  forwards our stdin, turns Ctrl-C into an interrupt, and exits with its exit code. A dropped
-  connection is resumed (the command keeps running, no output is lost or repeated).
-
-  --url          exec-server to use (ws:// or wss://); e.g. ours or \`codex exec-server\`.
-  --bundled      start our own exec-server (loopback, random token) for this run (default without --url).
-  --ssh          run on HOST over the system ssh (keys or agent; no prompts): installs this exec-server
-                 under ~/.exec-bridge on HOST if that version is missing (HOST needs Node.js 20+),
-                 then relays to HOST's per-user daemon; a drop resumes through a new ssh.
-  --ssh-option   passed to ssh as -o OPT (repeatable), e.g. --ssh-option ProxyJump=bastion.
-  --token-file   bearer token for --url (file content, trimmed; EXEC_BRIDGE_TOKEN works too).
-  --tty          run in a pseudo-terminal (our terminal goes raw; the remote line discipline handles keys).
-  --cwd          working directory on the executor (default: ours with --bundled, the executor's with --url).
-  --sandbox      run inside the executor's sandbox (see the README's "Sandbox" section): read-only,
-                 workspace-write (the working directory is the workspace) or full-access. If the
-                 sandbox blocks the command, a "sandbox denied" line says so and how to re-run it.
-  --sandbox-network  allow the network inside the sandbox (default: off).
-  --sandbox-network-allow  managed network: only these destinations (host, *.host, IP; optional
-                 :port), through the executor's proxy (HTTP_PROXY/HTTPS_PROXY/ALL_PROXY are set for
-                 the command). Repeat it or separate with commas. --sandbox-network-deny wins over it.
-  --no-stdin     give the command /dev/null as stdin. (The protocol cannot forward end-of-file, so a
-                 command that reads stdin to its end waits forever unless it is interrupted.)
-  --deadline-ms  how long to try resuming a lost connection before giving up (default 25000). 0: never
-                 give up — retry (back-off up to 30 s between attempts) for as long as the executor
-                 keeps the session (asked for 10 h unless --session-ttl-ms says otherwise; the
-                 command keeps running there meanwhile), then fail with the executor's answer.
-  --session-ttl-ms  how long the executor should keep the session and the command if the connection
-                 drops (default: the executor's own, 30 s; with --deadline-ms 0: 10 h).
-  --verbose      log connection details on stderr.
-
-  Exit status: the command's; 127 if it was not found; 255 if the connection failed.`;
 
 export interface RunArgs {
   url?: string;

@@ -2,42 +2,7 @@ import { StdioTransport, tuneYoungGeneration } from '../rpc';
 import { ExecServer, isLoopbackHost, sandboxPlanner, type ExecServerOptions } from '../server';
 import { errorMessage } from '../util';
 import { readTokenFile } from './tokenFile';
-
-export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | unix:PATH | stdio] [--token-file FILE]
-                        [--session-ttl-ms N] [--max-session-ttl-ms N] [--allow-origin ORIGIN]... [--bwrap-path PATH]
-                        [--sandbox-prewarm-ms N] [--exit-with-stdin] [--idle-exit-ms N] [--verbose]
-                        [--spool-process-bytes N] [--spool-total-bytes N]
-
-  --listen          where to listen (default ws://127.0.0.1:0; port 0 picks a free one).
-                    Prints exactly one line on stdout: the bound ws:// URL.
-                    "unix:PATH": WebSocket over a unix socket (made 0600; put it in a directory only
-                    you can open); prints ws+unix:PATH:/.
-                    "stdio" serves one connection as newline-delimited JSON on stdin/stdout.
-  --token-file      WebSocket clients must send "Authorization: Bearer <token>" (file content, trimmed).
-                    The file must be yours and not accessible by group or others (chmod 600).
-                    The environment variable EXEC_BRIDGE_TOKEN works too. Without a token, any
-                    local user can connect: serve warns on stderr.
-  --session-ttl-ms  how long a detached session is kept when its client asks for nothing (codex-style
-                    clients), and an exited process while its session is attached (default 30000).
-  --max-session-ttl-ms  the most a client may ask a detached session to be kept (initialize's
-                    execBridgeSessionTtlMs; default 604800000, 7 days).
-  --allow-origin    a browser Origin allowed to connect (by default any request with Origin is refused).
-  --bwrap-path      bubblewrap binary for sandboxed commands (default: bwrap on PATH).
-  --sandbox-prewarm-ms
-                    after a sandboxed start, build the next sandbox like it ahead of time and keep
-                    it this long for a start with the same policy and directory (default 30000;
-                    0: build every sandbox on the spot).
-  --exit-with-stdin stop (killing every child) when stdin reaches end of file: a parent that keeps
-                    a pipe to it (the VS Code extension) takes the server along even if it crashes.
-  --idle-exit-ms    stop after this long with no connection and no session (default: never).
-  --verbose         log connections and sessions on stderr (never tokens).
-  --spool-process-bytes
-                    output one process keeps for clients that ask for it, its newest 1 MiB in
-                    memory and the rest spooled to a 0600 file in the private directory
-                    (default 67108864, 64 MiB; 0: no spool, only the 1 MiB window).
-  --spool-total-bytes
-                    spooled output of all processes of this server (default 1073741824, 1 GiB);
-                    over it, the oldest bytes of the processes that finished first go first.`;
+import { SERVE_USAGE } from './usage';
 
 interface ServeArgs {
   listen: string;

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { errorMessage, pidAlive, privateDir, socketAccepts } from '../util';
 
 /*
@@ -15,9 +15,31 @@ export const CLI_VERSION = typeof __EXEC_BRIDGE_VERSION__ === 'string' ? __EXEC_
 /** Default idle time before a daemon with nothing to do exits. */
 export const DAEMON_IDLE_MS = 300_000;
 
-/** `<version>-<12 hex of the bundle's sha256>`: a rebuilt bundle is another version. */
+/**
+ * The executor's files, relative to the folder of `dist/cli.js`: the dispatcher and the bundle of
+ * serve, daemon and connect (src/cli/commands.ts). What an SSH host gets, and what names a
+ * daemon's version (the other commands' bundles are clients of it).
+ */
+export const EXECUTOR_FILES = ['cli.js', 'cli/server.js'];
+
+/** EXECUTOR_FILES as paths beside `cliPath`. */
+export function executorFiles(cliPath: string): string[] {
+  return EXECUTOR_FILES.map((f) => join(dirname(cliPath), f));
+}
+
+/** 12 hex of the sha256 of the executor's files (each with its name and length, so a byte moved between them counts). */
+export function executorHash(cliPath: string): string {
+  const h = createHash('sha256');
+  for (const [i, abs] of executorFiles(cliPath).entries()) {
+    const b = readFileSync(abs);
+    h.update(`${EXECUTOR_FILES[i]}\0${b.length}\0`).update(b);
+  }
+  return h.digest('hex').slice(0, 12);
+}
+
+/** `<version>-<executorHash>`: a rebuilt bundle is another version. */
 export function bundleKey(cliPath: string): string {
-  return `${CLI_VERSION}-${createHash('sha256').update(readFileSync(cliPath)).digest('hex').slice(0, 12)}`;
+  return `${CLI_VERSION}-${executorHash(cliPath)}`;
 }
 
 export interface DaemonPaths {

@@ -60,6 +60,7 @@ export {
   daemonPaths,
   type DaemonState,
   ensureDaemon,
+  EXECUTOR_FILES,
   liveDaemon,
   otherLiveDaemons,
   readDaemonState,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { EXECUTOR_FILES, executorFiles, executorHash } from './daemonStart';
 
 /*
  * The remote bootstrap of an SSH executor: what the ssh process runs on the remote (probe the
@@ -49,11 +50,14 @@ function nativeDirFor(key: string | undefined, cliPath: string, pty: string): st
   return null;
 }
 
-/** The uploaded tree: `dist/cli.js` and, when a native build for the remote's platform is at hand, node-pty. */
+/**
+ * The uploaded tree: the executor's files (`dist/cli.js` and `dist/cli/server.js`, EXECUTOR_FILES:
+ * not the client commands' bundles) and, when a native build for the remote's platform is at
+ * hand, node-pty. Its version is the one the remote daemon's bundleKey computes from those files.
+ */
 export function bundleFor(cliPath: string, nodePtyDir: string | null | undefined, remotePlatform: string): Bundle {
-  const cli = readFileSync(cliPath);
-  const version = `${versionOf(cliPath)}-${createHash('sha256').update(cli).digest('hex').slice(0, 12)}`;
-  const files: BundleFile[] = [{ path: 'dist/cli.js', abs: cliPath, mode: 0o644 }];
+  const version = `${versionOf(cliPath)}-${executorHash(cliPath)}`;
+  const files: BundleFile[] = executorFiles(cliPath).map((abs, i) => ({ path: `dist/${EXECUTOR_FILES[i]}`, abs, mode: 0o644 }));
   const pty = nodePtyDir === undefined ? findNodePty(cliPath) : nodePtyDir;
   const native = pty ? nativeDirFor(platformKey(remotePlatform), cliPath, pty) : null;
   if (pty && native) {

@@ -10,7 +10,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -188,8 +188,9 @@ function safeRead(p: string): string {
 }
 
 /**
- * A private copy of `dist/cli.js` (with the repo's package.json beside its folder): other builds
- * in the same tree rewrite dist/ at any time, and a bundle that changes mid-test is another version.
+ * A private copy of `dist/cli.js` and the commands' bundles beside it, `dist/cli/*.js` (with the
+ * repo's package.json beside its folder): other builds in the same tree rewrite dist/ at any time,
+ * and a bundle that changes mid-test is another version.
  */
 export function copyBundle(dir: string, suffix = ''): string {
   const repo = join(__dirname, '..', '..', '..');
@@ -197,6 +198,10 @@ export function copyBundle(dir: string, suffix = ''): string {
   writeFileSync(join(dir, 'package.json'), readFileSync(join(repo, 'package.json')));
   const cli = join(dir, 'dist', 'cli.js');
   writeFileSync(cli, readFileSync(join(repo, 'dist', 'cli.js'), 'utf8') + suffix);
+  // The commands' bundles that the dispatcher loads (src/cli/commands.ts).
+  mkdirSync(join(dir, 'dist', 'cli'), { recursive: true });
+  for (const f of readdirSync(join(repo, 'dist', 'cli')))
+    if (f.endsWith('.js')) writeFileSync(join(dir, 'dist', 'cli', f), readFileSync(join(repo, 'dist', 'cli', f)));
   return cli;
 }
 

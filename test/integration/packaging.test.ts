@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { COMMAND_BUNDLES } from '../../src/cli/commands';
 
 const REPO = join(__dirname, '..', '..', '..');
 const out = mkdtempSync(join(tmpdir(), 'eb-package-test-'));
@@ -89,6 +90,12 @@ describe('npm run package: per-platform VSIXs', () => {
       assert.match(file(vsix, 'extension.vsixmanifest').toString(), new RegExp(`TargetPlatform="${target}"`));
       for (const f of ['extension/dist/extension.js', 'extension/dist/cli.js', 'extension/node_modules/node-pty/lib/index.js'])
         assert.ok(names.has(f), f);
+      // Every bundle the dispatcher (dist/cli.js) can load, and no source map.
+      for (const b of new Set(Object.values(COMMAND_BUNDLES))) assert.ok(names.has(`extension/dist/cli/${b}.js`), `dist/cli/${b}.js`);
+      assert.deepEqual(
+        list.filter((e) => e.name.endsWith('.map')).map((e) => e.name),
+        [],
+      );
       if (target.startsWith('win32')) assert.ok(names.has('extension/node_modules/node-pty/lib/worker/conoutSocketWorker.js'));
       const natives = list.filter(
         (e) => e.name.startsWith('extension/node_modules/node-pty/') && /\.(node|exe|dll)$|spawn-helper$/.test(e.name),

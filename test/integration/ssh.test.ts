@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { ExecServerClient, type ConnectionState } from '../../src/client';
 import { ExecutorConnection } from '../../src/core/executorConnection';
@@ -89,6 +89,9 @@ describe('ssh executors', () => {
     const dir = join(sshd.home, '.exec-bridge', 'server', info.version);
     assert.ok(existsSync(join(dir, 'dist', 'cli.js')));
     assert.deepEqual(readFileSync(join(dir, 'dist', 'cli.js')), readFileSync(CLI));
+    // The executor's side only (the dispatcher and serve/daemon/connect), not the client commands' bundles.
+    assert.deepEqual(readFileSync(join(dir, 'dist', 'cli', 'server.js')), readFileSync(join(dirname(CLI), 'cli', 'server.js')));
+    assert.deepEqual(readdirSync(join(dir, 'dist', 'cli')), ['server.js']);
     assert.ok(existsSync(join(dir, 'node_modules', 'node-pty', 'build', 'Release', 'pty.node')), 'node-pty for a remote of our platform');
     assert.equal(readlinkSync(join(sshd.home, '.exec-bridge', 'bin', 'exec-bridge')), join(dir, 'bin', 'exec-bridge'));
     // A PTY works on the remote with the shipped node-pty.
@@ -201,7 +204,7 @@ describe('ssh executors', () => {
       assert.equal(b.ptyFrom, null, other);
       assert.deepEqual(
         b.files.map((f) => f.path),
-        ['dist/cli.js'],
+        ['dist/cli.js', 'dist/cli/server.js'],
         other,
       );
     }
