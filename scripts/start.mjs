@@ -2,8 +2,9 @@
 // `npm start`: the product demo. Sets up the machine (scripts/setup.mjs: Debian packages, code-server),
 // builds and packages the extension (exec-bridge.vsix), installs it into a real VS Code in the
 // browser (the newest tested: code-server 4.139.1 = VS Code 1.139.1), checks once in a headless
-// chromium that the installed extension starts the bundled executor and runs a command on it,
-// then prints the local URL to open. Ctrl-C stops code-server and everything it started.
+// chromium that the installed extension starts the bundled executor and runs a command on it, and
+// that the demo's MCP server runs in the executor's sandbox, then prints the local URL to open.
+// Ctrl-C stops code-server and everything it started.
 //
 // Options: --port N (default: $PORT or a free port), --no-verify (skip the headless check),
 // --check (all of it, then stop code-server and exit: 0 when the headless check passed, 1 with
@@ -67,7 +68,7 @@ writeFileSync(
     '- **Exec Bridge: New Executor Shell** — an interactive shell on the executor',
     '- try `touch ~/outside-the-workspace` to see the sandbox ask for approval',
     '- **Ctrl+Shift+B** runs the `execBridge` build task of `.vscode/tasks.json` on the executor; its error lands in the Problems view',
-    '- the **MCP Servers** view runs `memory` (`.vscode/mcp.json`, the MCP reference memory server) on the executor, in the executor’s sandbox (`executorSandbox`: it may write the workspace only, no network)',
+    '- the **MCP Servers** view runs `memory` (`.vscode/mcp.json`, the MCP reference memory server; it starts with the window) on the executor, in the executor’s sandbox (`executorSandbox`: it may write the workspace only, no network; the view says `sandboxed`)',
     '- **Exec Bridge: Open Executor Folder…** adds a folder of the executor to the Explorer (this window is a workspace, `demo.code-workspace`)',
     '- **Help: Get Started** → *Get started with Exec Bridge* walks through all of it',
     '',
@@ -139,7 +140,7 @@ if (verify) {
   log('checking the installed extension in headless chromium');
   try {
     await smokeTest(url);
-    log('ok: the bundled executor started and ran a command (screenshot: test-results/demo.png)');
+    log('ok: the bundled executor started and ran a command; the memory MCP server runs sandboxed (screenshot: test-results/demo.png)');
   } catch (e) {
     console.error(`[start] the headless check failed: ${e instanceof Error ? e.message : e}`);
     if (check) {
@@ -158,7 +159,10 @@ console.log(
   `\nExec Bridge demo — VS Code ${CS_VERSION.replace(/^4/, '1')} (code-server ${CS_VERSION}) with the extension installed:\n\n  ${url}\n\nCtrl-C stops it.`,
 );
 
-/** Opens the workbench, runs a command on the bundled executor through the palette, reads the terminal. */
+/**
+ * Opens the workbench, runs a command on the bundled executor through the palette, reads the
+ * terminal; the MCP Servers view shows the demo's memory server ready in the executor's sandbox.
+ */
 async function smokeTest(target) {
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, env, args: CHROMIUM_ARGS });
@@ -219,6 +223,11 @@ async function smokeTest(target) {
       if (Date.now() > deadline) throw new Error(`no command output in the terminal: ${JSON.stringify(rows.filter(Boolean))}`);
       await page.waitForTimeout(250);
     }
+    // The demo's MCP server started with the window (autoStart), on the executor, sandboxed.
+    const memory = page.locator(
+      '[id="workbench.view.extension.execBridge"] .monaco-list-row:has-text("memory"):has-text("Ready"):has-text("sandboxed")',
+    );
+    await memory.first().waitFor({ timeout: 60_000 });
     await page.screenshot({ path: join(results, 'demo.png') });
   } catch (e) {
     await page.screenshot({ path: join(results, 'demo-fail.png') }).catch(() => {});
@@ -256,12 +265,14 @@ function demoWorkspaceFiles(dir) {
   const mcp = {
     servers: {
       // Sandboxed on the executor: it writes only its file in the workspace; the network is off.
+      // It starts with the window, so the demo shows it running (`sandboxed` in the MCP Servers view).
       memory: {
         type: 'stdio',
         command: process.execPath,
         args: [memory],
         env: { MEMORY_FILE_PATH: '${workspaceFolder}/.memory.jsonl' },
         executorSandbox: 'workspace-write',
+        autoStart: true,
       },
     },
   };

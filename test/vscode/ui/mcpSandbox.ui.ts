@@ -1,14 +1,18 @@
-// A sandboxed MCP server's denial as the user sees it (issue 23 item 2; README's picture
-// docs/images/mcp-sandbox-denial.png): a `.vscode/mcp.json` server in `workspace-write` with a
-// managed network that allows one loopback port; Call MCP Tool from the palette fetches another
-// one; the notification names the server and the sandbox with "Allow 127.0.0.1:PORT for This
-// Server", and the MCP Servers tree shows the blocked line. Clicking Allow writes the port into
-// mcp.json, the server restarts, and the same call gets through. Called from the UI stage
-// (workbench.ui.ts) in its window.
-import { readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+// A sandboxed MCP server's denials as the user sees them (issue 23 item 2; README's picture
+// media/screenshots/mcp-sandbox-denial.png): a `.vscode/mcp.json` server in `workspace-write` with
+// a managed network that allows one loopback port.
+// - Call MCP Tool from the palette fetches another port: the notification names the server, the
+//   sandbox and the host with "Allow 127.0.0.1:PORT for This Server", and the MCP Servers tree shows
+//   the blocked line. Clicking Allow writes the port into mcp.json, the server restarts, and the
+//   same call gets through.
+// - It writes a file outside its workspace: "Allow Writing DIR" in the notification, the tree's
+//   blocked line; clicking it writes the folder into `writable`, the server restarts, the same
+//   write lands.
+// Called from the UI stage (workbench.ui.ts) in its window.
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { runPaletteCommand } from './page';
 
@@ -28,9 +32,12 @@ function listen(body: string): Promise<{ server: Server; port: number }> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port })));
 }
 
-/** The notification about the server: a toast, or with the smoke-test driver on (no toasts), in the notification center. */
-async function blockedNotification(page: Page): Promise<Locator> {
-  const filter = `:has-text('for MCP server "${SERVER}"')`;
+/**
+ * The notification of the server's block that says `what`: a toast, or with the smoke-test driver
+ * on (no toasts), in the notification center.
+ */
+async function blockedNotification(page: Page, what: string): Promise<Locator> {
+  const filter = `:has-text('for MCP server "${SERVER}"'):has-text(${JSON.stringify(what)})`;
   if (await page.evaluate(() => 'driver' in globalThis)) {
     await runPaletteCommand(page, 'Notifications: Show Notifications');
     const item = page.locator(`.notifications-center .notification-list-item${filter}`).first();
@@ -60,16 +67,28 @@ async function widenSidebar(page: Page, dx: number): Promise<number> {
   return ((await page.locator('.part.sidebar').boundingBox())?.width ?? box.width) - box.width;
 }
 
-/** Palette → Call MCP Tool… → `fetch` → the arguments; resolves once the result editor shows `expect`. */
-async function callFetch(page: Page, url: string, expect: RegExp): Promise<string> {
+/** A screenshot with the palette gone and the sidebar wide enough for the tree's lines (README's picture is one). */
+async function picture({ page, log, shot }: Omit<McpSandboxContext, 'workspace'>, name: string): Promise<void> {
+  await page
+    .locator('.quick-input-widget')
+    .waitFor({ state: 'hidden', timeout: 5_000 })
+    .catch(() => undefined);
+  const widened = await widenSidebar(page, 220);
+  log(`sidebar widened by ${widened} px for the picture`);
+  await shot(name);
+  await widenSidebar(page, -widened);
+}
+
+/** Palette → Call MCP Tool… → `tool` → the arguments; resolves once the result editor shows `expect`. */
+async function callTool(page: Page, tool: string, args: Record<string, unknown>, expect: RegExp): Promise<string> {
   await runPaletteCommand(page, 'Exec Bridge: Call MCP Tool');
   const input = page.locator('.quick-input-widget input');
   await page.locator(`.quick-input-widget .quick-input-title:has-text("Call Tool on ${SERVER}")`).waitFor({ timeout: 30_000 });
-  await input.fill('fetch');
-  await page.locator('.quick-input-list .monaco-list-row:has-text("fetch")').first().waitFor({ timeout: 10_000 });
+  await input.fill(tool);
+  await page.locator(`.quick-input-list .monaco-list-row:has-text("${tool}")`).first().waitFor({ timeout: 10_000 });
   await page.keyboard.press('Enter');
-  await page.locator(`.quick-input-widget .quick-input-title:has-text("Call fetch on ${SERVER}")`).waitFor({ timeout: 10_000 });
-  await input.fill(JSON.stringify({ url }));
+  await page.locator(`.quick-input-widget .quick-input-title:has-text("Call ${tool} on ${SERVER}")`).waitFor({ timeout: 10_000 });
+  await input.fill(JSON.stringify(args));
   await page.keyboard.press('Enter');
   const editor = page.locator('.editor-instance .view-lines').first();
   const deadline = Date.now() + 30_000;
@@ -82,12 +101,57 @@ async function callFetch(page: Page, url: string, expect: RegExp): Promise<strin
   throw new Error(`the result editor never showed ${expect}; it shows:\n${text}`);
 }
 
-export async function mcpSandboxDenial({ page, log, shot, workspace }: McpSandboxContext): Promise<void> {
+/** Waits (bounded) until mcp.json's entry for the server satisfies `check`; returns that entry's executorSandbox. */
+async function waitForSandboxInMcpJson(
+  page: Page,
+  mcpJson: string,
+  what: string,
+  check: (sandbox: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const text = readFileSync(mcpJson, 'utf8');
+    let sandbox: Record<string, unknown> | undefined;
+    try {
+      sandbox = (JSON.parse(text) as { servers: Record<string, { executorSandbox?: Record<string, unknown> }> }).servers[SERVER]
+        ?.executorSandbox;
+    } catch {
+      // read while it is being written: not yet
+    }
+    if (sandbox && check(sandbox)) return sandbox;
+    if (Date.now() > deadline) throw new Error(`Allow wrote no ${what} into mcp.json:\n${text}`);
+    await page.waitForTimeout(100);
+  }
+}
+
+/** The server is Ready again with nothing blocked (it restarted with what Allow wrote). */
+async function restartedClean(page: Page, blockedRow: Locator): Promise<void> {
+  await blockedRow.waitFor({ state: 'detached', timeout: 60_000 });
+  await page
+    .locator(`${VIEW} .monaco-list-row:has-text("${SERVER}"):has-text("Ready"):not(:has-text("blocked"))`)
+    .waitFor({ timeout: 60_000 });
+}
+
+/** The server's blocked line in the tree (expanding the server's row if it is collapsed). */
+async function blockedLine(page: Page, label: string): Promise<Locator> {
+  await page.locator(`${VIEW} .monaco-list-row:has-text("${SERVER}"):has-text("1 blocked")`).waitFor({ timeout: 15_000 });
+  const row = serverRow(page);
+  if ((await row.getAttribute('aria-expanded')) !== 'true') await row.locator('.monaco-tl-twistie').click();
+  const blocked = page.locator(`${VIEW} .monaco-list-row:has-text(${JSON.stringify(label)})`).first();
+  await blocked.waitFor({ timeout: 15_000 });
+  return blocked;
+}
+
+export async function mcpSandboxDenial(ctx: McpSandboxContext): Promise<void> {
+  const { page, log, workspace } = ctx;
   const allowed = await listen('allowed-body');
   const other = await listen('other-body');
   const mcpJson = join(workspace, '.vscode', 'mcp.json');
+  // Outside the workspace (and not under /tmp, which workspace-write may write): the run's folder.
+  const outside = join(dirname(workspace), 'mcp-outside');
   try {
     mkdirSync(join(workspace, '.vscode'), { recursive: true });
+    mkdirSync(outside, { recursive: true });
     const sandbox = { policy: 'workspace-write', networkAllow: [`127.0.0.1:${allowed.port}`] };
     writeFileSync(
       mcpJson,
@@ -104,59 +168,78 @@ export async function mcpSandboxDenial({ page, log, shot, workspace }: McpSandbo
       .locator(`${VIEW} .monaco-list-row:has-text("${SERVER}"):has-text("Ready"):has-text("sandboxed")`)
       .waitFor({ timeout: 60_000 });
     log('MCP Servers:', JSON.stringify(await row.innerText()));
-
-    const target = `127.0.0.1:${other.port}`;
-    const refused = await callFetch(page, `http://${target}/`, /status 403/);
-    log('refused call:', JSON.stringify(refused.split('\n').filter(Boolean).slice(0, 6)));
-
-    // The tree: "sandboxed, 1 blocked" and, under the server, the blocked line with its inline Allow.
-    await page.locator(`${VIEW} .monaco-list-row:has-text("${SERVER}"):has-text("1 blocked")`).waitFor({ timeout: 15_000 });
-    if ((await row.getAttribute('aria-expanded')) !== 'true') await row.locator('.monaco-tl-twistie').click();
-    const blockedRow = page.locator(`${VIEW} .monaco-list-row:has-text("blocked ${target}")`).first();
-    await blockedRow.waitFor({ timeout: 15_000 });
-    log('blocked line:', JSON.stringify(await blockedRow.innerText()));
-
-    const notification = await blockedNotification(page);
-    const message = await notification.locator('.notification-list-item-message').innerText();
-    log('notification:', JSON.stringify(message));
-    if (!message.includes(`blocked ${target}`) || !message.includes('workspace-write, network only'))
-      throw new Error(`the notification should name the host and the sandbox: ${message}`);
-    const allow = `Allow ${target} for This Server`;
-    const buttons = await notification.locator('.monaco-button').allInnerTexts();
-    if (!buttons.includes(allow)) throw new Error(`no "${allow}" in ${JSON.stringify(buttons)}`);
-    await page
-      .locator('.quick-input-widget')
-      .waitFor({ state: 'hidden', timeout: 5_000 })
-      .catch(() => undefined);
-    // The picture: the earlier steps' terminal panel away, the sidebar wide enough for the tree's lines.
-    await runPaletteCommand(page, 'View: Hide Panel').catch((e: unknown) => log('could not hide the panel:', String(e)));
-    // The newest VS Code opens its Chat in the secondary side bar: the editor gets its room.
-    if (await page.locator('.part.auxiliarybar').isVisible())
-      await runPaletteCommand(page, 'View: Hide Secondary Side Bar').catch((e: unknown) => log('could not hide the Chat:', String(e)));
-    const widened = await widenSidebar(page, 220);
-    log(`sidebar widened by ${widened} px for the picture`);
-    await shot('mcp-sandbox-denial');
-    await widenSidebar(page, -widened);
-
-    // Allow: the port lands in mcp.json, the server restarts, and the same call gets through.
-    await notification.locator('.monaco-button', { hasText: allow }).click();
-    const deadline = Date.now() + 30_000;
-    while (!readFileSync(mcpJson, 'utf8').includes(`"${target}"`)) {
-      if (Date.now() > deadline) throw new Error(`Allow wrote nothing into mcp.json:\n${readFileSync(mcpJson, 'utf8')}`);
-      await page.waitForTimeout(100);
-    }
-    await blockedRow.waitFor({ state: 'detached', timeout: 60_000 });
-    await page
-      .locator(`${VIEW} .monaco-list-row:has-text("${SERVER}"):has-text("Ready"):not(:has-text("blocked"))`)
-      .waitFor({ timeout: 60_000 });
-    const now = await callFetch(page, `http://${target}/`, /status 200: other-body/);
-    log('after Allow:', JSON.stringify(now.split('\n').filter(Boolean).slice(0, 6)));
-    await shot('mcp-sandbox-allowed');
+    await allowHost(ctx, mcpJson, `127.0.0.1:${allowed.port}`, `127.0.0.1:${other.port}`);
+    await allowWriting(ctx, mcpJson, outside);
   } finally {
     // The server drains with its file; the editors of the results go.
     rmSync(mcpJson, { force: true });
+    rmSync(outside, { recursive: true, force: true });
     allowed.server.close();
     other.server.close();
   }
   await runPaletteCommand(page, 'View: Close All Editors');
+}
+
+/** A fetch of `target` (off the allow-list, which has `first`): blocked; the picture; Allow HOST; the fetch gets through. */
+async function allowHost({ page, log, shot }: McpSandboxContext, mcpJson: string, first: string, target: string): Promise<void> {
+  const refused = await callTool(page, 'fetch', { url: `http://${target}/` }, /status 403/);
+  log('refused call:', JSON.stringify(refused.split('\n').filter(Boolean).slice(0, 6)));
+
+  // The tree: "sandboxed, 1 blocked" and, under the server, the blocked line with its inline Allow.
+  const blockedRow = await blockedLine(page, `blocked ${target}`);
+  log('blocked line:', JSON.stringify(await blockedRow.innerText()));
+
+  const notification = await blockedNotification(page, `blocked ${target}`);
+  const message = await notification.locator('.notification-list-item-message').innerText();
+  log('notification:', JSON.stringify(message));
+  if (!message.includes(`blocked ${target}`) || !message.includes('workspace-write, network only'))
+    throw new Error(`the notification should name the host and the sandbox: ${message}`);
+  const allow = `Allow ${target} for This Server`;
+  const buttons = await notification.locator('.monaco-button').allInnerTexts();
+  if (!buttons.includes(allow)) throw new Error(`no "${allow}" in ${JSON.stringify(buttons)}`);
+  // The picture: the earlier steps' terminal panel away, the sidebar wide enough for the tree's lines.
+  await runPaletteCommand(page, 'View: Hide Panel').catch((e: unknown) => log('could not hide the panel:', String(e)));
+  // The newest VS Code opens its Chat in the secondary side bar: the editor gets its room.
+  if (await page.locator('.part.auxiliarybar').isVisible())
+    await runPaletteCommand(page, 'View: Hide Secondary Side Bar').catch((e: unknown) => log('could not hide the Chat:', String(e)));
+  await picture({ page, log, shot }, 'mcp-sandbox-denial');
+
+  // Allow: the port lands in mcp.json (after what was there), the server restarts, and the same call gets through.
+  await notification.locator('.monaco-button', { hasText: allow }).click();
+  const written = await waitForSandboxInMcpJson(page, mcpJson, target, (sb) => (sb['networkAllow'] as string[]).includes(target));
+  if (JSON.stringify(written['networkAllow']) !== JSON.stringify([first, target]))
+    throw new Error(`networkAllow should be ${JSON.stringify([first, target])}: ${JSON.stringify(written)}`);
+  await restartedClean(page, blockedRow);
+  const now = await callTool(page, 'fetch', { url: `http://${target}/` }, /status 200: other-body/);
+  log('after Allow:', JSON.stringify(now.split('\n').filter(Boolean).slice(0, 6)));
+  await shot('mcp-sandbox-allowed');
+}
+
+/** A write into `outside` (not writable): blocked; Allow Writing DIR; the same write lands. */
+async function allowWriting({ page, log, shot }: McpSandboxContext, mcpJson: string, outside: string): Promise<void> {
+  const file = join(outside, 'note.txt');
+  const refused = await callTool(page, 'write', { path: file }, /read-only file system|EROFS/i);
+  log('refused write:', JSON.stringify(refused.split('\n').filter(Boolean).slice(0, 6)));
+  if (existsSync(file)) throw new Error(`${file} was written by a blocked write`);
+
+  const blockedRow = await blockedLine(page, `blocked writing ${file}`);
+  log('blocked line:', JSON.stringify(await blockedRow.innerText()));
+  const notification = await blockedNotification(page, `blocked writing ${file}`);
+  const message = await notification.locator('.notification-list-item-message').innerText();
+  log('notification:', JSON.stringify(message));
+  const allow = `Allow Writing ${outside}`;
+  const buttons = await notification.locator('.monaco-button').allInnerTexts();
+  if (!buttons.includes(allow)) throw new Error(`no "${allow}" in ${JSON.stringify(buttons)}`);
+  await picture({ page, log, shot }, 'mcp-sandbox-write-denial');
+
+  // Allow Writing: the folder lands in `writable` (the network list stays), the server restarts, the write lands.
+  await notification.locator('.monaco-button', { hasText: allow }).click();
+  const written = await waitForSandboxInMcpJson(page, mcpJson, outside, (sb) => Array.isArray(sb['writable']));
+  if (JSON.stringify(written['writable']) !== JSON.stringify([outside]) || (written['networkAllow'] as string[]).length !== 2)
+    throw new Error(`writable should be [${outside}] beside the two hosts: ${JSON.stringify(written)}`);
+  await restartedClean(page, blockedRow);
+  const now = await callTool(page, 'write', { path: file }, /wrote /);
+  log('after Allow Writing:', JSON.stringify(now.split('\n').filter(Boolean).slice(0, 6)));
+  if (readFileSync(file, 'utf8') !== 'x') throw new Error(`the write after Allow did not land in ${file}`);
+  await shot('mcp-sandbox-write-allowed');
 }

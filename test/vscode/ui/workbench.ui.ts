@@ -2,10 +2,10 @@
 // Loaded by scripts/vscode-test.mjs after a page load with our extension in development mode.
 // Flow: Exec Bridge view → palette "Run Command on Executor…" → a command the default sandbox
 // (workspace-write) blocks → the approval notification → "Run Without Sandbox" → the retried
-// output in the same terminal → the run in the Executors view → a sandboxed MCP server's denial
-// and its Allow (mcpSandbox.ui.ts) → shell decorations → a printed path opened by Ctrl+click →
-// the build task's problem → Open Executor Folder (the window reopens as a workspace of both
-// folders, and again on every reload).
+// output in the same terminal → the run in the Executors view → a sandboxed MCP server's blocked
+// host and blocked write, each Allowed from its notification (mcpSandbox.ui.ts) → shell
+// decorations → a printed path opened by Ctrl+click → the build task's problem → Open Executor
+// Folder (the window reopens as a workspace of both folders, and again on every reload).
 import type { Dialog, Locator, Page } from 'playwright-core';
 import { mcpSandboxDenial } from './mcpSandbox.ui';
 import { runPaletteCommand, waitForTerminalText } from './page';
