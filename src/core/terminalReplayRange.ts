@@ -125,11 +125,15 @@ async function readRange(read: ReadOutput, from: number, below: number): Promise
   return out;
 }
 
-/** Drops the oldest chunks that a start within `maxBytes` of the end can never reach (in place); whether it dropped any. */
+/**
+ * Drops the oldest chunks that a start within `maxBytes` of the end can never reach (in place);
+ * whether it dropped any. More than `maxBytes` stays: the byte before the newest `maxBytes` tells
+ * whether they start at a line (kept to exactly `maxBytes`, chunks that add up to it were read back to the oldest).
+ */
 function keepNewest(tail: TailChunk[], maxBytes: number): boolean {
   let total = sum(tail);
   let drop = 0;
-  while (drop < tail.length && total - tail[drop]!.data.length >= maxBytes) total -= tail[drop++]!.data.length;
+  while (drop < tail.length && total - tail[drop]!.data.length > maxBytes) total -= tail[drop++]!.data.length;
   if (drop > 0) tail.splice(0, drop);
   return drop > 0;
 }
