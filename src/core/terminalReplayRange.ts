@@ -1,5 +1,6 @@
 import type { ExecServerClient } from '../client';
 import type { ProcessReadResult } from '../protocol';
+import { scanReplayStart } from './replayStartScan';
 
 /**
  * What a reopened terminal replays (docs/architecture.md "Output spool"): the newest part of what
@@ -251,9 +252,12 @@ export async function attachNewest(
   const { lines, scrollback } = terminalLines(o.scrollback, o.rows);
   // `maxBytes` Infinity: everything held, from the oldest byte, read only as the terminal draws (nothing is looked for first).
   const everything = o.maxBytes === Number.POSITIVE_INFINITY;
+  // Above the default cap the spool is walked back in one pass, a range in memory (./replayStartScan.ts).
+  const wide = !everything && o.maxBytes !== undefined && o.maxBytes > REPLAY_MAX_BYTES;
   let replay = everything
     ? undefined
-    : await chooseReplayStart(read, { lines, scrollback, ...(o.maxBytes !== undefined ? { maxBytes: o.maxBytes } : {}) });
+    : ((wide ? await scanReplayStart(read, { lines, scrollback, maxBytes: o.maxBytes! }) : undefined) ??
+      (await chooseReplayStart(read, { lines, scrollback, ...(o.maxBytes !== undefined ? { maxBytes: o.maxBytes } : {}) })));
   // The model reads by seq from where it stopped (core/agentTools.ts): nothing after that is skipped.
   if (replay && o.agentReadSeq !== undefined && o.agentReadSeq < replay.afterSeq)
     replay = { ...replay, afterSeq: o.agentReadSeq, skipBytes: 0, limit: 'none', notShownBytes: undefined, midLine: false };
