@@ -51,6 +51,7 @@ export { TERMINAL_CREDIT_WINDOW } from './terminalFlow';
 export { terminalName } from './terminalNames';
 export { CommandMarks, injectShellIntegration, lastMarkedCwd } from './shellIntegration';
 export { attachNewest, OPEN_FULL_OUTPUT_TITLE } from './terminalReplayRange';
+export { REOPENED_REPLAY_SETTING, replayBytesFromSetting } from './reopenedReplaySetting';
 export { copyFullOutput, type FullOutput, fullOutputNote } from './terminalFullOutput';
 export { isStandIn } from './standInTerminal';
 export { isActive, type RunRecord, RunRegistry } from './runRegistry';

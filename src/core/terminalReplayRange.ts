@@ -1,5 +1,6 @@
 import type { ExecServerClient } from '../client';
 import type { ProcessReadResult } from '../protocol';
+import { scanReplayStart } from './replayStartScan';
 
 /**
  * What a reopened terminal replays (docs/architecture.md "Output spool"): the newest part of what
@@ -44,7 +45,7 @@ export interface ReplayStart {
   lines: number;
   /** Scrollback lines (for the notice). */
   scrollback: number;
-  /** The byte cap it was chosen with. */
+  /** The byte cap it was chosen with (Infinity: everything held, execBridge.reopenedTerminalReplayMiB 0). */
   maxBytes: number;
   /** Bytes the executor held before the start (not shown); undefined when the executor does not say. */
   notShownBytes: number | undefined;
@@ -125,11 +126,15 @@ async function readRange(read: ReadOutput, from: number, below: number): Promise
   return out;
 }
 
-/** Drops the oldest chunks that a start within `maxBytes` of the end can never reach (in place); whether it dropped any. */
+/**
+ * Drops the oldest chunks that a start within `maxBytes` of the end can never reach (in place);
+ * whether it dropped any. More than `maxBytes` stays: the byte before the newest `maxBytes` tells
+ * whether they start at a line (kept to exactly `maxBytes`, chunks that add up to it were read back to the oldest).
+ */
 function keepNewest(tail: TailChunk[], maxBytes: number): boolean {
   let total = sum(tail);
   let drop = 0;
-  while (drop < tail.length && total - tail[drop]!.data.length >= maxBytes) total -= tail[drop++]!.data.length;
+  while (drop < tail.length && total - tail[drop]!.data.length > maxBytes) total -= tail[drop++]!.data.length;
   if (drop > 0) tail.splice(0, drop);
   return drop > 0;
 }
@@ -225,8 +230,9 @@ function sum(tail: readonly TailChunk[]): number {
 
 /**
  * A reopened terminal's process, followed from the newest part the terminal can hold
- * (`chooseReplayStart`), then live. A process a language model reads in the background
- * (`agentReadSeq`) starts no later than what the model has not read yet.
+ * (`chooseReplayStart`) or, `maxBytes` Infinity, from the oldest byte held, then live. A process
+ * a language model reads in the background (`agentReadSeq`) starts no later than what the model
+ * has not read yet.
  */
 export async function attachNewest(
   client: Pick<ExecServerClient, 'call' | 'attachProcess'>,
@@ -238,21 +244,41 @@ export async function attachNewest(
     scrollback: unknown;
     rows: number | undefined;
     agentReadSeq?: number;
+    /** The most replayed (default `REPLAY_MAX_BYTES`); Infinity: everything the executor holds (execBridge.reopenedTerminalReplayMiB 0). */
     maxBytes?: number;
   },
 ) {
   const read: ReadOutput = (afterSeq, maxBytes) => client.call('process/read', { processId, afterSeq, maxBytes });
   const { lines, scrollback } = terminalLines(o.scrollback, o.rows);
-  let replay = await chooseReplayStart(read, { lines, scrollback, ...(o.maxBytes !== undefined ? { maxBytes: o.maxBytes } : {}) });
+  // `maxBytes` Infinity: everything held, from the oldest byte, read only as the terminal draws (nothing is looked for first).
+  const everything = o.maxBytes === Number.POSITIVE_INFINITY;
+  // Above the default cap the spool is walked back in one pass, a range in memory (./replayStartScan.ts).
+  const wide = !everything && o.maxBytes !== undefined && o.maxBytes > REPLAY_MAX_BYTES;
+  let replay = everything
+    ? undefined
+    : ((wide ? await scanReplayStart(read, { lines, scrollback, maxBytes: o.maxBytes! }) : undefined) ??
+      (await chooseReplayStart(read, { lines, scrollback, ...(o.maxBytes !== undefined ? { maxBytes: o.maxBytes } : {}) })));
   // The model reads by seq from where it stopped (core/agentTools.ts): nothing after that is skipped.
-  if (o.agentReadSeq !== undefined && o.agentReadSeq < replay.afterSeq)
+  if (replay && o.agentReadSeq !== undefined && o.agentReadSeq < replay.afterSeq)
     replay = { ...replay, afterSeq: o.agentReadSeq, skipBytes: 0, limit: 'none', notShownBytes: undefined, midLine: false };
   const attached = await client.attachProcess(processId, {
     tty: o.tty,
     stdinWritable: o.stdinWritable,
     ...(o.creditWindow !== undefined ? { creditWindow: o.creditWindow } : {}),
-    afterSeq: replay.afterSeq,
+    afterSeq: replay?.afterSeq ?? 0,
   });
+  // Everything: the replay starts at the oldest held event (`evictedBefore`, 0 when nothing before it is gone).
+  replay ??= {
+    afterSeq: 0,
+    skipBytes: 0,
+    limit: 'none',
+    lines,
+    scrollback,
+    maxBytes: Number.POSITIVE_INFINITY,
+    notShownBytes: 0,
+    midLine: false,
+    oldestHeldSeq: attached.evictedBefore,
+  };
   return { ...attached, replay };
 }
 

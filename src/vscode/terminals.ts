@@ -9,6 +9,8 @@ import {
   TERMINAL_CREDIT_WINDOW,
   attachNewest,
   executorRun,
+  REOPENED_REPLAY_SETTING,
+  replayBytesFromSetting,
 } from '../core';
 import type { ExecutorConnection, RestoredSession, RememberedProcess, RunServices, RunSpec, TerminalRun, TerminalRunDeps } from '../core';
 import type { ExecTerminal } from './api';
@@ -227,13 +229,21 @@ export class TerminalFeature {
       return;
     }
     let last: ExecTerminal | undefined;
-    for (const p of restored.terminals) last = this.reopen(conn, restored, p) ?? last;
+    const maxBytes = this.replayMaxBytes();
+    for (const p of restored.terminals) last = this.reopen(conn, restored, p, maxBytes) ?? last;
     last?.terminal.show(true);
     if (last) this.standInWatch.oursReopened();
     this.ext.log.info(`${conn.name}: reopened ${restored.terminals.length} terminal(s) of session ${restored.client.sessionId}`);
   }
 
-  private reopen(conn: ExecutorConnection, restored: RestoredSession, p: RememberedProcess): ExecTerminal | undefined {
+  /** execBridge.reopenedTerminalReplayMiB as `attachNewest`'s `maxBytes` (Infinity: everything held); a bad value: the log says so, the default. */
+  private replayMaxBytes(): number {
+    const { maxBytes, problem } = replayBytesFromSetting(vscode.workspace.getConfiguration('execBridge').get(REOPENED_REPLAY_SETTING));
+    if (problem) this.ext.log.warn(problem);
+    return maxBytes;
+  }
+
+  private reopen(conn: ExecutorConnection, restored: RestoredSession, p: RememberedProcess, maxBytes: number): ExecTerminal | undefined {
     const info = p.terminal;
     if (!info) return undefined;
     const spec: RunSpec = {
@@ -249,7 +259,7 @@ export class TerminalFeature {
       ...(info.task !== undefined ? { task: info.task } : {}),
       ...(info.agent ? { agent: { ...info.agent } } : {}),
     };
-    // The newest part the terminal can hold (its scrollback and rows), then live; the rest: Open Full Output.
+    // The newest part the terminal can hold (its scrollback and rows, at most `maxBytes`: the setting), then live; the rest: Open Full Output.
     const run = this.newRun(conn, spec, ({ rows }) =>
       attachNewest(restored.client, p.processId, {
         tty: p.tty,
@@ -258,6 +268,7 @@ export class TerminalFeature {
         creditWindow: TERMINAL_CREDIT_WINDOW,
         scrollback: vscode.workspace.getConfiguration('terminal.integrated').get('scrollback'),
         rows,
+        maxBytes,
         ...(info.agent?.backgroundId !== undefined ? { agentReadSeq: info.agent.readSeq ?? 0 } : {}),
       }),
     );

@@ -87,12 +87,32 @@ const spec = (): RunSpec => ({
   sandboxLabel: 'none',
 });
 
-/** A reopened terminal of `rows` rows over `client`'s process, its output bytes (as given) and its notices. */
-function reopen(client: ExecServerClient, processId: string, o: { scrollback: unknown; rows: number; maxBytes?: number }) {
+/**
+ * A reopened terminal of `rows` rows over `client`'s process, its output bytes (as given) and its
+ * notices. `calls`: what `attachNewest` asked the client, in order (`process/read`, `attachProcess`).
+ */
+function reopen(
+  client: ExecServerClient,
+  processId: string,
+  o: { scrollback: unknown; rows: number; maxBytes?: number; calls?: string[] },
+) {
+  const calls = o.calls;
+  const via: Pick<ExecServerClient, 'call' | 'attachProcess'> = calls
+    ? {
+        call: ((method: string, params: unknown) => {
+          calls.push(method);
+          return (client.call as (m: string, p: unknown) => Promise<unknown>)(method, params);
+        }) as ExecServerClient['call'],
+        attachProcess: (id, a) => {
+          calls.push('attachProcess');
+          return client.attachProcess(id, a);
+        },
+      }
+    : client;
   const run = new TerminalRun(spec(), {
     start: () => Promise.reject(new Error('a reopened terminal starts nothing')),
     attach: ({ rows }) =>
-      attachNewest(client, processId, {
+      attachNewest(via, processId, {
         tty: false,
         stdinWritable: false,
         creditWindow: 256 * 1024,
@@ -273,6 +293,66 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       await within(t.run.done, 'the run to end');
       assert.equal(t.output(), Array.from({ length: 39 }, (_, i) => line(N - 39 + i)).join('') + 'MARK\nlate\n');
       assert.match(notice(t.text()), /not shown here .*; the executor no longer holds its oldest output \(it keeps the newest 1 MiB\)$/);
+    } finally {
+      client.dispose();
+    }
+  });
+});
+
+describe('execBridge.reopenedTerminalReplayMiB: more than the default', () => {
+  const N = (3 * MiB) / LINE;
+  /** Everything printed: the numbered lines, then the marker. */
+  const all = () => Array.from({ length: N }, (_, i) => line(i)).join('') + 'MARK\n';
+
+  test('everything (0 → Infinity): what the cap kept from its oldest byte, whatever the scrollback; nothing read before the replay', async () => {
+    const { client, processId, go } = await detachedPrinter(capped, 'g7', N);
+    try {
+      const end = await client.call('process/read', { processId, afterSeq: Number.MAX_SAFE_INTEGER });
+      const dropped = end.execBridgeDroppedBytes!;
+      assert.ok(dropped > 0.9 * MiB && dropped < 1.2 * MiB, `${dropped} dropped`);
+      const calls: string[] = [];
+      const t = reopen(client, processId, { scrollback: 50, rows: 10, maxBytes: Number.POSITIVE_INFINITY, calls });
+      await t.until(/MARK\n/);
+      go();
+      await within(t.run.done, 'the run to end');
+      // Not a byte looked at first: the attach replays from seq 0, page by page as the terminal takes it.
+      assert.deepEqual(calls, ['attachProcess']);
+      assert.ok(t.output() === all().slice(dropped) + 'late\n', `given ${t.output().length} bytes from ${t.output().slice(0, 16)}`);
+      assert.equal(notice(t.text()), `↻ reopened after the window reload; ${mib(dropped)} of earlier output was dropped (spool cap 2 MiB)`);
+      assert.equal(t.run.replay?.limit, 'none');
+      assert.equal(t.run.replay?.maxBytes, Number.POSITIVE_INFINITY);
+      assert.equal(t.run.model.exitCode, 0);
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('everything on a process the executor holds whole: from its first byte, the notice only says it reopened', async () => {
+    const { client, processId, go } = await detachedPrinter(server, 'g8', N);
+    try {
+      const t = reopen(client, processId, { scrollback: 50, rows: 10, maxBytes: Number.POSITIVE_INFINITY });
+      await t.until(/MARK\n/);
+      go();
+      await within(t.run.done, 'the run to end');
+      assert.ok(t.output() === all() + 'late\n', `given ${t.output().length} bytes from ${t.output().slice(0, 16)}`);
+      assert.equal(notice(t.text()), '↻ reopened after the window reload');
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('a cap above what is held and a scrollback that holds it: all of it from the oldest held byte, as everything', async () => {
+    const { client, processId, go } = await detachedPrinter(capped, 'g9', N);
+    try {
+      const end = await client.call('process/read', { processId, afterSeq: Number.MAX_SAFE_INTEGER });
+      const dropped = end.execBridgeDroppedBytes!;
+      const t = reopen(client, processId, { scrollback: 1_000_000, rows: 10, maxBytes: 64 * MiB });
+      await t.until(/MARK\n/);
+      go();
+      await within(t.run.done, 'the run to end');
+      assert.ok(t.output() === all().slice(dropped) + 'late\n', `given ${t.output().length} bytes from ${t.output().slice(0, 16)}`);
+      assert.equal(notice(t.text()), `↻ reopened after the window reload; ${mib(dropped)} of earlier output was dropped (spool cap 2 MiB)`);
+      assert.equal(t.run.replay?.limit, 'none');
     } finally {
       client.dispose();
     }
