@@ -1,5 +1,6 @@
 import type { ExecServerClient } from '../client';
 import type { ProcessReadResult } from '../protocol';
+import { replayModes } from './terminalModes';
 
 /**
  * What a reopened terminal replays (docs/architecture.md "Output spool"): the newest part of what
@@ -226,10 +227,12 @@ function sum(tail: readonly TailChunk[]): number {
 /**
  * A reopened terminal's process, followed from the newest part the terminal can hold
  * (`chooseReplayStart`), then live. A process a language model reads in the background
- * (`agentReadSeq`) starts no later than what the model has not read yet.
+ * (`agentReadSeq`) starts no later than what the model has not read yet. A tty whose replay skips
+ * output gets `modes`: the modes to restore before the replay, and whether to make it redraw
+ * (./terminalModes.ts).
  */
 export async function attachNewest(
-  client: Pick<ExecServerClient, 'call' | 'attachProcess'>,
+  client: Pick<ExecServerClient, 'call' | 'attachProcess' | 'capabilities'>,
   processId: string,
   o: {
     tty: boolean;
@@ -247,13 +250,15 @@ export async function attachNewest(
   // The model reads by seq from where it stopped (core/agentTools.ts): nothing after that is skipped.
   if (o.agentReadSeq !== undefined && o.agentReadSeq < replay.afterSeq)
     replay = { ...replay, afterSeq: o.agentReadSeq, skipBytes: 0, limit: 'none', notShownBytes: undefined, midLine: false };
+  // Asked before the attach: the replay's start is fixed, and its redraw decision is about now.
+  const modes = o.tty ? await replayModes(client, processId, replay) : undefined;
   const attached = await client.attachProcess(processId, {
     tty: o.tty,
     stdinWritable: o.stdinWritable,
     ...(o.creditWindow !== undefined ? { creditWindow: o.creditWindow } : {}),
     afterSeq: replay.afterSeq,
   });
-  return { ...attached, replay };
+  return { ...attached, replay, ...(modes ? { modes } : {}) };
 }
 
 /** The line a reopened terminal starts with: what of its earlier output the terminal does not show, and where it is. */
