@@ -1,4 +1,4 @@
-import type { ExecServerClient, ProcessHandle } from '../client';
+import type { ExecServerClient, ProcessEvent, ProcessHandle } from '../client';
 import type { TerminalModeState } from '../protocol';
 import type { ReplayStart } from './terminalReplayRange';
 
@@ -11,8 +11,11 @@ import type { ReplayStart } from './terminalReplayRange';
 export interface ReplayModes {
   /** Written to the terminal before the replay: escape sequences only, nothing shown. Empty: nothing to restore. */
   restore: string;
-  /** The process is on the alternate screen: nudge its size after the replay so that it draws a whole screen. */
-  redraw: boolean;
+  /**
+   * The process is on the alternate screen: nudge its size so that it draws a whole screen after the
+   * replay, which holds only its last partial redraws; `afterSeq`: the output the replay holds at most.
+   */
+  redraw: { afterSeq: number } | undefined;
   /** The server's answer was exact (docs/protocol-extensions.md "Terminal modes"). */
   exact: boolean;
 }
@@ -59,18 +62,50 @@ export async function replayModes(
   if (fromFirstByte(replay) || client.capabilities.execBridgeTerminalModes !== true) return undefined;
   try {
     const r = await client.call('execBridge/terminalModes', { processId, afterSeq: replay.afterSeq, skipBytes: replay.skipBytes });
-    return { restore: modeRestoreText(r.at), redraw: r.now.set.some((m) => ALT_SCREENS.has(m)), exact: r.exact };
+    const onAltScreen = r.now.set.some((m) => ALT_SCREENS.has(m));
+    return { restore: modeRestoreText(r.at), redraw: onAltScreen ? { afterSeq: r.nowSeq } : undefined, exact: r.exact };
   } catch {
     return undefined;
   }
 }
 
+/** How long a nudged process keeps the smaller size at most, waiting for it to draw (as tmux holds its own nudge). */
+export const NUDGE_HOLD_MS = 1000;
+
 /**
- * A reopened tty terminal's size given to its process; with `redraw`, first one row less (one more
- * for a one-row terminal), so that the process gets SIGWINCH even when the size did not change:
- * a full-screen program redraws its whole screen, after the replay (its output comes later).
+ * A reopened tty terminal's size given to its process. With `redraw` (./ReplayModes), first one row
+ * less (one more for a one-row terminal), held until the process prints something after `afterSeq`
+ * (its redraw: it has seen the smaller size) or `holdMs`, then the terminal's: the process gets
+ * SIGWINCH even when the size did not change, and a program that redraws only when the size it reads
+ * changed (Node's `resize` event) does too; its whole screen comes after the replay (later output).
+ * `events`: the process's events as the terminal gets them.
  */
-export async function resizeReopened(handle: Pick<ProcessHandle, 'resize'>, cols: number, rows: number, redraw: boolean): Promise<void> {
-  if (redraw) await handle.resize(cols, rows > 1 ? rows - 1 : rows + 1);
+export async function resizeReopened(
+  handle: Pick<ProcessHandle, 'resize'>,
+  size: { cols: number; rows: number },
+  redraw: { afterSeq: number } | undefined,
+  events: (listener: (e: ProcessEvent) => void) => { dispose(): void },
+  holdMs = NUDGE_HOLD_MS,
+): Promise<void> {
+  const { cols, rows } = size;
+  if (redraw) {
+    let dispose = () => {};
+    const drawn = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, holdMs);
+      const sub = events((e) => {
+        if (e.type !== 'output' || e.seq > redraw.afterSeq) resolve();
+      });
+      dispose = () => {
+        clearTimeout(timer);
+        sub.dispose();
+      };
+    });
+    try {
+      await handle.resize(cols, rows > 1 ? rows - 1 : rows + 1);
+      await drawn;
+    } finally {
+      dispose();
+    }
+  }
   await handle.resize(cols, rows);
 }

@@ -220,7 +220,7 @@ export class TerminalRun {
     this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
     const dims = this.model.dimensions;
     if (handle.tty && dims && this.deps.canResize())
-      resizeReopened(handle, dims.cols, dims.rows, attached.modes?.redraw === true).catch(() => undefined);
+      resizeReopened(handle, dims, attached.modes?.redraw, (l) => this.onProcessEvent(({ event }) => l(event))).catch(() => undefined);
     const r = (this.replayStart = attached.replay);
     const skip = r && r.skipBytes > 0 ? { seq: r.afterSeq + 1, bytes: r.skipBytes } : undefined;
     const completion = await this.follow(handle, this.sandboxedNow, skip);

@@ -45,6 +45,8 @@ export const TerminalModesResult = z.object({
   at: TerminalModeState,
   /** The state after all output so far. */
   now: TerminalModeState,
+  /** The seq of the last output event `now` follows (0: none yet). */
+  nowSeq: z.number().int().nonnegative(),
   /**
    * Whether `at` is exact. The server keeps a bounded history per mode (the newest transitions):
    * false when a mode changed more often since the position than that history holds. `at` is then

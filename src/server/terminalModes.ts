@@ -120,9 +120,11 @@ export class TerminalModes {
   private intermediate = 0;
   private params: number[] = [];
   private param = -1;
+  private lastSeq = 0;
 
   /** Output event `seq` (events in seq order). */
   feed(seq: number, data: Buffer): void {
+    this.lastSeq = seq;
     const n = data.length;
     let i = 0;
     while (i < n) {
@@ -149,7 +151,7 @@ export class TerminalModes {
       exact &&= v.exact;
       return v.value;
     });
-    return { at, now: this.toState((slot) => slot.value), exact };
+    return { at, now: this.toState((slot) => slot.value), nowSeq: this.lastSeq, exact };
   }
 
   /** The transitions held (for the bound's test). */
