@@ -9,9 +9,11 @@ import type { TerminalModeState, TerminalModesResult } from '../protocol';
  * - The parser is the usual VT500-style state machine, cut down to what sets a mode: CSI sequences
  *   (DECSET/DECRST `CSI ? Pm h/l`, DECSTBM `CSI Pt;Pb r`, DECSCUSR `CSI Ps SP q`, DECSTR `CSI ! p`),
  *   ESC = / ESC > (keypad), ESC c (full reset); OSC, DCS, SOS, PM and APC strings are skipped to
- *   their end (BEL for OSC, else ESC \; CAN/SUB abort), so their contents never count. State is
- *   kept between output events: a sequence split across them is read as one.
- * - In the ground state a chunk costs one `indexOf(ESC)`: text without escapes is not looked at.
+ *   their end (BEL for OSC, else ESC \), so their contents never count. State is kept between
+ *   output events: a sequence split across them is read as one.
+ * - Cost: text without escapes is one `indexOf(ESC)` per chunk; a colour or cursor move one short
+ *   loop over its bytes (`quick`); only sequences that may set a mode, or are cut by a chunk's end,
+ *   go through the byte-by-byte machine (bench/RESULTS.md "Terminal modes").
  * - Each mode keeps its newest transitions (at most 2 × KEEP, then the oldest KEEP go), by the output
  *   position of the ESC that began the sequence: a program that hides and shows its cursor every
  *   frame holds a bounded list. Colours (SGR) are not followed: docs/architecture.md "Output spool" says why.
@@ -130,8 +132,18 @@ export class TerminalModes {
     while (i < n) {
       const state = this.state;
       if (state === GROUND) {
-        const e = data.indexOf(ESC, i);
+        // The next ESC: a few bytes looked at here first (output with colours has one every few
+        // words, and a call to indexOf costs more than that), then indexOf for the rest.
+        let e = i;
+        const near = Math.min(n, i + 48);
+        while (e < near && data[e] !== ESC) e++;
+        if (e === near) e = near < n ? data.indexOf(ESC, near) : -1;
         if (e < 0) return;
+        const end = this.quick(data, e, seq);
+        if (end >= 0) {
+          i = end;
+          continue;
+        }
         this.escape(seq, e);
         i = e + 1;
       } else if (state === STRING || state === OSC_STRING) {
@@ -186,22 +198,74 @@ export class TerminalModes {
     this.startOff = off;
   }
 
-  /** Inside a string: to its end (or the end of the chunk); returns where reading goes on. */
-  private skipString(seq: number, data: Buffer, from: number): number {
-    const bel = this.state === OSC_STRING;
-    for (let i = from; i < data.length; i++) {
-      const b = data[i]!;
-      if (b === ESC) {
-        // Ends the string; ESC \ (ST) is then an escape sequence that does nothing.
-        this.escape(seq, i);
-        return i + 1;
-      }
-      if ((b === BEL && bel) || b === CAN || b === SUB) {
-        this.state = GROUND;
-        return i + 1;
+  /**
+   * The common sequences whole within the chunk, without the byte-by-byte machine: a CSI that sets
+   * no mode (colours, cursor moves: skipped by one loop over its bytes), an OSC string, a two-byte
+   * escape. Returns where reading goes on, or -1: the machine reads it (a CSI that may set a mode,
+   * one cut by the chunk's end or holding a control, any other escape).
+   */
+  private quick(data: Buffer, e: number, seq: number): number {
+    const n = data.length;
+    let j = e + 1;
+    if (j >= n) return -1;
+    const k = data[j]!;
+    if (k === 0x5b) {
+      j++;
+      while (j < n && data[j]! >= 0x30 && data[j]! <= 0x3f) j++;
+      while (j < n && data[j]! >= 0x20 && data[j]! <= 0x2f) j++;
+      if (j >= n) return -1;
+      const f = data[j]!;
+      if (f < 0x40 || f > 0x7e) return -1;
+      if ((f === 0x68 || f === 0x6c) && data[e + 2] === 0x3f) return this.quickDecPrivate(data, e, j, seq);
+      // Other h and l, r (DECSTBM), q (DECSCUSR), p (DECSTR): the machine.
+      if (f === 0x68 || f === 0x6c || f === 0x72 || f === 0x71 || f === 0x70) return -1;
+      return j + 1;
+    }
+    if (k === 0x5d) {
+      this.startSeq = seq;
+      this.startOff = e;
+      this.state = OSC_STRING;
+      return this.skipString(seq, data, j + 1);
+    }
+    // ESC and one final byte that sets nothing (ESC 7, ESC 8, ESC M, ESC \ ...).
+    if (k >= 0x30 && k <= 0x7e && k !== 0x3d && k !== 0x3e && k !== 0x63 && k !== 0x50 && k !== 0x58 && k !== 0x5e && k !== 0x5f)
+      return j + 1;
+    return -1;
+  }
+
+  /** `CSI ? Pm h/l` whole in the chunk, from `e` (ESC) to `f` (its final byte): applied, or -1 when it is not plain digits and `;`. */
+  private quickDecPrivate(data: Buffer, e: number, f: number, seq: number): number {
+    for (let x = e + 3; x < f; x++) if (data[x]! < 0x30 || data[x]! > 0x3b || data[x] === 0x3a) return -1;
+    this.startSeq = seq;
+    this.startOff = e;
+    const on = data[f] === 0x68;
+    let p = -1;
+    for (let x = e + 3; x <= f; x++) {
+      const b = data[x]!;
+      if (b >= 0x30 && b <= 0x39) p = Math.min(MAX_PARAM, (p < 0 ? 0 : p * 10) + (b - 0x30));
+      else {
+        if (p >= 0) this.decPrivate(p, on);
+        p = -1;
       }
     }
-    return data.length;
+    return f + 1;
+  }
+
+  /**
+   * Inside a string: to its end (or the end of the chunk); returns where reading goes on. An ESC ends
+   * it (ESC \, ST, is then an escape that does nothing), and BEL an OSC string. CAN and SUB, which
+   * abort a string in a terminal, are not looked for: a string is skipped by `indexOf`, not byte by byte.
+   */
+  private skipString(seq: number, data: Buffer, from: number): number {
+    const esc = data.indexOf(ESC, from);
+    const bel = this.state === OSC_STRING ? data.indexOf(BEL, from) : -1;
+    if (bel >= 0 && (esc < 0 || bel < esc)) {
+      this.state = GROUND;
+      return bel + 1;
+    }
+    if (esc < 0) return data.length;
+    this.escape(seq, esc);
+    return esc + 1;
   }
 
   /** One byte in an escape or control sequence. */

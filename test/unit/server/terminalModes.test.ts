@@ -62,9 +62,10 @@ describe('TerminalModes', () => {
     }
     // An ESC ends an OSC string (as in xterm.js): what follows it is a sequence again.
     assert.deepEqual(now(fed(strings[0]!)).set, [1049]);
-    // After a string, modes count again; CAN and SUB abort a sequence or string.
+    // After a string, modes count again (also after one cut by the chunk's end); CAN and SUB abort a sequence.
     assert.deepEqual(now(fed('\x1b]0;x\x07\x1b[?2004h')).set, [2004]);
-    assert.deepEqual(now(fed('\x1b[?10\x1849h', '\x1b]0;\x1a[?2004h')), NEW);
+    assert.deepEqual(now(fed('\x1b]0;x', 'y\x07\x1b[?2004h', '\x1bP', 'q[?1h\x1b', '\\\x1b[?1049h')).set, [1049, 2004]);
+    assert.deepEqual(now(fed('\x1b[?10\x1849h', '\x1b[?20\x1a04h')), NEW);
     // Colours and other sequences (even with sub-parameters) change nothing here.
     assert.deepEqual(now(fed('\x1b[38:2::1:2:3m\x1b[1;31m\x1b[2J\x1b[H\x1b(B\x1b[>4;1m\x1b[?1049$p')), NEW);
     // A C0 control inside a sequence is executed without ending it.
