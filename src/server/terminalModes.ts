@@ -257,8 +257,16 @@ export class TerminalModes {
    * abort a string in a terminal, are not looked for: a string is skipped by `indexOf`, not byte by byte.
    */
   private skipString(seq: number, data: Buffer, from: number): number {
-    const esc = data.indexOf(ESC, from);
-    const bel = this.state === OSC_STRING ? data.indexOf(BEL, from) : -1;
+    const osc = this.state === OSC_STRING;
+    // Most strings are short (a title, a link): looked at here first, as the next ESC in `feed`.
+    const near = Math.min(data.length, from + 64);
+    for (let i = from; i < near; i++) {
+      const b = data[i]!;
+      if (b === ESC || (b === BEL && osc)) return this.endString(seq, i, b);
+    }
+    if (near === data.length) return near;
+    const esc = data.indexOf(ESC, near);
+    const bel = osc ? data.indexOf(BEL, near) : -1;
     if (bel >= 0 && (esc < 0 || bel < esc)) {
       this.state = GROUND;
       return bel + 1;
@@ -266,6 +274,13 @@ export class TerminalModes {
     if (esc < 0) return data.length;
     this.escape(seq, esc);
     return esc + 1;
+  }
+
+  /** A string ends at `i` with `b` (ESC or BEL); where reading goes on. */
+  private endString(seq: number, i: number, b: number): number {
+    if (b === ESC) this.escape(seq, i);
+    else this.state = GROUND;
+    return i + 1;
   }
 
   /** One byte in an escape or control sequence. */
