@@ -2,6 +2,7 @@ import type { ProcessHandle, ConnectionState, ProcessEvent, StartProcessOptions 
 import type { Event } from '../util';
 import type { ApprovalOutcome, BeforeRunOutcome, DeniedRun, PlannedRun } from './approvalPolicy';
 import type { RunKind, RunRegistry } from './runRegistry';
+import type { ReplayModes } from './terminalModes';
 import type { ReplayStart } from './terminalReplayRange';
 
 /** What to run in one terminal. */
@@ -60,11 +61,17 @@ export interface TerminalRunDeps {
    * reload). Resolves with its handle (retained output first) and where the retained output begins;
    * `replay`: where the replay was made to start (the newest part the terminal holds,
    * core/terminalReplayRange.ts), its first `skipBytes` of event `afterSeq + 1` not shown.
+   * `modes`: what a tty's replay needs restored first, and whether to make it redraw (./terminalModes.ts).
    * `view.rows`: the terminal's rows, if it said.
    */
-  attach?(view: {
-    rows: number | undefined;
-  }): Promise<{ handle: ProcessHandle; evictedBefore: number; droppedBytes?: number; spoolCapBytes?: number; replay?: ReplayStart }>;
+  attach?(view: { rows: number | undefined }): Promise<{
+    handle: ProcessHandle;
+    evictedBefore: number;
+    droppedBytes?: number;
+    spoolCapBytes?: number;
+    replay?: ReplayStart;
+    modes?: ReplayModes;
+  }>;
   /** The process behind the terminal started (for what a window reload reopens). */
   onStarted?(handle: ProcessHandle, sandboxed: boolean): void;
   log?(line: string): void;

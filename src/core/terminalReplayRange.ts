@@ -1,6 +1,7 @@
 import type { ExecServerClient } from '../client';
 import type { ProcessReadResult } from '../protocol';
 import { scanReplayStart } from './replayStartScan';
+import { replayModes } from './terminalModes';
 
 /**
  * What a reopened terminal replays (docs/architecture.md "Output spool"): the newest part of what
@@ -232,10 +233,11 @@ function sum(tail: readonly TailChunk[]): number {
  * A reopened terminal's process, followed from the newest part the terminal can hold
  * (`chooseReplayStart`) or, `maxBytes` Infinity, from the oldest byte held, then live. A process
  * a language model reads in the background (`agentReadSeq`) starts no later than what the model
- * has not read yet.
+ * has not read yet. A tty whose replay skips output gets `modes`: the modes to restore before the
+ * replay, and whether to make it redraw (./terminalModes.ts).
  */
 export async function attachNewest(
-  client: Pick<ExecServerClient, 'call' | 'attachProcess'>,
+  client: Pick<ExecServerClient, 'call' | 'attachProcess' | 'capabilities'>,
   processId: string,
   o: {
     tty: boolean;
@@ -261,6 +263,11 @@ export async function attachNewest(
   // The model reads by seq from where it stopped (core/agentTools.ts): nothing after that is skipped.
   if (replay && o.agentReadSeq !== undefined && o.agentReadSeq < replay.afterSeq)
     replay = { ...replay, afterSeq: o.agentReadSeq, skipBytes: 0, limit: 'none', notShownBytes: undefined, midLine: false };
+  // Asked before the attach: the replay's start is fixed, and its redraw decision is about now.
+  // Everything held starts at the oldest event the executor still has (a cap may have dropped older
+  // ones, and the modes they set): one probe says which.
+  const start = replay ?? (o.tty ? { afterSeq: Math.max(0, ((await read(0, 1)).chunks[0]?.seq ?? 1) - 1), skipBytes: 0 } : undefined);
+  const modes = o.tty && start ? await replayModes(client, processId, start) : undefined;
   const attached = await client.attachProcess(processId, {
     tty: o.tty,
     stdinWritable: o.stdinWritable,
@@ -279,7 +286,7 @@ export async function attachNewest(
     midLine: false,
     oldestHeldSeq: attached.evictedBefore,
   };
-  return { ...attached, replay };
+  return { ...attached, replay, ...(modes ? { modes } : {}) };
 }
 
 /** The line a reopened terminal starts with: what of its earlier output the terminal does not show, and where it is. */

@@ -7,6 +7,7 @@ import { startOptions, type RunProcessEvent, type RunSpec, type TerminalRunDeps 
 import { hostOfTarget } from './sandboxSettings';
 import { TerminalActions } from './terminalActions';
 import { TERMINAL_CREDIT_WINDOW } from './terminalFlow';
+import { resizeReopened } from './terminalModes';
 import { terminalName } from './terminalNames';
 import { reopenNotice, type ReplayStart } from './terminalReplayRange';
 import { TerminalStreamModel } from './terminalStreamModel';
@@ -213,10 +214,13 @@ export class TerminalRun {
       this.model.notice(
         `This is the task "${spec.task}": it went on running through the reload. VS Code's task list no longer shows it (nor its problem matcher); close this terminal to stop it.`,
       );
+    // Before the replay: the modes output the replay skips had set (invisible escape sequences).
+    if (attached.modes?.restore) this.model.control(attached.modes.restore);
     const { handle } = attached;
     this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
     const dims = this.model.dimensions;
-    if (handle.tty && dims && this.deps.canResize()) handle.resize(dims.cols, dims.rows).catch(() => undefined);
+    if (handle.tty && dims && this.deps.canResize())
+      resizeReopened(handle, dims, attached.modes?.redraw, (l) => this.onProcessEvent(({ event }) => l(event))).catch(() => undefined);
     const r = (this.replayStart = attached.replay);
     const skip = r && r.skipBytes > 0 ? { seq: r.afterSeq + 1, bytes: r.skipBytes } : undefined;
     const completion = await this.follow(handle, this.sandboxedNow, skip);

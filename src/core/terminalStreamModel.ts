@@ -227,6 +227,10 @@ export class TerminalStreamModel {
   notice(text: string): void {
     this.statusLine(`${DIM}${text}${RESET}`);
   }
+  /** Escape sequences that show nothing (a reopened terminal's modes), in order with the rest. */
+  control(text: string): void {
+    this.emit(text);
+  }
   /** A yellow line for things the user must look at (sandbox denial, unsandboxed retry). */
   warning(text: string): void {
     this.statusLine(`${YELLOW}${text}${RESET}`);

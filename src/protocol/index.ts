@@ -26,6 +26,9 @@ export {
   type WriteStatus,
 } from './process';
 
+// A tty process's terminal modes at an output position (a reopened terminal's replay start).
+export { TerminalModeState, TerminalModesResult } from './terminalModes';
+
 // Binary output frames and file results (docs/protocol-extensions.md).
 export {
   BINARY_OUTPUT_FIELD,

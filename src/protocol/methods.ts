@@ -6,6 +6,7 @@ import { FsChangedNotification, FsUnwatchParams, FsWatchParams, FsWatchResult } 
 import { HttpBodyDeltaNotification, HttpRequestParams, HttpRequestResult } from './http';
 import * as p from './process';
 import { InitializeParams, InitializeResult, SessionsParams, SessionsResult } from './session';
+import { TerminalModesParams, TerminalModesResult } from './terminalModes';
 
 /**
  * The one method table (docs/style.md §1): it drives the client's typed `call()` and the server's
@@ -24,6 +25,8 @@ export const requests = {
   'process/pause': { params: p.ProcessFlowParams, result: p.ProcessFlowResult },
   'process/resume': { params: p.ProcessFlowParams, result: p.ProcessFlowResult },
   'process/ack': { params: p.ProcessAckParams, result: p.ProcessAckResult },
+  /** Ours; announced by capability `execBridgeTerminalModes`, see ./terminalModes.ts. */
+  'execBridge/terminalModes': { params: TerminalModesParams, result: TerminalModesResult },
   'fs/readFile': { params: fs.FsReadFileParams, result: fs.FsReadFileResult },
   'fs/writeFile': { params: fs.FsWriteFileParams, result: Empty },
   'fs/createDirectory': { params: fs.FsCreateDirectoryParams, result: Empty },

@@ -13,6 +13,7 @@ import { OutputWindow } from './outputWindow';
 import { SPOOL_PAGE_BYTES, type OutputSpool } from './outputSpool';
 import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
 import type { SandboxPrewarmer } from './prewarm';
+import { TerminalModes } from './terminalModes';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
 import { StdinWriter } from './processStdin';
 import { guardPtyDrain, type PtyDrainGuard } from './ptyProcess';
@@ -95,6 +96,8 @@ export class ManagedProcess {
   private readonly idJson: string;
   /** The process id in UTF-8, for binary frames. */
   private readonly idBytes: Buffer;
+  /** A tty's terminal modes, followed through all its output (`execBridge/terminalModes`, ./terminalModes.ts). */
+  readonly modes: TerminalModes | undefined;
 
   private constructor(
     readonly id: string,
@@ -112,6 +115,7 @@ export class ManagedProcess {
     this.output = new OutputCoalescer(options.maxChunkBytes ?? MAX_CHUNK, (stream, data) => this.emitOutput(stream, data));
     this.idJson = JSON.stringify(id);
     this.idBytes = Buffer.from(id, 'utf8');
+    this.modes = tty ? new TerminalModes() : undefined;
   }
 
   get sandboxType(): SandboxType {
@@ -205,6 +209,7 @@ export class ManagedProcess {
   private emitOutput(stream: OutputStream, data: Buffer): void {
     const seq = this.nextSeq++;
     this.outputBytes += data.length;
+    this.modes?.feed(seq, data);
     this.window.push({ seq, stream, data });
     if (this.spool) this.spoolPushed(this.spool);
     sendOutput(this.sink, this.idJson, this.idBytes, seq, stream, data);
@@ -291,10 +296,8 @@ export class ManagedProcess {
   }
 
   private denialWait: (() => void) | undefined;
-
   /** Releases the plan's resources and those of a pre-started sandbox it ran in. */
   private unwatchDenials: (() => void) | undefined;
-
   private releasePlan(): void {
     this.unwatchDenials?.();
     this.unwatchDenials = undefined;

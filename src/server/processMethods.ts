@@ -18,6 +18,7 @@ export function registerProcessMethods(router: Router<RequestContext>): void {
       ctx.session.resize(p.processId, p.cols, p.rows);
       return {};
     })
+    .on('execBridge/terminalModes', (p, ctx) => ctx.session.terminalModes(p.processId, p.afterSeq, p.skipBytes ?? 0))
     .on('process/pause', (p, ctx) => {
       ctx.session.holdOutput(p.processId, true);
       return {};

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, WriteStatus } from '../protocol';
+import type { ProcessReadResult, ProcessStartRequest, ProcessStartResult, TerminalModesResult, WriteStatus } from '../protocol';
 import { RpcError } from '../rpc';
 import type { Clock, TimerHandle } from '../util';
 import type { FifoPool } from './fifoPool';
@@ -253,6 +253,13 @@ export class Session {
 
   resize(id: string, cols: number, rows: number): void {
     this.get(id).resize(cols, rows);
+  }
+
+  /** `execBridge/terminalModes`: a tty's modes where output after `afterSeq` begins, `skipBytes` into the next event. */
+  terminalModes(id: string, afterSeq: number, skipBytes: number): TerminalModesResult {
+    const modes = this.get(id).modes;
+    if (!modes) throw RpcError.invalidParams(`process ${id} is not a tty`);
+    return modes.query(afterSeq, skipBytes);
   }
 
   /** `process/pause` (true) and `process/resume` (false). */

@@ -97,8 +97,9 @@ function reopen(
   o: { scrollback: unknown; rows: number; maxBytes?: number; calls?: string[] },
 ) {
   const calls = o.calls;
-  const via: Pick<ExecServerClient, 'call' | 'attachProcess'> = calls
+  const via: Pick<ExecServerClient, 'call' | 'attachProcess' | 'capabilities'> = calls
     ? {
+        capabilities: client.capabilities,
         call: ((method: string, params: unknown) => {
           calls.push(method);
           return (client.call as (m: string, p: unknown) => Promise<unknown>)(method, params);
