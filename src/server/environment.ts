@@ -68,6 +68,8 @@ export function environmentInfo(opts: { sandbox: boolean }): EnvironmentInfo {
       execBridgeProcessCredit: true,
       // initialize {resumeSessionId, execBridgeTakeOver: true} takes a session from a connection that still holds it.
       execBridgeSessionTakeover: true,
+      // execBridge/httpCancel ends a streamed http/request early (docs/protocol-extensions.md).
+      execBridgeHttpCancel: true,
     },
   };
 }
