@@ -55,6 +55,8 @@ export class RemoteMcpTransport implements Transport {
     type: 'http' | 'sse',
     private readonly log: (line: string) => void,
     private readonly auth?: RemoteAuth,
+    /** Makes the requests when not the global fetch (the executor's, for `"connectFrom": "executor"`). */
+    private readonly fetch?: FetchLike,
   ) {
     this.kind = type;
   }
@@ -166,7 +168,8 @@ export class RemoteMcpTransport implements Transport {
     // OAuth: the SDK's transports ask the provider for tokens, refresh them on a 401 and step up on
     // a 403 `insufficient_scope`; `fetch` lets the session see the server's challenges. (The SSE
     // GET carries the configured headers and the token too: the v2 transport adds them itself.)
-    const options = { requestInit, ...(this.auth ? { authProvider: this.auth.authProvider, fetch: this.auth.fetch } : {}) };
+    const fetch = this.auth?.fetch ?? this.fetch;
+    const options = { requestInit, ...(this.auth ? { authProvider: this.auth.authProvider } : {}), ...(fetch ? { fetch } : {}) };
     const t: Transport = kind === 'http' ? new StreamableHTTPClientTransport(this.url, options) : new SSEClientTransport(this.url, options);
     if (this.version) t.setProtocolVersion?.(this.version);
     t.onmessage = (m) => this.onmessage?.(m);

@@ -19,6 +19,8 @@ export interface HttpMcpServer {
   openSessions(): number;
   /** Requests answered 401. */
   refused(): number;
+  /** GET event streams open now (Streamable HTTP's standalone stream, or HTTP+SSE's). */
+  streams(): number;
   /** The methods of the JSON-RPC messages POSTed so far (`?` for a response of the client's). */
   methods(): string[];
   close(): Promise<void>;
@@ -58,6 +60,7 @@ export async function startHttpMcpServer(options: { token?: string; sseOnly?: bo
   const methods: string[] = [];
   const newServer = options.server ?? mcpServer;
   let refused = 0;
+  let streams = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (options.token !== undefined && req.headers['authorization'] !== `Bearer ${options.token}`) {
       refused++;
@@ -65,6 +68,10 @@ export async function startHttpMcpServer(options: { token?: string; sseOnly?: bo
       return;
     }
     const body = await readBody(req, methods);
+    if (req.method === 'GET' && (req.headers['accept'] ?? '').includes('text/event-stream')) {
+      streams++;
+      res.once('close', () => streams--);
+    }
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (options.sseOnly) {
       if (req.method === 'GET' && path === '/sse') {
@@ -116,6 +123,7 @@ export async function startHttpMcpServer(options: { token?: string; sseOnly?: bo
     url: `http://127.0.0.1:${port}/${options.sseOnly ? 'sse' : 'mcp'}`,
     openSessions: () => streamable.size + sse.size,
     refused: () => refused,
+    streams: () => streams,
     methods: () => [...methods],
     close: async () => {
       for (const t of streamable.values()) await t.close().catch(() => undefined);
