@@ -144,6 +144,13 @@ export class RemoteMcpTransport implements Transport {
 
   /** The first request failed: the close that follows reports this as the end, not as a stop. */
   private failedToStart(e: Error): Error {
+    if (!this.fetch && UNREACHABLE.test(e.message)) {
+      // From the window: the server may be one only the executor reaches (docs/mcp.md).
+      e = new Error(
+        `${e.message}: this window could not reach ${this.url.origin}; if only the executor can, set "connectFrom": "executor"`,
+        { cause: e },
+      );
+    }
     this.startError ??= e;
     return e;
   }
@@ -199,6 +206,9 @@ export class RemoteMcpTransport implements Transport {
     this.onclose?.();
   }
 }
+
+/** How this process's fetch says a host or port was out of reach (undici: "fetch failed", with the system's code). */
+const UNREACHABLE = /fetch failed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT/;
 
 /** The HTTP status the SDK's transport was answered with (its errors carry it). */
 function statusOf(e: unknown): number | undefined {

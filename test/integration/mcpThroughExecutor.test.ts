@@ -84,6 +84,11 @@ describe('remote MCP servers reached through the executor (a private network)', 
       await s.start();
       assert.notEqual(s.state.kind, 'ready', s.describe());
       assert.equal((await net.state()).mcp.methods.length, before, 'nothing reached the private server');
+      const reason = s.state.kind === 'crashed' ? s.state.reason : '';
+      assert.match(
+        reason,
+        /this window could not reach http:\/\/127\.0\.0\.1:\d+; if only the executor can, set "connectFrom": "executor"/,
+      );
     } finally {
       await m.shutdown();
     }
