@@ -25,6 +25,8 @@ export interface PrivateUrls {
   /** OAuth-protected MCP server (`whoami`), its authorization server on the same origin. */
   oauth: string;
   account: string;
+  /** Our exec-server's endpoint, once `startOurs` ran. */
+  ours?: Endpoint;
 }
 
 interface ServerCounts {
@@ -96,8 +98,9 @@ export async function startPrivateNetwork(): Promise<PrivateNetwork> {
         };
         stops.push(stop);
         await lineReader(server, () => err).next();
+        urls.ours = { kind: 'websocket', url: `ws+unix:${socket}:/` };
         const client = await ExecServerClient.connect({
-          endpoint: { kind: 'websocket', url: `ws+unix:${socket}:/` },
+          endpoint: urls.ours,
           clientName: 'private-net-test',
         });
         return {

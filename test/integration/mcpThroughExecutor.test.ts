@@ -17,12 +17,15 @@ import { mergeMcpConfig, parseMcpJson } from '../../src/mcp/config';
 import type { McpServerManager } from '../../src/mcp/serverManager';
 import { until } from '../helpers/procs';
 import { ANNOUNCEMENT, startPrivateNetwork, type PrivateNetwork } from '../helpers/privateNetwork';
-import { manager, TestExecutorHost, text } from './mcpFixtures';
+import { manager, TestExecutorHost, text, waitForState } from './mcpFixtures';
 
-function managerOn(client: ExecServerClient, servers: object, auth?: McpAuthHooks): McpServerManager {
-  const host = new TestExecutorHost();
-  host.set('devbox', client);
-  const m = manager(host, auth ? { auth } : {});
+function managerOn(client: ExecServerClient | TestExecutorHost, servers: object, auth?: McpAuthHooks): McpServerManager {
+  let host = client;
+  if (client instanceof ExecServerClient) {
+    host = new TestExecutorHost();
+    host.set('devbox', client);
+  }
+  const m = manager(host as TestExecutorHost, auth ? { auth } : {});
   const layer = parseMcpJson(JSON.stringify({ servers }), { kind: 'mcpJson', file: '/w/.vscode/mcp.json', workspaceFolder: '/w' });
   const config = mergeMcpConfig([layer]);
   assert.deepEqual(
@@ -197,6 +200,29 @@ describe('remote MCP servers reached through the executor (a private network)', 
       for (const secret of st.oauth.secrets) assert.ok(!all.includes(secret), 'no code, token or secret in the log');
     } finally {
       await m.shutdown();
+    }
+  });
+
+  test('a switch of the active executor moves the server: its session ends there and begins on the new one', async () => {
+    const second = await ExecServerClient.connect({ endpoint: net.urls.ours!, clientName: 'private-net-second' });
+    const host = new TestExecutorHost();
+    host.set('devbox', ours.client);
+    host.set('devbox2', second);
+    const m = managerOn(host, { web: { type: 'http', url: net.urls.mcp, connectFrom: 'executor' } });
+    try {
+      const s = m.get('web')!;
+      await s.start();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      assert.equal(s.executor?.id, 'devbox');
+      const sessions = (await net.state()).mcp.openSessions;
+      host.active = 'devbox2';
+      host.changed();
+      await waitForState(s, (x) => x.kind === 'ready' && s.executor?.id === 'devbox2', 20_000, 'ready on devbox2');
+      assert.equal(text(await s.callTool('shout', { text: 'moved' })), 'MOVED');
+      await untilState(net, (x) => x.mcp.openSessions === sessions, 'the old session ended, the new one is open');
+    } finally {
+      await m.shutdown();
+      second.dispose();
     }
   });
 
