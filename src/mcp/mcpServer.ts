@@ -306,7 +306,8 @@ export class McpServer extends McpServerRequests {
         const was = this.connectionValue;
         this.connectionValue = s.kind;
         if (was === s.kind) return;
-        if (s.kind === 'recovering') this.log.lifecycle(`exec connection lost (${s.cause}); the process keeps running, reconnecting…`);
+        const kept = this.runningDefinition?.remote ? 'requests in flight through it fail' : 'the process keeps running';
+        if (s.kind === 'recovering') this.log.lifecycle(`exec connection lost (${s.cause}); ${kept}, reconnecting…`);
         else if (s.kind === 'connected') this.log.lifecycle('exec connection recovered; the MCP session continues');
         this.changed.fire('meta');
         // The client failed for good: its processes are out of reach. Drain through the one stop path.
