@@ -26,6 +26,32 @@ export interface HttpMcpServer {
   close(): Promise<void>;
 }
 
+/** What `announce` of announcingServer sends. */
+export const ANNOUNCEMENT = 'hello over the event stream';
+
+/**
+ * A server with `shout` and `announce`; the second sends a log message (ANNOUNCEMENT) a moment
+ * after it answered, so that it goes over the standalone SSE stream.
+ */
+export function announcingServer(): Server {
+  const s = new Server({ name: 'announcing-test', version: '1.0.0' }, { capabilities: { tools: {}, logging: {} } });
+  s.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [
+      { name: 'shout', description: 'Upper-cases its text', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
+      { name: 'announce', description: 'Sends a log message a moment after it answered', inputSchema: { type: 'object' } },
+    ],
+  }));
+  s.setRequestHandler(CallToolRequestSchema, (req) => {
+    if (req.params.name === 'announce') {
+      // Not related to the call (which has been answered by then): it goes on the standalone GET stream.
+      setTimeout(() => void s.sendLoggingMessage({ level: 'info', data: ANNOUNCEMENT }).catch(() => undefined), 100);
+      return { content: [{ type: 'text', text: 'announcing' }] };
+    }
+    return { content: [{ type: 'text', text: String(req.params.arguments?.['text'] ?? '').toUpperCase() }] };
+  });
+  return s;
+}
+
 function mcpServer(): Server {
   const s = new Server({ name: 'http-test', version: '1.0.0' }, { capabilities: { tools: {} } });
   s.setRequestHandler(ListToolsRequestSchema, () => ({

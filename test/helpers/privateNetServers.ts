@@ -8,33 +8,11 @@
  * (`state`, `expire`, `isLive`); exits when stdin ends.
  */
 import { createInterface } from 'node:readline';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startHttpMcpServer } from './mcpHttpServer';
+import { announcingServer, startHttpMcpServer } from './mcpHttpServer';
 import { startOAuthTestServer } from './oauthTestServer';
-import { ANNOUNCEMENT } from './privateNetwork';
-
-function toolServer(): Server {
-  const s = new Server({ name: 'private-test', version: '1.0.0' }, { capabilities: { tools: {}, logging: {} } });
-  s.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: [
-      { name: 'shout', description: 'Upper-cases its text', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
-      { name: 'announce', description: 'Sends a log message a moment after it answered', inputSchema: { type: 'object' } },
-    ],
-  }));
-  s.setRequestHandler(CallToolRequestSchema, (req) => {
-    if (req.params.name === 'announce') {
-      // Not related to the call (which has been answered by then): it goes on the standalone GET stream.
-      setTimeout(() => void s.sendLoggingMessage({ level: 'info', data: ANNOUNCEMENT }).catch(() => undefined), 100);
-      return { content: [{ type: 'text', text: 'announcing' }] };
-    }
-    return { content: [{ type: 'text', text: String(req.params.arguments?.['text'] ?? '').toUpperCase() }] };
-  });
-  return s;
-}
 
 async function main(): Promise<void> {
-  const mcp = await startHttpMcpServer({ server: toolServer });
+  const mcp = await startHttpMcpServer({ server: announcingServer });
   const sse = await startHttpMcpServer({ sseOnly: true });
   const oauth = await startOAuthTestServer();
   const write = (v: unknown) => process.stdout.write(`${JSON.stringify(v)}\n`);

@@ -14,8 +14,7 @@ import { createInterface } from 'node:readline';
 import { ExecServerClient, type Endpoint } from '../../src/client';
 import { CLI_JS, CODEX_BIN } from './servers';
 
-/** What `announce` (privateNetServers.ts) sends over the standalone event stream. */
-export const ANNOUNCEMENT = 'hello over the event stream';
+export { ANNOUNCEMENT } from './mcpHttpServer';
 
 export interface PrivateUrls {
   /** 2025-11-25 Streamable HTTP MCP server (`shout`, `announce`). */

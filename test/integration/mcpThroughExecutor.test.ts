@@ -15,7 +15,10 @@ import type { McpAuthHooks } from '../../src/mcp/authSession';
 import { MemoryAuthStore } from '../../src/mcp/authStore';
 import { mergeMcpConfig, parseMcpJson } from '../../src/mcp/config';
 import type { McpServerManager } from '../../src/mcp/serverManager';
+import { FaultProxy } from '../helpers/faultProxy';
+import { announcingServer, startHttpMcpServer } from '../helpers/mcpHttpServer';
 import { until } from '../helpers/procs';
+import { startExecServer } from '../helpers/servers';
 import { ANNOUNCEMENT, startPrivateNetwork, type PrivateNetwork } from '../helpers/privateNetwork';
 import { manager, TestExecutorHost, text, waitForState } from './mcpFixtures';
 
@@ -275,6 +278,56 @@ describe('remote MCP servers reached through the executor (a private network)', 
     } finally {
       await m.shutdown();
       client.dispose();
+    }
+  });
+});
+
+describe('a remote server through an executor whose connection drops', () => {
+  test("the session goes on: Call Tool after the resume, the server's messages on the stream opened again", async () => {
+    const http = await startHttpMcpServer({ server: announcingServer });
+    const exec = await startExecServer('ours');
+    const proxy = await FaultProxy.forUrl(exec.url);
+    const client = await ExecServerClient.connect({
+      endpoint: { kind: 'websocket', url: proxy.url },
+      keepalive: { intervalMs: 250, timeoutMs: 500 },
+      attemptTimeoutMs: 1_000,
+    });
+    const m = managerOn(client, { web: { type: 'http', url: http.url, connectFrom: 'executor' } });
+    try {
+      const s = m.get('web')!;
+      const messages: string[] = [];
+      s.log.onDidAppend((e) => messages.push(e.text));
+      await s.start();
+      assert.equal(s.state.kind, 'ready', s.describe());
+      await until(() => http.streams() === 1, 10_000, 'the event stream is open');
+      let resumed = false;
+      const sub = client.onDidChangeState((st) => {
+        if (st.kind === 'connected') resumed = true;
+      });
+      proxy.cut();
+      await until(() => resumed, 15_000, 'the exec connection resumed');
+      sub.dispose();
+      assert.equal(text(await s.callTool('shout', { text: 'after' })), 'AFTER');
+      assert.equal(s.state.kind, 'ready', s.describe());
+      // The old stream ended with the old connection; the SDK opens it again (after its own delay):
+      // a message reaches us once it is open. Bounded: 10 tries of 2 s.
+      let heard = false;
+      for (let i = 0; i < 10 && !heard; i++) {
+        const before = messages.filter((l) => l.includes(ANNOUNCEMENT)).length;
+        await s.callTool('announce', {});
+        heard = await until(() => messages.filter((l) => l.includes(ANNOUNCEMENT)).length > before, 2_000, 'a message').then(
+          () => true,
+          () => false,
+        );
+      }
+      assert.ok(heard, `no message over the reopened stream: ${messages.join('\n')}`);
+      assert.equal(http.streams(), 1, 'one stream, the new one');
+    } finally {
+      await m.shutdown();
+      client.dispose();
+      await proxy.close();
+      await exec.stop();
+      await http.close();
     }
   });
 });
