@@ -6,6 +6,7 @@ import { Admission, type Permit } from './callPermits';
 import { abortable, parseResult, toUri } from './callHelpers';
 import { connectorFor } from './connectors';
 import { inheritAllEnv } from './envPolicy';
+import { HttpStreams, type HttpStreamRequest, type HttpStreamResponse } from './httpStream';
 import { AbortedError, AnswerTooLargeError, ConnectFailedError, ExecClientError, OutcomeUnknownError, RemoteError } from './errors';
 import { adoptRead, replaySpool, SessionExpiredError, type AttachedProcess } from './processAttach';
 import { ProcessCalls } from './processCalls';
@@ -14,6 +15,8 @@ import { ProcessTable } from './processTable';
 import { DEFAULT_SESSION_TTL_MS, SessionLink } from './sessionLink';
 import { TypedCalls } from './typedCalls';
 import type { CallOptions, ClientOptions, ConnectionState, StartProcessOptions } from './types';
+
+const HTTP_BODY_DELTA = 'http/request/bodyDelta';
 
 /** Calls whose answer has no size bound but the file's: the only ones an oversized answer can be. */
 const UNBOUNDED_ANSWER: ReadonlySet<RequestMethod> = new Set<RequestMethod>(['fs/readFile']);
@@ -76,6 +79,7 @@ export class ExecServerClient extends TypedCalls implements Disposable {
   private readonly tracking: ClientOptions['onProcessTracking'];
   private readonly maxAnswerBytes: number;
   private readonly fsChanged = new Emitter<unknown>();
+  private readonly httpStreams: HttpStreams;
   /** `execBridge/fsChanged` notifications of the current connection, unparsed (FsWatchClient, ./fsWatch.ts, reads them). */
   readonly onFsChanged: Event<unknown> = this.fsChanged.event;
 
@@ -109,10 +113,14 @@ export class ExecServerClient extends TypedCalls implements Disposable {
       onNotification: (method, params) => {
         // File watch events go to ./fsWatch.ts; everything else is about processes.
         if (method === FS_CHANGED) this.fsChanged.fire(params);
+        else if (method === HTTP_BODY_DELTA) this.httpStreams.dispatch(params);
         else this.processes.dispatch(method, params);
       },
       onBinary: (frame) => this.processes.dispatchBinary(frame),
-      onConnectionLost: (gen) => this.processes.markStartsLost(gen),
+      onConnectionLost: (gen) => {
+        this.processes.markStartsLost(gen);
+        this.httpStreams.connectionLost(gen);
+      },
       catchUp: (live) =>
         this.processes.catchUp(
           live.peer,
@@ -121,7 +129,14 @@ export class ExecServerClient extends TypedCalls implements Disposable {
       onFailed: (error) => {
         this.admission.failAll(error);
         this.processes.failAll(error);
+        this.httpStreams.failAll(error);
       },
+    });
+    this.httpStreams = new HttpStreams({
+      invoke: (method, params, o, hooks) => this.invoke(method, params, o, hooks),
+      nextId: (kind) => this.nextId(kind),
+      capabilities: () => this.link.capabilities,
+      currentGen: () => this.link.current?.gen,
     });
     this.onDidChangeState = this.link.onDidChangeState;
     this.host = new ProcessCalls({
@@ -315,6 +330,14 @@ export class ExecServerClient extends TypedCalls implements Disposable {
   /** A handle this client is still tracking (finished processes are dropped). */
   getProcess(processId: string): ProcessHandle | undefined {
     return this.processes.get(processId);
+  }
+
+  /**
+   * An HTTP(S) request made by the executor (`http/request`), its body streamed back as it arrives
+   * (SSE streams too). Rejects with the executor's error when it could not send the request.
+   */
+  httpRequestStream(request: HttpStreamRequest): Promise<HttpStreamResponse> {
+    return this.httpStreams.request(request);
   }
 
   /**

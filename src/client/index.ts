@@ -22,6 +22,9 @@ export { SessionExpiredError } from './processAttach';
 export { inheritAllEnv } from './envPolicy';
 export { defaultExecutorDir, executorPath } from './executorPaths';
 
+// HTTP requests made by the executor, their bodies streamed back.
+export { type HttpStreamRequest, type HttpStreamResponse, MAX_UNREAD_HTTP_BYTES } from './httpStream';
+
 // File watches that outlive a resume.
 export { type ClientWatch, FsWatchClient, type FsWatchEvent, type WatchRequest } from './fsWatch';
 

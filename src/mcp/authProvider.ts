@@ -159,7 +159,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
     if (!idp || !d) throw new Error('cross-app access needs "oauth.idp" and the authorization server discovered');
     const audience = d.authorizationServerMetadata?.issuer ?? d.authorizationServerUrl;
     const resource = d.resourceMetadata?.resource ?? this.session.serverUrl?.href ?? '';
-    const res = await fetch(idp.tokenEndpoint, {
+    const res = await this.session.baseFetch(idp.tokenEndpoint, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: new URLSearchParams({

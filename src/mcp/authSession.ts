@@ -62,6 +62,14 @@ export interface StoredAuth {
   discovery?: OAuthDiscoveryState;
 }
 
+/** Where a server's requests are made when not from this process: its executor (`"connectFrom": "executor"`). */
+export interface RemoteVia {
+  /** Makes every request of the server and of its sign-in (./executorFetch.ts). */
+  fetch: FetchLike;
+  /** Part of the stored sign-in's key: the same URL on two executors may be two servers. */
+  executorId: string;
+}
+
 interface Challenge {
   resourceMetadataUrl?: URL;
   scope?: string;
@@ -79,6 +87,7 @@ export class McpAuthSession {
   private key: string | undefined;
   private url: URL | undefined;
   private settingsValue: McpOAuthSettings | undefined;
+  private via: RemoteVia | undefined;
   private statusValue: McpAuthStatus = { kind: 'none' };
   private readonly changed = new Emitter<void>();
   readonly onDidChange: Event<void> = this.changed.event;
@@ -112,11 +121,20 @@ export class McpAuthSession {
     return this.url;
   }
 
-  /** Loads the stored sign-in for this server at `url` (each start and each sign-in). */
-  async bind(url: URL, settings: McpOAuthSettings | undefined): Promise<void> {
+  /**
+   * What makes this server's requests: the executor's fetch when it is reached through one, else
+   * this process's. Every request of the sign-in goes the same way as the server's own (discovery,
+   * registration, token, refresh, revocation, the identity provider's exchange): only the browser
+   * page is the user's.
+   */
+  readonly baseFetch: FetchLike = (url, init) => (this.via ? this.via.fetch(url, init) : fetch(url, init));
+
+  /** Loads the stored sign-in for this server at `url` (each start and each sign-in), reached `via` its executor or not. */
+  async bind(url: URL, settings: McpOAuthSettings | undefined, via?: RemoteVia): Promise<void> {
     this.settingsValue = settings;
     this.url = url;
-    const key = `${this.serverName}|${url.href}`;
+    this.via = via;
+    const key = via ? `${this.serverName}|executor:${via.executorId}|${url.href}` : `${this.serverName}|${url.href}`;
     if (key !== this.key) {
       this.key = key;
       this.challenge = undefined;
@@ -141,7 +159,7 @@ export class McpAuthSession {
    * named. Responses of the authorization server are not challenges.
    */
   readonly fetch: FetchLike = async (url, init) => {
-    const res = await fetch(url, init);
+    const res = await this.baseFetch(url, init);
     if ((res.status === 401 || res.status === 403) && this.url && sameResource(new URL(String(url)), this.url)) {
       const { resourceMetadataUrl, scope, error } = extractWWWAuthenticateParams(res);
       if (res.status === 401 || error === 'insufficient_scope') {
@@ -160,9 +178,9 @@ export class McpAuthSession {
    * with PKCE — the authorization page opens in the browser and the redirect comes back to a
    * loopback listener. Resolves once tokens are stored; rejects with the reason otherwise.
    */
-  async signIn(url: URL, settings: McpOAuthSettings | undefined, signal: AbortSignal): Promise<void> {
+  async signIn(url: URL, settings: McpOAuthSettings | undefined, signal: AbortSignal, via?: RemoteVia): Promise<void> {
     if (settings?.enabled === false) throw new Error('sign-in is turned off for this server ("oauth": false)');
-    await this.bind(url, settings);
+    await this.bind(url, settings, via);
     const challenge = this.challenge ?? (await this.probe(url));
     const options = {
       serverUrl: url,
@@ -287,6 +305,7 @@ export class McpAuthSession {
         metadata: s.discovery?.authorizationServerMetadata,
         serverUrl: this.url!,
         addClientAuthentication: this.provider.addClientAuthentication,
+        fetchFn: this.baseFetch,
         timeoutMs: this.hooks.revokeTimeoutMs ?? 10_000,
       });
       if (r.kind === 'unsupported') this.log('the authorization server has no revocation endpoint: the tokens were only forgotten here');
@@ -330,7 +349,7 @@ export class McpAuthSession {
   /** An unauthenticated request: the server's `WWW-Authenticate`, when it answers 401/403. */
   private async probe(url: URL): Promise<Challenge> {
     try {
-      const res = await fetch(url, {
+      const res = await this.baseFetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
         // A notification: no session is created on servers that need none to refuse it.

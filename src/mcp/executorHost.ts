@@ -1,4 +1,4 @@
-import type { ConnectionState } from '../client';
+import type { ConnectionState, HttpStreamRequest, HttpStreamResponse } from '../client';
 import type { EnvironmentInfo } from '../protocol';
 import type { Event } from '../util';
 import type { ProcessStarter } from './execProcessTransport';
@@ -10,6 +10,8 @@ export interface McpExecClient extends ProcessStarter {
   readonly environmentInfo: EnvironmentInfo | undefined;
   /** Used for `envFile` (the workspace lives on the executor). */
   readFile(path: string): Promise<Buffer>;
+  /** `http/request` with the body streamed back: a remote server reached through the executor (./executorFetch.ts). */
+  httpRequestStream(request: HttpStreamRequest): Promise<HttpStreamResponse>;
 }
 
 /** One executor the manager can run servers on. */

@@ -2,11 +2,11 @@ import type { Client } from '@modelcontextprotocol/client';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Emitter, errorMessage, type Event } from '../util';
-import { formatDiagnostic, type McpServerDefinition, type McpServerEntry } from './config';
+import { formatDiagnostic, needsExecutor, type McpServerDefinition, type McpServerEntry } from './config';
 import type { SandboxBlock } from './serverSandbox';
 import type { McpExecutor } from './executorHost';
-import { isSignInRequired, McpAuthSession } from './authSession';
-import { REMOTE_HOST, resolveLaunchOn, resolveRemoteOf, type ServerNotice } from './mcpSession';
+import { isSignInRequired, McpAuthSession, type RemoteVia } from './authSession';
+import { REMOTE_HOST, remoteVia, resolveLaunchOn, resolveRemoteOf, type ServerNotice } from './mcpSession';
 import { RestartSchedule } from './restartSchedule';
 import { connectRun, describeClose, endState, type RunEnd } from './serverConnect';
 import type { McpServerChange, McpServerContext } from './serverContext';
@@ -151,7 +151,7 @@ export class McpServer extends McpServerRequests {
   async signIn(signal: AbortSignal = new AbortController().signal): Promise<void> {
     const def = this.remoteDefinition();
     const { url, oauth } = await resolveRemoteOf(def, this.ctx);
-    await this.auth.signIn(new URL(url), oauth, signal);
+    await this.auth.signIn(new URL(url), oauth, signal, await this.viaOf(def));
     if (!this.run) await this.start();
   }
 
@@ -159,10 +159,20 @@ export class McpServer extends McpServerRequests {
   async signOut(): Promise<void> {
     const def = this.remoteDefinition();
     const { url, oauth } = await resolveRemoteOf(def, this.ctx);
-    await this.auth.bind(new URL(url), oauth);
+    // Through an executor that is out of reach the sign-in is still deleted; the revocation then fails, and says why.
+    const via = await this.viaOf(def).catch((e: unknown) => ({
+      fetch: () => Promise.reject(new Error(`executor not available: ${errorMessage(e)}`)),
+      executorId: this.ctx.host.resolveId(def.executor) ?? '',
+    }));
+    await this.auth.bind(new URL(url), oauth, via);
     // The running session ends first: the revocation after it may take its bound (10 s) on a silent server.
     if (this.run) await this.stop('signed out');
     await this.auth.signOut();
+  }
+
+  /** How a remote server's requests are made: through its executor (`"connectFrom": "executor"`), else undefined (from here). */
+  private async viaOf(def: McpServerDefinition): Promise<RemoteVia | undefined> {
+    return needsExecutor(def) ? remoteVia(await this.ctx.host.acquire(def.executor)) : undefined;
   }
 
   private remoteDefinition(): McpServerDefinition {
@@ -235,12 +245,12 @@ export class McpServer extends McpServerRequests {
     const { clock } = this.ctx;
     let deadline: StartDeadline | undefined;
     try {
-      // A remote (http/sse) server needs no executor: the extension host connects to its URL.
-      const executor = def.remote ? undefined : await this.ctx.host.acquire(def.executor);
+      // A remote (http/sse) server needs no executor unless its requests go through one ("connectFrom").
+      const executor = needsExecutor(def) ? await this.ctx.host.acquire(def.executor) : undefined;
       run.executor = executor;
       this.executorValue = executor ? { id: executor.id, label: executor.label } : REMOTE_HOST;
       throwIfStopped(run);
-      const launch = executor ? await resolveLaunchOn(def, executor, this.ctx) : undefined;
+      const launch = executor && !def.remote ? await resolveLaunchOn(def, executor, this.ctx) : undefined;
       throwIfStopped(run);
       if (executor) this.watchConnection(run, executor);
       this.blocksValue = [];
@@ -249,7 +259,7 @@ export class McpServer extends McpServerRequests {
       const t0 = clock.now();
       deadline = new StartDeadline(run, clock, def.startupTimeoutMs);
       const { request } = deadline;
-      const sdk = await connectRun(run, def, executor && launch ? { executor, launch } : undefined, request, t0, {
+      const sdk = await connectRun(run, def, executor ? { executor, ...(launch ? { launch } : {}) } : undefined, request, t0, {
         ctx: this.ctx,
         log: this.log,
         onListChanged: (kind) => this.onListChanged(run, kind),
@@ -296,7 +306,8 @@ export class McpServer extends McpServerRequests {
         const was = this.connectionValue;
         this.connectionValue = s.kind;
         if (was === s.kind) return;
-        if (s.kind === 'recovering') this.log.lifecycle(`exec connection lost (${s.cause}); the process keeps running, reconnecting…`);
+        const kept = this.runningDefinition?.remote ? 'requests in flight through it fail' : 'the process keeps running';
+        if (s.kind === 'recovering') this.log.lifecycle(`exec connection lost (${s.cause}); ${kept}, reconnecting…`);
         else if (s.kind === 'connected') this.log.lifecycle('exec connection recovered; the MCP session continues');
         this.changed.fire('meta');
         // The client failed for good: its processes are out of reach. Drain through the one stop path.
@@ -317,7 +328,7 @@ export class McpServer extends McpServerRequests {
     const message = errorMessage(e);
     if (!run.transport) {
       // Nothing was spawned: the executor is unreachable or the launch could not be resolved.
-      const unavailable = !run.executor && !def.remote;
+      const unavailable = !run.executor && needsExecutor(def);
       const waiting = unavailable && def.restart === 'onCrash';
       this.log.lifecycle(`could not start: ${message}`);
       this.finalize(run, {

@@ -6,7 +6,8 @@ import { clientCapabilities, installClientFeatures, type RequestOrigin } from '.
 import { resolveLaunch, resolveRemote, type McpLaunch, type McpServerDefinition } from './config';
 import { ExecProcessTransport } from './execProcessTransport';
 import { pathFromUri, type McpExecutor } from './executorHost';
-import type { McpAuthSession } from './authSession';
+import type { McpAuthSession, RemoteVia } from './authSession';
+import { executorFetch } from './executorFetch';
 import { RemoteMcpTransport } from './remoteTransport';
 import { sandboxedStart } from './serverSandbox';
 import type { McpServerContext } from './serverContext';
@@ -83,7 +84,10 @@ export function createMcpSession(o: McpSessionOptions): { transport: ExecProcess
 /** The host id a remote (http/sse) server reports as its executor: it runs wherever its URL points. */
 export const REMOTE_HOST = { id: 'extension host', label: 'remote (from this window)' };
 
-/** A remote server's session: the SDK client over Streamable HTTP (or HTTP+SSE), from the extension host. */
+/**
+ * A remote server's session: the SDK client over Streamable HTTP (or HTTP+SSE), from the extension
+ * host, or with `executor` (`"connectFrom": "executor"`) every request made by that executor.
+ */
 export async function createRemoteSession(
   def: McpServerDefinition,
   ctx: McpServerContext,
@@ -91,23 +95,27 @@ export async function createRemoteSession(
   onListChanged: (kind: ListKind) => void,
   hooks?: SessionHooks,
   auth?: McpAuthSession,
+  executor?: McpExecutor,
 ): Promise<{ transport: RemoteMcpTransport; sdk: Client; features: { dispose(): void } }> {
   const remote = def.remote!;
   const { url, headers, oauth } = await resolveRemoteOf(def, ctx);
   const u = new URL(url);
   // Header names only: values may be tokens.
   const names = Object.keys(headers);
-  log.lifecycle(`connecting to ${u.origin}${u.pathname} (${remote.type}${names.length ? `; headers ${names.join(', ')}` : ''})`);
+  const from = executor ? `; through executor "${executor.label}"` : '';
+  log.lifecycle(`connecting to ${u.origin}${u.pathname} (${remote.type}${names.length ? `; headers ${names.join(', ')}` : ''}${from})`);
+  const via = executor ? remoteVia(executor) : undefined;
   // OAuth unless the configuration authorizes the requests itself (or says "oauth": false).
   const ownAuthorization = names.some((n) => n.toLowerCase() === 'authorization');
   const useOAuth = auth && oauth?.enabled !== false && !ownAuthorization;
-  if (useOAuth) await auth.bind(u, oauth);
+  if (useOAuth) await auth.bind(u, oauth, via);
   const transport = new RemoteMcpTransport(
     u,
     headers,
     remote.type,
     (line) => log.lifecycle(line),
     useOAuth ? { authProvider: auth.provider, fetch: auth.fetch, recover: (e) => auth.acceptLegacyIssuer(e) } : undefined,
+    via?.fetch,
   );
   const caps = clientCapabilities(ctx.client);
   // The v2 SDK's transports carry every revision: `server/discover` first (a 2026-07-28 server
@@ -115,6 +123,11 @@ export async function createRemoteSession(
   const sdk = newSdkClient(ctx, caps, log, onListChanged, hooks, 'auto', 'remote');
   const features = installClientFeatures(sdk, ctx.client, caps, def.name, REMOTE_HOST.id, (line) => log.lifecycle(line), hooks?.origin);
   return { transport, sdk, features };
+}
+
+/** How a remote server reached through `executor` makes its requests (and keys its sign-in). */
+export function remoteVia(executor: McpExecutor): RemoteVia {
+  return { fetch: executorFetch(executor.client, executor.label), executorId: executor.id };
 }
 
 /** A remote definition's URL, headers and `oauth` with their variables filled in (inputs asked for). */

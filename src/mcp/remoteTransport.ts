@@ -55,6 +55,8 @@ export class RemoteMcpTransport implements Transport {
     type: 'http' | 'sse',
     private readonly log: (line: string) => void,
     private readonly auth?: RemoteAuth,
+    /** Makes the requests when not the global fetch (the executor's, for `"connectFrom": "executor"`). */
+    private readonly fetch?: FetchLike,
   ) {
     this.kind = type;
   }
@@ -142,6 +144,13 @@ export class RemoteMcpTransport implements Transport {
 
   /** The first request failed: the close that follows reports this as the end, not as a stop. */
   private failedToStart(e: Error): Error {
+    if (!this.fetch && UNREACHABLE.test(e.message)) {
+      // From the window: the server may be one only the executor reaches (docs/mcp.md).
+      e = new Error(
+        `${e.message}: this window could not reach ${this.url.origin}; if only the executor can, set "connectFrom": "executor"`,
+        { cause: e },
+      );
+    }
     this.startError ??= e;
     return e;
   }
@@ -166,7 +175,8 @@ export class RemoteMcpTransport implements Transport {
     // OAuth: the SDK's transports ask the provider for tokens, refresh them on a 401 and step up on
     // a 403 `insufficient_scope`; `fetch` lets the session see the server's challenges. (The SSE
     // GET carries the configured headers and the token too: the v2 transport adds them itself.)
-    const options = { requestInit, ...(this.auth ? { authProvider: this.auth.authProvider, fetch: this.auth.fetch } : {}) };
+    const fetch = this.auth?.fetch ?? this.fetch;
+    const options = { requestInit, ...(this.auth ? { authProvider: this.auth.authProvider } : {}), ...(fetch ? { fetch } : {}) };
     const t: Transport = kind === 'http' ? new StreamableHTTPClientTransport(this.url, options) : new SSEClientTransport(this.url, options);
     if (this.version) t.setProtocolVersion?.(this.version);
     t.onmessage = (m) => this.onmessage?.(m);
@@ -196,6 +206,9 @@ export class RemoteMcpTransport implements Transport {
     this.onclose?.();
   }
 }
+
+/** How this process's fetch says a host or port was out of reach (undici: "fetch failed", with the system's code). */
+const UNREACHABLE = /fetch failed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT/;
 
 /** The HTTP status the SDK's transport was answered with (its errors carry it). */
 function statusOf(e: unknown): number | undefined {

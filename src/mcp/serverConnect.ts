@@ -5,6 +5,7 @@ import { describeExitCode } from '../util';
 import type { McpLaunch, McpServerDefinition } from './config';
 import type { McpExecutor } from './executorHost';
 import { createMcpSession, createRemoteSession, type SessionHooks } from './mcpSession';
+import { RemoteMcpTransport } from './remoteTransport';
 import type { McpServerContext } from './serverContext';
 import type { ListKind } from './serverLists';
 import type { ServerLog } from './serverLog';
@@ -33,22 +34,34 @@ export interface ConnectHooks {
 export async function connectRun(
   run: Run,
   def: McpServerDefinition,
-  on: { executor: McpExecutor; launch: McpLaunch } | undefined,
+  on: { executor: McpExecutor; launch?: McpLaunch } | undefined,
   request: RequestOptions,
   t0: number,
   hooks: ConnectHooks,
 ): Promise<Client> {
   const { ctx, log } = hooks;
   const sessionHooks: SessionHooks = { ...hooks.session, closing: () => run.stopping !== undefined };
-  if (!on) {
-    const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged, sessionHooks, hooks.auth);
+  if (!on?.launch) {
+    // A remote server: from this process, or through the executor (`"connectFrom": "executor"`).
+    const remote = await createRemoteSession(def, ctx, log, hooks.onListChanged, sessionHooks, hooks.auth, on?.executor);
     throwIfStopped(run);
     const over = ` over ${remote.transport.kind === 'sse' ? 'HTTP+SSE' : 'Streamable HTTP'}`;
     return handshake(run, remote, request, t0, hooks, over);
   }
+  const launch = on.launch;
   const stdio = (negotiation: Negotiation) =>
-    createMcpSession({ def, runId: run.id, ...on, ctx, log, onListChanged: hooks.onListChanged, hooks: sessionHooks, negotiation });
-  const key = eraKey(def, on);
+    createMcpSession({
+      def,
+      runId: run.id,
+      executor: on.executor,
+      launch,
+      ctx,
+      log,
+      onListChanged: hooks.onListChanged,
+      hooks: sessionHooks,
+      negotiation,
+    });
+  const key = eraKey(def, { executor: on.executor, launch });
   const memo = ctx.legacyServers;
   const negotiation: Negotiation = memo?.has(key) ? 'legacy' : 'auto';
   const first = stdio(negotiation);
@@ -144,8 +157,7 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
 /** Why a run's transport closed when nobody asked it to: the reason for its `crashed` state. */
 export function describeClose(run: Run): string {
   const exit = run.transport?.exit;
-  if (run.transport?.process === undefined && run.executor === undefined)
-    return exit?.error?.message ?? 'the remote server closed the connection';
+  if (run.transport instanceof RemoteMcpTransport) return exit?.error?.message ?? 'the remote server closed the connection';
   if (exit?.error && exit.exitCode === undefined) return `lost the server process: ${exit.error.message}`;
   return `the server process exited on its own: ${describeExitCode(exit?.exitCode)}`;
 }

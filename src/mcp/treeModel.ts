@@ -278,7 +278,10 @@ export class McpTreeModel {
     const blocks = [`**${escapeMd(server.name)}** — ${escapeMd(def ? server.describe() : 'configuration error')}`];
     if (server.entry.errors.length > 0) blocks.push(server.entry.errors.map((e) => `- ${escapeMd(formatDiagnostic(e))}`).join('\n'));
     if (def) {
-      if (def.remote) blocks.push(`URL (${def.remote.type}): \`${def.remote.url.replace(/`/g, "'")}\``);
+      if (def.remote)
+        blocks.push(
+          `URL (${def.remote.type}${def.remote.connectFrom === 'executor' ? ', reached through the executor' : ''}): \`${def.remote.url.replace(/`/g, "'")}\``,
+        );
       else blocks.push(`Command: \`${[def.command, ...def.args].join(' ').replace(/`/g, "'")}\``);
       blocks.push(`Executor: ${escapeMd(server.executor?.label ?? def.executor ?? 'the active one')}`);
     }

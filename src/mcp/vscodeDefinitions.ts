@@ -36,8 +36,9 @@ export function buildProxyDefinitions(entries: readonly McpServerEntry[], launch
   for (const e of entries) {
     const def = e.definition;
     if (!def) continue;
-    // A remote server runs wherever its URL points; a stdio one on its executor.
-    const executor = def.remote ? def.remote.type : (def.executor ?? launch.activeExecutor);
+    // A remote server runs wherever its URL points (reached through an executor, or not); a stdio one on its executor.
+    const on = def.executor ?? launch.activeExecutor;
+    const executor = !def.remote ? on : def.remote.connectFrom === 'executor' ? `${def.remote.type} via ${on}` : def.remote.type;
     defs.push({
       name: e.name,
       label: `${e.name} · ${executor}`,

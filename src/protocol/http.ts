@@ -40,3 +40,19 @@ export const HttpBodyDeltaNotification = z.object({
   error: z.string().nullable(),
 });
 export type HttpBodyDeltaNotification = z.infer<typeof HttpBodyDeltaNotification>;
+
+/*
+ * Ours: ending a streamed `http/request` early (docs/protocol-extensions.md "Ending a streamed HTTP
+ * request"). Codex has no way to stop one: its body streams until the far side ends it or the
+ * connection closes. Announced by `capabilities.execBridgeHttpCancel`; a client of a server that
+ * does not announce it sends nothing and ignores the rest of the body.
+ */
+export const HTTP_CANCEL = 'execBridge/httpCancel';
+export const HttpCancelParams = z.object({
+  /** The `requestId` of a request made with `streamResponse: true`, still connecting or streaming. */
+  requestId: z.string(),
+});
+export const HttpCancelResult = z.object({
+  /** False when no such request was active on this connection (it had ended, or never was). */
+  cancelled: z.boolean(),
+});

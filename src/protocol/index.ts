@@ -54,7 +54,7 @@ export {
   type FsWatchParams,
   type FsWatchResult,
 } from './fsWatch';
-export { type HttpRequestResult } from './http';
+export { HTTP_CANCEL, HttpBodyDeltaNotification, type HttpRequestResult } from './http';
 
 // The sandbox a process asks for, with the managed network's lists.
 export {

@@ -3,7 +3,7 @@ import { Empty } from './common';
 import { EnvironmentInfo, EnvironmentInfoParams, EnvironmentStatusParams, EnvironmentStatusResult } from './environment';
 import * as fs from './fs';
 import { FsChangedNotification, FsUnwatchParams, FsWatchParams, FsWatchResult } from './fsWatch';
-import { HttpBodyDeltaNotification, HttpRequestParams, HttpRequestResult } from './http';
+import { HttpBodyDeltaNotification, HttpCancelParams, HttpCancelResult, HttpRequestParams, HttpRequestResult } from './http';
 import * as p from './process';
 import { InitializeParams, InitializeResult, SessionsParams, SessionsResult } from './session';
 import { TerminalModesParams, TerminalModesResult } from './terminalModes';
@@ -46,6 +46,8 @@ export const requests = {
   'environment/info': { params: EnvironmentInfoParams, result: EnvironmentInfo },
   'environment/status': { params: EnvironmentStatusParams, result: EnvironmentStatusResult },
   'http/request': { params: HttpRequestParams, result: HttpRequestResult },
+  /** Ours; announced by capability `execBridgeHttpCancel`: ends a streamed `http/request` (./http.ts). */
+  'execBridge/httpCancel': { params: HttpCancelParams, result: HttpCancelResult },
   /** Ours: the server's sessions, their TTLs and when detached ones end (`exec-bridge daemon status`). */
   'execBridge/sessions': { params: SessionsParams, result: SessionsResult },
 } as const;

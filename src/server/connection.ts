@@ -31,6 +31,8 @@ export interface RequestContext {
   notify(method: string, params: unknown): void;
   /** Streaming `http/request` ids active on this connection (unique while active). */
   activeHttpStreams: Set<string>;
+  /** How to end each of them early (`execBridge/httpCancel`). */
+  httpCancels: Map<string, () => void>;
   /** Aborted when this connection ends (streamed HTTP bodies stop). */
   signal: AbortSignal;
   /**
@@ -104,6 +106,7 @@ export class ServerConnection implements SessionConnection {
   private initializedReceived = false;
   private inFlight = 0;
   private readonly activeHttpStreams = new Set<string>();
+  private readonly httpCancels = new Map<string, () => void>();
   private readonly abort = new AbortController();
   private readonly highWater: number;
   private readonly admission: Admission;
@@ -284,6 +287,7 @@ export class ServerConnection implements SessionConnection {
         fileHandles: this.session.fileHandles,
         notify: (m, p) => this.notify(m, p),
         activeHttpStreams: this.activeHttpStreams,
+        httpCancels: this.httpCancels,
         signal: this.abort.signal,
         reserveAnswer: async (dataBytes) => {
           answerRelease ??= await this.reserveAnswer(dataBytes);

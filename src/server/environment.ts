@@ -70,6 +70,8 @@ export function environmentInfo(opts: { sandbox: boolean }): EnvironmentInfo {
       execBridgeSessionTakeover: true,
       // execBridge/terminalModes: a tty process's modes at an output position (docs/protocol-extensions.md).
       execBridgeTerminalModes: true,
+      // execBridge/httpCancel ends a streamed http/request early (docs/protocol-extensions.md).
+      execBridgeHttpCancel: true,
     },
   };
 }

@@ -16,6 +16,8 @@ export interface HttpContext {
   notify(method: string, params: unknown): void;
   /** Streaming request ids active on this connection; an id must be unique while active. */
   activeHttpStreams: Set<string>;
+  /** How to end each of them early (`execBridge/httpCancel`, ours). Optional: without it nothing can be cancelled. */
+  httpCancels?: Map<string, () => void>;
   /** Aborted when the connection ends, so that streamed bodies stop downloading. Optional. */
   signal?: AbortSignal;
   /** True while the connection's outgoing buffer is over its high-water mark: streamed bodies wait. */
@@ -244,9 +246,15 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
     if (params.timeoutMs === 0) throw RpcError.internal('http/request failed: route-aware request timed out');
 
     const deadline = exchangeDeadline(params.timeoutMs, ctx.signal, () => {
-      if (stream) ctx.activeHttpStreams.delete(requestId);
+      if (!stream) return;
+      ctx.activeHttpStreams.delete(requestId);
+      if (ctx.httpCancels?.get(requestId) === cancel) ctx.httpCancels.delete(requestId);
     });
-    if (stream) ctx.activeHttpStreams.add(requestId);
+    const cancel = (): void => deadline.abort();
+    if (stream) {
+      ctx.activeHttpStreams.add(requestId);
+      ctx.httpCancels?.set(requestId, cancel);
+    }
     let final: { hop: Hop; res: http.IncomingMessage };
     try {
       final = await exchange(first, agents, deadline.signal, params.redirectPolicy !== 'stop');
@@ -259,6 +267,13 @@ export function registerHttpMethods<Ctx extends HttpContext>(router: Router<Ctx>
     if (!stream) return { ...head, bodyBase64: await wholeBody(final.res, gzip, deadline.finish) };
     streamBody(final.res, gzip, ctx, requestId, deadline.finish);
     return { ...head, bodyBase64: '' };
+  });
+
+  // Ours: ends a streamed request early, connecting or streaming (its last bodyDelta then says why).
+  router.on('execBridge/httpCancel', (params, ctx) => {
+    const cancel = ctx.httpCancels?.get(params.requestId);
+    cancel?.();
+    return { cancelled: cancel !== undefined };
   });
 }
 
@@ -302,7 +317,7 @@ function exchangeDeadline(
   timeoutMs: number | null | undefined,
   connection: AbortSignal | undefined,
   onFinish: () => void,
-): { signal: AbortSignal; finish(): void } {
+): { signal: AbortSignal; finish(): void; abort(): void } {
   const abort = new AbortController();
   const timer =
     timeoutMs === undefined || timeoutMs === null ? undefined : setTimeout(() => abort.abort(), Math.min(timeoutMs, 2_147_483_647));
@@ -313,7 +328,7 @@ function exchangeDeadline(
     connection?.removeEventListener('abort', onConnectionEnd);
     onFinish();
   };
-  return { signal: abort.signal, finish };
+  return { signal: abort.signal, finish, abort: () => abort.abort() };
 }
 
 /** Sends the request and follows its redirects (unless `follow` is false): the final response and the hop that got it. */

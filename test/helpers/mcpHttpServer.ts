@@ -19,9 +19,37 @@ export interface HttpMcpServer {
   openSessions(): number;
   /** Requests answered 401. */
   refused(): number;
+  /** GET event streams open now (Streamable HTTP's standalone stream, or HTTP+SSE's). */
+  streams(): number;
   /** The methods of the JSON-RPC messages POSTed so far (`?` for a response of the client's). */
   methods(): string[];
   close(): Promise<void>;
+}
+
+/** What `announce` of announcingServer sends. */
+export const ANNOUNCEMENT = 'hello over the event stream';
+
+/**
+ * A server with `shout` and `announce`; the second sends a log message (ANNOUNCEMENT) a moment
+ * after it answered, so that it goes over the standalone SSE stream.
+ */
+export function announcingServer(): Server {
+  const s = new Server({ name: 'announcing-test', version: '1.0.0' }, { capabilities: { tools: {}, logging: {} } });
+  s.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [
+      { name: 'shout', description: 'Upper-cases its text', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
+      { name: 'announce', description: 'Sends a log message a moment after it answered', inputSchema: { type: 'object' } },
+    ],
+  }));
+  s.setRequestHandler(CallToolRequestSchema, (req) => {
+    if (req.params.name === 'announce') {
+      // Not related to the call (which has been answered by then): it goes on the standalone GET stream.
+      setTimeout(() => void s.sendLoggingMessage({ level: 'info', data: ANNOUNCEMENT }).catch(() => undefined), 100);
+      return { content: [{ type: 'text', text: 'announcing' }] };
+    }
+    return { content: [{ type: 'text', text: String(req.params.arguments?.['text'] ?? '').toUpperCase() }] };
+  });
+  return s;
 }
 
 function mcpServer(): Server {
@@ -58,6 +86,7 @@ export async function startHttpMcpServer(options: { token?: string; sseOnly?: bo
   const methods: string[] = [];
   const newServer = options.server ?? mcpServer;
   let refused = 0;
+  let streams = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (options.token !== undefined && req.headers['authorization'] !== `Bearer ${options.token}`) {
       refused++;
@@ -65,6 +94,10 @@ export async function startHttpMcpServer(options: { token?: string; sseOnly?: bo
       return;
     }
     const body = await readBody(req, methods);
+    if (req.method === 'GET' && (req.headers['accept'] ?? '').includes('text/event-stream')) {
+      streams++;
+      res.once('close', () => streams--);
+    }
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (options.sseOnly) {
       if (req.method === 'GET' && path === '/sse') {
@@ -116,6 +149,7 @@ export async function startHttpMcpServer(options: { token?: string; sseOnly?: bo
     url: `http://127.0.0.1:${port}/${options.sseOnly ? 'sse' : 'mcp'}`,
     openSessions: () => streamable.size + sse.size,
     refused: () => refused,
+    streams: () => streams,
     methods: () => [...methods],
     close: async () => {
       for (const t of streamable.values()) await t.close().catch(() => undefined);

@@ -926,6 +926,7 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
           'execBridgeProcessPause',
           'execBridgeProcessCredit',
           'execBridgeSessionTakeover',
+          'execBridgeHttpCancel',
         ]) {
           assert.equal(typeof caps[k], 'string', `ours announces ${k}`);
           delete caps[k];

@@ -137,8 +137,15 @@ function toEntry(
   const entry: McpServerEntry = { name: slot.name, source: slot.source, errors: slot.errors };
   const remote =
     f.transport !== undefined && f.url !== undefined
-      ? { type: f.transport, url: f.url, headers: f.headers ?? {}, ...(f.oauth ? { oauth: f.oauth } : {}) }
+      ? {
+          type: f.transport,
+          url: f.url,
+          headers: f.headers ?? {},
+          ...(f.oauth ? { oauth: f.oauth } : {}),
+          connectFrom: f.connectFrom ?? 'window',
+        }
       : undefined;
+  checkConnectFrom(slot, remote !== undefined || f.transport !== undefined, diagnostics);
   if (slot.errors.length === 0 && (f.command !== undefined || remote)) {
     const def: Omit<McpServerDefinition, 'fingerprint'> = {
       name: slot.name,
@@ -169,6 +176,31 @@ function toEntry(
     entry.definition = { ...def, fingerprint: fingerprintOf(def) };
   }
   return entry;
+}
+
+/**
+ * `connectFrom` belongs to a remote server (a stdio one runs on the executor anyway); `executor` on
+ * a remote server says which executor only when its requests go through one.
+ */
+function checkConnectFrom(slot: Slot, remote: boolean, diagnostics: McpDiagnostic[]): void {
+  const f = slot.fields;
+  const at = (key: string) => ({ file: slot.source.file, server: slot.name, key: keyIn(slot.source, slot.name, key) });
+  if (!remote && f.connectFrom !== undefined) {
+    const d: McpDiagnostic = {
+      severity: 'error',
+      ...at('connectFrom'),
+      message: '"connectFrom" belongs to an "http" or "sse" server; a stdio server runs on the executor',
+    };
+    slot.errors.push(d);
+    diagnostics.push(d);
+  } else if (remote && f.executor !== undefined && f.connectFrom !== 'executor') {
+    diagnostics.push({
+      severity: 'warning',
+      ...at('executor'),
+      message:
+        '"executor" has no effect on a remote server connected from the window; add "connectFrom": "executor" to reach it through that executor',
+    });
+  }
 }
 
 function* allVariableStrings(f: Partial<ServerFields>): Generator<[string, string]> {

@@ -208,6 +208,10 @@ function readServer(
     }
   }
 
+  const connectFrom = raw['connectFrom'];
+  if (connectFrom === 'window' || connectFrom === 'executor') server.fields.connectFrom = connectFrom;
+  else if (connectFrom !== undefined) error('connectFrom', `"connectFrom" must be "window" or "executor", got ${describe(connectFrom)}`);
+
   readLaunchFields(raw, server.fields, error);
   readPolicyFields(raw, server.fields, error);
   return server;

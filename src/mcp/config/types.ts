@@ -78,6 +78,19 @@ export interface McpRemoteDefinition {
   headers: Record<string, string>;
   /** The `oauth` key (sign-in settings); absent = the standard flow on a 401. */
   oauth?: McpOAuthSettings;
+  /**
+   * Where its requests are made (`connectFrom`): `window` (default), the extension host; `executor`,
+   * the server's executor (`executor`, else the active one), every request through `http/request`.
+   */
+  connectFrom: McpConnectFrom;
+}
+
+/** Where a remote server's requests are made: from the VS Code window (its extension host) or from the executor. */
+export type McpConnectFrom = 'window' | 'executor';
+
+/** Whether a start needs an executor: a stdio server runs there, a remote one may be reached through it. */
+export function needsExecutor(def: Pick<McpServerDefinition, 'remote'>): boolean {
+  return !def.remote || def.remote.connectFrom === 'executor';
 }
 
 /** One server as the tree shows it: valid (`definition`) or not (`errors`). */
@@ -120,6 +133,7 @@ export interface ServerFields {
   disabledTools: string[];
   transport: 'http' | 'sse';
   url: string;
+  connectFrom: McpConnectFrom;
   headers: Record<string, string>;
   oauth: McpOAuthSettings;
   executorSandbox: McpSandboxSettings | 'none';
@@ -146,6 +160,7 @@ export const OUR_KEYS = new Set([
   'disabledTools',
   'oauth',
   'executorSandbox',
+  'connectFrom',
 ]);
 export const STDIO_KEYS = new Set(['type', 'command', 'args', 'env', 'envFile', 'cwd']);
 

@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { RpcError } from '../../../src/rpc/errors';
 import { Router } from '../../../src/rpc/router';
 import { registerHttpMethods, type HttpContext } from '../../../src/server/httpRequest';
+import { until } from '../../helpers/procs';
 
 interface Delta {
   requestId: string;
@@ -21,6 +22,7 @@ interface Delta {
 /** A context that records notifications and lets a test wait for the last delta of a stream. */
 class RecordingContext implements HttpContext {
   readonly activeHttpStreams = new Set<string>();
+  readonly httpCancels = new Map<string, () => void>();
   readonly deltas: Delta[] = [];
   readonly events: string[] = [];
   private readonly waiters: Array<() => void> = [];
@@ -458,6 +460,25 @@ describe('streamed responses', () => {
     const ctx2 = new RecordingContext();
     await fail({ method: 'GET', url: `${base}/hang`, requestId: 'x', streamResponse: true, timeoutMs: 50 }, ctx2);
     assert.equal(ctx2.activeHttpStreams.size, 0);
+  });
+
+  test('execBridge/httpCancel ends a stream while it streams and while it connects; an ended one is not cancelled', async () => {
+    const cancel = (ctx: HttpContext, requestId: string) => router.dispatch('execBridge/httpCancel', { requestId }, ctx);
+    const ctx = new RecordingContext();
+    await call({ method: 'GET', url: `${base}/slowbody`, requestId: 'c1', streamResponse: true }, ctx);
+    assert.deepEqual(await cancel(ctx, 'c1'), { cancelled: true });
+    const d = await ctx.done('c1');
+    assert.deepEqual([d.at(-1)!.done, d.at(-1)!.error], [true, 'error decoding response body']);
+    assert.deepEqual([ctx.activeHttpStreams.size, ctx.httpCancels.size], [0, 0]);
+    assert.deepEqual(await cancel(ctx, 'c1'), { cancelled: false });
+    // /hang never answers: only the cancel ends this one.
+    const pending = fail({ method: 'GET', url: `${base}/hang`, requestId: 'c2', streamResponse: true }, ctx);
+    await until(() => ctx.httpCancels.has('c2'));
+    assert.deepEqual(await cancel(ctx, 'c2'), { cancelled: true });
+    assert.deepEqual(await pending, { code: -32603, message: `http/request failed: error sending request for url (${base}/hang)` });
+    assert.deepEqual([ctx.activeHttpStreams.size, ctx.httpCancels.size], [0, 0]);
+    // A request that is not streamed has no id to cancel it by.
+    assert.deepEqual(await cancel(ctx, 'nothing'), { cancelled: false });
   });
 
   test('the end of the connection stops a stream', async () => {

@@ -19,7 +19,12 @@ test('http and sse servers parse (url, headers with variables); a url-only serve
       badHeader: { type: 'http', url: 'http://h', headers: { X: 1 } },
     },
   });
-  assert.deepEqual(web!.definition?.remote, { type: 'http', url: 'https://h/mcp', headers: { Authorization: 'Bearer ${input:tok}' } });
+  assert.deepEqual(web!.definition?.remote, {
+    type: 'http',
+    url: 'https://h/mcp',
+    headers: { Authorization: 'Bearer ${input:tok}' },
+    connectFrom: 'window',
+  });
   assert.equal(old!.definition?.remote?.type, 'sse');
   assert.equal(bare!.definition?.remote?.type, 'http');
   assert.match(ftp!.errors[0]!.message, /http:\/\/ or https:\/\//);
@@ -31,6 +36,50 @@ test('http and sse servers parse (url, headers with variables); a url-only serve
     servers: { web: { type: 'http', url: 'https://h/mcp', headers: { Authorization: 'Token ${input:tok}' } } },
   });
   assert.notEqual(again!.definition!.fingerprint, web!.definition!.fingerprint);
+});
+
+test('connectFrom: "window" by default, "executor" reaches it through the executor; wrong values and places are reported', () => {
+  const config = mergeMcpConfig([
+    parseMcpJson(
+      JSON.stringify({
+        servers: {
+          web: { type: 'http', url: 'http://127.0.0.1:8080/mcp' },
+          dev: { type: 'http', url: 'http://127.0.0.1:8080/mcp', connectFrom: 'executor', executor: 'devbox' },
+          bad: { type: 'sse', url: 'http://h/sse', connectFrom: 'devbox' },
+          stdio: { command: 'node', connectFrom: 'executor' },
+          lost: { type: 'http', url: 'http://h/mcp', executor: 'devbox' },
+        },
+      }),
+      source,
+    ),
+  ]);
+  const [web, dev, bad, stdio, lost] = config.entries;
+  assert.equal(web!.definition?.remote?.connectFrom, 'window');
+  assert.equal(dev!.definition?.remote?.connectFrom, 'executor');
+  assert.equal(dev!.definition?.executor, 'devbox');
+  assert.notEqual(dev!.definition!.fingerprint, web!.definition!.fingerprint, 'a change of it is a restart to apply');
+  assert.deepEqual(
+    bad!.errors.map((e) => [e.key, e.message]),
+    [['servers.bad.connectFrom', '"connectFrom" must be "window" or "executor", got "devbox"']],
+  );
+  assert.match(stdio!.errors[0]!.message, /"connectFrom" belongs to an "http" or "sse" server/);
+  assert.ok(lost!.definition, 'a warning only');
+  const warning = config.diagnostics.find((d) => d.server === 'lost');
+  assert.equal(warning?.severity, 'warning');
+  assert.match(warning?.message ?? '', /"executor" has no effect on a remote server connected from the window/);
+  // A settings entry adjusts the team's mcp.json server: reached through the executor, for me.
+  const adjusted = mergeMcpConfig([
+    parseMcpJson(JSON.stringify({ servers: { web: { type: 'http', url: 'http://127.0.0.1:8080/mcp' } } }), source),
+    parseSettingsServers({ web: { connectFrom: 'executor', executor: 'devbox' } }, { kind: 'settings', file: 'settings' }),
+  ]);
+  assert.deepEqual(adjusted.diagnostics, []);
+  assert.equal(adjusted.entries[0]!.definition?.remote?.connectFrom, 'executor');
+  // VS Code's list says where its requests go.
+  const launch = { execPath: '/n', cliPath: '/c', socketPath: '/s', electron: false, activeExecutor: 'bundled' };
+  assert.deepEqual(
+    buildProxyDefinitions([web!, dev!], launch).map((d) => d.label),
+    ['web · http', 'dev · http via devbox'],
+  );
 });
 
 test('an http server in settings is a server of its own, not an adjustment of an mcp.json one', () => {
