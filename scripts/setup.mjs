@@ -45,6 +45,12 @@ export const DEBIAN_PACKAGES = [
   { name: 'git', for: 'the nested-repository sandbox tests', has: (p) => onPath('git', p) },
   { name: 'unzip', for: 'the packaging tests (zipinfo reads the VSIX)', has: (p) => onPath('zipinfo', p) },
   { name: 'python3', for: "node-pty's build and the keyring sandbox test", has: (p) => onPath('python3', p) },
+  {
+    name: 'iproute2',
+    for: "the MCP tests of servers only the executor reaches (ip: a private network's loopback)",
+    // An sbin path, off an unprivileged user's PATH: looked for where Debian puts it.
+    has: () => ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'].some((f) => existsSync(f)),
+  },
 ];
 
 /** The packages this machine lacks (names, in DEBIAN_PACKAGES order). */
