@@ -192,8 +192,8 @@ async function reloadKeepsTerminals(page: Page, log: ReloadContext['log'], shot:
   if (!/reopened after the window reload/.test(text)) throw new Error(`no reopen notice in:\n${text}`);
 
   // The shell: its output from before, and it takes input.
-  await showTerminal(page, SHELL_TITLE);
-  await waitForTerminalText(page, /^shell-before-42$/m, 30_000);
+  // Clicked again until it shows (one click on a loaded machine could leave the last one shown).
+  await showTerminal(page, SHELL_TITLE, /^shell-before-42$/m);
   await page.locator('.terminal-wrapper.active .xterm, .terminal .xterm').last().click();
   await page.keyboard.type('echo "shell-after-$((50+3))"\n', { delay: 5 });
   const shellText = await waitForTerminalText(page, /^shell-after-53$/m);
@@ -346,8 +346,8 @@ async function startShell(page: Page): Promise<void> {
 
 /** The reopened shell: its output from before once, and it answers typed input. */
 async function checkShell(page: Page): Promise<void> {
-  await showTerminal(page, SHELL_TITLE);
-  await waitForTerminalText(page, /^shell-before-42$/m, 30_000);
+  // Clicked again until it shows (one click on a loaded machine could leave the last one shown).
+  await showTerminal(page, SHELL_TITLE, /^shell-before-42$/m);
   await page.locator('.terminal-wrapper.active .xterm, .terminal .xterm').last().click();
   await page.keyboard.type('echo "shell-after-$((50+3))"\n', { delay: 5 });
   const text = await waitForTerminalText(page, /^shell-after-53$/m);
