@@ -342,6 +342,25 @@ describe('execBridge.reopenedTerminalReplayMiB: more than the default', () => {
     }
   });
 
+  test('everything without the spool (codex-style): the 1 MiB window from its oldest event, and the note that older output is gone', async () => {
+    const { client, processId, go } = await detachedPrinter(server, 'g10', N, { outputSpool: false });
+    try {
+      const t = reopen(client, processId, { scrollback: 50, rows: 10, maxBytes: Number.POSITIVE_INFINITY });
+      await t.until(/MARK\n/);
+      go();
+      await within(t.run.done, 'the run to end');
+      const out = t.output();
+      assert.ok(out.length > 0.9 * MiB && out.length <= MiB + 'late\n'.length, `${out.length} bytes given`);
+      assert.ok(all().endsWith(out.slice(0, -'late\n'.length)) && out.endsWith('MARK\nlate\n'), 'the newest bytes held, in order');
+      assert.equal(
+        notice(t.text()),
+        '↻ reopened after the window reload; the executor no longer holds its oldest output (it keeps the newest 1 MiB)',
+      );
+    } finally {
+      client.dispose();
+    }
+  });
+
   test('a cap above what is held and a scrollback that holds it: all of it from the oldest held byte, as everything', async () => {
     const { client, processId, go } = await detachedPrinter(capped, 'g9', N);
     try {
