@@ -31,9 +31,12 @@ export function executorFetch(client: Pick<McpExecClient, 'httpRequestStream'>, 
     } catch (e) {
       if (signal?.aborted) throw signal.reason;
       // fetch's own failure type, with words that say where the request was made from.
-      throw new TypeError(`the executor "${executorLabel}" could not reach ${new URL(request.url).origin}: ${errorMessage(e)}`, {
-        cause: e,
-      });
+      throw new TypeError(
+        `the executor "${executorLabel}" could not reach ${new URL(request.url).origin}: ${withoutQueries(errorMessage(e))}`,
+        {
+          cause: e,
+        },
+      );
     }
     const headers = new Headers();
     for (const h of res.headers) {
@@ -46,7 +49,8 @@ export function executorFetch(client: Pick<McpExecClient, 'httpRequestStream'>, 
     const redirect = res.status >= 300 && res.status < 400 && headers.has('location');
     const noBody = NULL_BODY.has(res.status) || request.method === 'HEAD';
     if (noBody || (redirect && request.redirect === 'error')) await res.body.cancel().catch(() => undefined);
-    if (redirect && request.redirect === 'error') throw new TypeError(`${request.url} redirected, and the request said redirect: "error"`);
+    if (redirect && request.redirect === 'error')
+      throw new TypeError(`${withoutQueries(request.url)} redirected, and the request said redirect: "error"`);
     if (res.status < 200 || res.status > 599) {
       await res.body.cancel().catch(() => undefined);
       throw new TypeError(`${new URL(request.url).origin} answered with HTTP status ${res.status}, which fetch cannot represent`);
@@ -56,4 +60,20 @@ export function executorFetch(client: Pick<McpExecClient, 'httpRequestStream'>, 
     Object.defineProperty(response, 'url', { value: request.url });
     return response;
   };
+}
+
+/**
+ * Text with every http(s) URL in it cut to its origin and path. The executor's error names the URL
+ * it could not reach (ours without user and password, codex's whole), and a server URL may carry a
+ * secret in its query (`…/mcp?api_key=…`); these words reach the MCP log and the tree.
+ */
+export function withoutQueries(text: string): string {
+  return text.replace(/\bhttps?:\/\/[^\s"'<>)]+/gi, (url) => {
+    try {
+      const u = new URL(url);
+      return `${u.origin}${u.pathname}${u.search || u.hash ? '?…' : ''}`;
+    } catch {
+      return url.replace(/[?#].*$/, '?…');
+    }
+  });
 }

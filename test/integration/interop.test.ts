@@ -927,6 +927,7 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
           'execBridgeProcessCredit',
           'execBridgeSessionTakeover',
           'execBridgeHttpCancel',
+          'execBridgeTerminalModes',
         ]) {
           assert.equal(typeof caps[k], 'string', `ours announces ${k}`);
           delete caps[k];
