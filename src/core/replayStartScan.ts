@@ -82,9 +82,12 @@ export async function scanReplayStart(
   let below = end.nextSeq;
   let readBytes = 0;
   let readSeqs = 0;
+  let step = 4;
   // Each round reads about PAGE_BYTES * 2 further back and stops at the cap, the lines or the oldest seq.
   for (let round = 0; round < 1_000_000 && below > 1; round++) {
-    const step = readBytes > 0 ? Math.max(1, Math.ceil((2 * PAGE_BYTES * readSeqs) / readBytes)) : 8;
+    // Sized by the average event so far, at most twice the last round's: newest events of a few bytes
+    // (typed echoes) before 64 KiB ones must not make one round read the whole spool into memory.
+    step = Math.min(step * 2, readBytes > 0 ? Math.max(1, Math.ceil((2 * PAGE_BYTES * readSeqs) / readBytes)) : 8);
     const from = Math.max(0, below - 1 - step);
     const got = await readRange(read, from, below);
     readSeqs += below - 1 - from;

@@ -206,11 +206,13 @@ export async function chooseReplayStart(
   let trimmed = false;
   let readBytes = 0;
   let readSeqs = 0;
+  let step = 4;
   // Each round reads about PAGE_BYTES * 2 further back: bounded by maxBytes (the cap ends it) and by the seqs.
   for (let round = 0; round < 1000; round++) {
     const cut = cutTail(tail, o.lines, maxBytes, whole);
     if (cut) return done(tail, cut, held ?? (whole && !trimmed ? sum(tail) : undefined));
-    const step = readBytes > 0 ? Math.max(1, Math.ceil((2 * PAGE_BYTES * readSeqs) / readBytes)) : 8;
+    // At most twice the last round's (./replayStartScan.ts says why).
+    step = Math.min(step * 2, readBytes > 0 ? Math.max(1, Math.ceil((2 * PAGE_BYTES * readSeqs) / readBytes)) : 8);
     const from = Math.max(0, below - 1 - step);
     const got = await readRange(read, from, below);
     for (const c of got) readBytes += c.data.length;
