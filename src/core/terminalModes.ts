@@ -69,6 +69,12 @@ export async function replayModes(
   }
 }
 
+/** What `resizeReopened` needs of its `TerminalRun`. */
+export interface ReopenedRun {
+  readonly model: { readonly dimensions: { cols: number; rows: number } | undefined };
+  onProcessEvent(listener: (e: { event: ProcessEvent }) => void): { dispose(): void };
+}
+
 /** How long a nudged process keeps the smaller size at most, waiting for it to draw (as tmux holds its own nudge). */
 export const NUDGE_HOLD_MS = 1000;
 
@@ -78,21 +84,22 @@ export const NUDGE_HOLD_MS = 1000;
  * (its redraw: it has seen the smaller size) or `holdMs`, then the terminal's: the process gets
  * SIGWINCH even when the size did not change, and a program that redraws only when the size it reads
  * changed (Node's `resize` event) does too; its whole screen comes after the replay (later output).
- * `events`: the process's events as the terminal gets them.
+ * `run`: the terminal's size (read again after the hold) and the process's events as it gets them.
  */
 export async function resizeReopened(
   handle: Pick<ProcessHandle, 'resize'>,
-  size: { cols: number; rows: number },
+  run: ReopenedRun,
   redraw: { afterSeq: number } | undefined,
-  events: (listener: (e: ProcessEvent) => void) => { dispose(): void },
   holdMs = NUDGE_HOLD_MS,
 ): Promise<void> {
-  const { cols, rows } = size;
+  const size = run.model.dimensions;
+  if (!size) return;
   if (redraw) {
+    const { cols, rows } = size;
     let dispose = () => {};
     const drawn = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, holdMs);
-      const sub = events((e) => {
+      const sub = run.onProcessEvent(({ event: e }) => {
         if (e.type !== 'output' || e.seq > redraw.afterSeq) resolve();
       });
       dispose = () => {
@@ -107,5 +114,7 @@ export async function resizeReopened(
       dispose();
     }
   }
+  // The size now: the terminal may have been resized while the nudge was held.
+  const { cols, rows } = run.model.dimensions ?? size;
   await handle.resize(cols, rows);
 }

@@ -70,7 +70,8 @@ export class TerminalRun {
     this.actions = new TerminalActions(deps);
     this.store.add(
       this.model.onAction((a) => {
-        if (this.handle) this.actions.apply(this.handle, a);
+        if (a.kind === 'resize' && this.nudge && this.handle && this.deps.canResize()) this.resizeReopened(this.handle);
+        else if (this.handle) this.actions.apply(this.handle, a);
       }),
     );
     this.store.add(
@@ -218,9 +219,8 @@ export class TerminalRun {
     if (attached.modes?.restore) this.model.control(attached.modes.restore);
     const { handle } = attached;
     this.update({ status: 'running', processId: handle.processId, sandboxed: this.sandboxedNow });
-    const dims = this.model.dimensions;
-    if (handle.tty && dims && this.deps.canResize())
-      resizeReopened(handle, dims, attached.modes?.redraw, (l) => this.onProcessEvent(({ event }) => l(event))).catch(() => undefined);
+    this.nudge = attached.modes?.redraw;
+    if (handle.tty && this.model.dimensions && this.deps.canResize()) this.resizeReopened(handle);
     const r = (this.replayStart = attached.replay);
     const skip = r && r.skipBytes > 0 ? { seq: r.afterSeq + 1, bytes: r.skipBytes } : undefined;
     const completion = await this.follow(handle, this.sandboxedNow, skip);
@@ -228,6 +228,12 @@ export class TerminalRun {
     this.finishExited(completion.exitCode, completion.sandboxDenied);
   }
 
+  /** A reopened tty's nudge (./terminalModes.ts), once, with its first size: at once, or its first resize if it opened without one. */
+  private nudge: { afterSeq: number } | undefined;
+  private resizeReopened(handle: ProcessHandle): void {
+    resizeReopened(handle, this, this.nudge).catch(() => undefined);
+    this.nudge = undefined;
+  }
   private finishExited(exitCode: number, sandboxDenied: boolean): void {
     this.update({ status: 'exited', exitCode, sandboxDenied });
     this.model.finish(exitCode);

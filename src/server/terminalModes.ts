@@ -11,7 +11,7 @@ import type { TerminalModeState, TerminalModesResult } from '../protocol';
  *   ESC = / ESC > (keypad), ESC c (full reset); OSC, DCS, SOS, PM and APC strings are skipped to
  *   their end (BEL for OSC, else ESC \), so their contents never count. State is kept between
  *   output events: a sequence split across them is read as one.
- * - Cost: text without escapes is one `indexOf(ESC)` per chunk; a colour or cursor move one short
+ * - Cost: text without escapes is one `indexOf(ESC)` per chunk (after a short look); a colour or cursor move one short
  *   loop over its bytes (`quick`); only sequences that may set a mode, or are cut by a chunk's end,
  *   go through the byte-by-byte machine (bench/RESULTS.md "Terminal modes").
  * - Each mode keeps its newest transitions (at most 2 × KEEP, then the oldest KEEP go), by the output
@@ -155,7 +155,7 @@ export class TerminalModes {
     }
   }
 
-  /** The modes where output position (seq, off) begins, and those after all output so far. */
+  /** The modes where the output after `afterSeq` begins (`skipBytes` into the next event), and those after all output so far. */
   query(afterSeq: number, skipBytes: number): TerminalModesResult {
     let exact = true;
     const at = this.toState((slot) => {

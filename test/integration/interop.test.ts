@@ -1121,6 +1121,26 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     }
   });
 
+  test('differs on purpose: execBridge/terminalModes (the modes of a tty at an output position) exists only in ours', async () => {
+    const [ours, codex] = await Promise.all([session(targets.ours), session(targets.codex)]);
+    for (const [t, { c }] of [
+      [targets.ours, ours],
+      [targets.codex, codex],
+    ] as const) {
+      await c.call('process/start', startParams('tm', ['bash', '-c', "printf '\\033[?1049h\\033[?2004hdrawn'; read x"], { tty: true }));
+      await until(`${t.kind}: drawn`, () => c.output('tm').endsWith('drawn'));
+      const tm = await c.call('execBridge/terminalModes', { processId: 'tm', afterSeq: 0 });
+      await c.call('process/terminate', { processId: 'tm' });
+      if (t.kind === 'ours') {
+        const fresh = { set: [], reset: [], keypad: false, scrollRegion: null, cursorStyle: 0 };
+        const r = tm.result as { at: unknown; now: unknown; exact: boolean };
+        assert.deepEqual([r.at, r.now, r.exact], [fresh, { ...fresh, set: [1049, 2004] }, true]);
+      } else {
+        assert.deepEqual(tm.error, { code: -32601, message: 'exec-server stub does not implement `execBridge/terminalModes` yet' });
+      }
+    }
+  });
+
   test('differs on purpose: ours answers other calls during a long poll; codex (concurrency 1) queues them', async () => {
     await Promise.all(
       KINDS.map(async (k) => {

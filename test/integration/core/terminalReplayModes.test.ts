@@ -104,7 +104,7 @@ const spec = (): RunSpec => ({
 });
 
 /** A reopened terminal of ROWS rows over the process, as the extension reopens it; `raw()`: everything written to it. */
-function reopen(client: ExecServerClient, processId: string) {
+function reopen(client: ExecServerClient, processId: string, o: { sized?: boolean } = {}) {
   const run = new TerminalRun(spec(), {
     start: () => Promise.reject(new Error('a reopened terminal starts nothing')),
     attach: ({ rows }) =>
@@ -117,7 +117,8 @@ function reopen(client: ExecServerClient, processId: string) {
   let raw = '';
   run.model.onWrite((t) => (raw += t));
   const { text, until } = terminalText(run, WAIT_MS);
-  run.model.open({ cols: COLS, rows: ROWS });
+  // A terminal that opens hidden gets its size later (VS Code's setDimensions).
+  run.model.open(o.sized === false ? undefined : { cols: COLS, rows: ROWS });
   run.start();
   return { run, text, until, raw: () => raw };
 }
@@ -196,6 +197,23 @@ describe('a reopened tty terminal comes back in the modes its program left it in
       await within(t.run.done, 'the run to end');
       assert.match(t.text(), /WINCHES 0\n/);
       assert.doesNotMatch(t.text(), /REDRAWN/);
+    } finally {
+      client.dispose();
+    }
+  });
+
+  test('a terminal that opened without a size: the nudge comes with the first size it is given (the size the PTY has already)', async () => {
+    const { client, processId } = await detachedProgram(FULL_SCREEN, FULL_SCREEN_OFF, 3);
+    try {
+      const t = reopen(client, processId, { sized: false });
+      await t.until(/READY\n/);
+      assert.ok(t.run.replay!.afterSeq > 1);
+      assert.doesNotMatch(t.text(), /REDRAWN/);
+      t.run.model.setDimensions(COLS, ROWS);
+      await t.until(new RegExp(`REDRAWN ${COLS}x${ROWS}\\n`));
+      assert.match(t.text(), new RegExp(`READY\\n[^]*REDRAWN ${COLS}x${ROWS}\\n$`));
+      await t.run.process!.write('q\n');
+      await within(t.run.done, 'the run to end');
     } finally {
       client.dispose();
     }
