@@ -76,7 +76,7 @@ export interface ReopenedRun {
 }
 
 /** How long a nudged process keeps the smaller size at most, waiting for it to draw (as tmux holds its own nudge). */
-export const NUDGE_HOLD_MS = 1000;
+export const NUDGE_HOLD_MS = 3000;
 
 /**
  * A reopened tty terminal's size given to its process. With `redraw` (./ReplayModes), first one row
