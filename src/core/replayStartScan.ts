@@ -1,4 +1,5 @@
-import type { ReadOutput, ReplayStart } from './terminalReplayRange';
+import { NEWLINE, PAGE_BYTES, PAST_THE_END, readRange, type ReadOutput } from './outputPages';
+import type { ReplayStart } from './terminalReplayRange';
 
 /**
  * `chooseReplayStart`'s rule (core/terminalReplayRange.ts: the newest `lines` newline-terminated
@@ -10,28 +11,6 @@ import type { ReadOutput, ReplayStart } from './terminalReplayRange';
  * time (its event loop held up to 0.4 s at a time) before the first byte; here it is one pass, a
  * range in memory (0.3–0.4 s, stalls under 50 ms).
  */
-
-/** The budget of one `process/read` while walking back. */
-const PAGE_BYTES = 256 * 1024;
-/** `afterSeq` past every seq: the answer is empty and its `nextSeq` is the next seq to be assigned. */
-const PAST_THE_END = Number.MAX_SAFE_INTEGER;
-const NEWLINE = 0x0a;
-
-/** The output events with `from < seq < below`, oldest first, read forward from `from`. */
-async function readRange(read: ReadOutput, from: number, below: number): Promise<{ seq: number; data: Buffer }[]> {
-  const out: { seq: number; data: Buffer }[] = [];
-  let after = from;
-  // Each page moves `after` on by at least one seq: bounded by the seqs in the range.
-  for (let page = 0; page <= below - from; page++) {
-    const r = await read(after, PAGE_BYTES);
-    const last = r.chunks[r.chunks.length - 1]?.seq;
-    if (last === undefined) break;
-    for (const c of r.chunks) if (c.seq > after && c.seq < below) out.push({ seq: c.seq, data: Buffer.from(c.chunk, 'base64') });
-    if (last >= below - 1) break;
-    after = Math.max(last, r.nextSeq - 1);
-  }
-  return out;
-}
 
 /** A start: the replay shows output event `seq` from byte `offset` on, and `shown` bytes in all. */
 interface At {

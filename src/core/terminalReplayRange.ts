@@ -1,5 +1,5 @@
 import type { ExecServerClient } from '../client';
-import type { ProcessReadResult } from '../protocol';
+import { NEWLINE, PAGE_BYTES, PAST_THE_END, readRange, type ReadOutput } from './outputPages';
 import { scanReplayStart } from './replayStartScan';
 import { replayModes } from './terminalModes';
 
@@ -19,14 +19,7 @@ export const REPLAY_MAX_BYTES = 2 * 1024 * 1024;
 export const DEFAULT_SCROLLBACK = 1000;
 /** Rows when the terminal did not say (it opened hidden). */
 const DEFAULT_ROWS = 50;
-/** The budget of one `process/read` while looking for the start. */
-const PAGE_BYTES = 256 * 1024;
-/** `afterSeq` past every seq: the answer is empty and its `nextSeq` is the next seq to be assigned. */
-const PAST_THE_END = Number.MAX_SAFE_INTEGER;
-const NEWLINE = 0x0a;
-
-/** `process/read {afterSeq, maxBytes}` of one process (on a connection that asked for the spool, or not). */
-export type ReadOutput = (afterSeq: number, maxBytes: number) => Promise<ProcessReadResult>;
+export type { ReadOutput } from './outputPages';
 
 /** One output event, decoded. */
 export interface TailChunk {
@@ -109,22 +102,6 @@ export function cutTail(
   }
   if (total > maxBytes) return lowest !== undefined ? at(lowest + 1, 'bytes', false) : at(floor, 'bytes', true);
   return whole ? at(0, 'none', false) : undefined;
-}
-
-/** The output events with `from < seq < below`, read page by page forward from `from`. */
-async function readRange(read: ReadOutput, from: number, below: number): Promise<TailChunk[]> {
-  const out: TailChunk[] = [];
-  let after = from;
-  // Each page moves `after` on by at least one seq: bounded by the seqs in the range.
-  for (let page = 0; page <= below - from; page++) {
-    const r = await read(after, PAGE_BYTES);
-    const last = r.chunks[r.chunks.length - 1]?.seq;
-    if (last === undefined) break;
-    for (const c of r.chunks) if (c.seq > after && c.seq < below) out.push({ seq: c.seq, data: Buffer.from(c.chunk, 'base64') });
-    if (last >= below - 1) break;
-    after = Math.max(last, r.nextSeq - 1);
-  }
-  return out;
 }
 
 /**
