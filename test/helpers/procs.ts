@@ -58,3 +58,16 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** `p`, or a failure naming `what` after `ms` (a held process must fail the test, not hang it). */
+export async function within<T>(p: Promise<T>, what: string, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what} (${ms} ms)`)), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -18,6 +18,7 @@ import { ExecServer } from '../../../src/server/execServer';
 import { TerminalModes } from '../../../src/server/terminalModes';
 import { connectInProcess } from '../../helpers/inProcessServer';
 import { startExecServer, type ExecServerProcess } from '../../helpers/servers';
+import { within } from '../../helpers/procs';
 import { terminalText } from '../../helpers/terminalText';
 import { recording } from '../clientHelpers';
 
@@ -89,6 +90,7 @@ function printed(h: ProcessHandle, pattern: RegExp): Promise<void> {
       });
     }),
     `${pattern} from the program`,
+    WAIT_MS,
   );
 }
 
@@ -121,18 +123,6 @@ function reopen(client: ExecServerClient, processId: string, o: { sized?: boolea
   run.model.open(o.sized === false ? undefined : { cols: COLS, rows: ROWS });
   run.start();
   return { run, text, until, raw: () => raw };
-}
-
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), WAIT_MS))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The modes a terminal given `text` ends in (the server's tracker, fed it as one output). */
@@ -175,7 +165,7 @@ describe('a reopened tty terminal comes back in the modes its program left it in
       assert.ok(t.text().lastIndexOf(`REDRAWN ${COLS}x${ROWS}`) > t.text().indexOf('READY'));
       await t.run.process!.write('q\n');
       await t.until(/BYE\n/);
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.match(t.text(), /WINCHES [12]\n/);
       assert.deepEqual(modesOf(t.raw()), { set: [], reset: [], keypad: false, scrollRegion: null, cursorStyle: 0 });
     } finally {
@@ -194,7 +184,7 @@ describe('a reopened tty terminal comes back in the modes its program left it in
       assert.deepEqual(modesOf(t.raw()).set, [2004]);
       await t.run.process!.write('q\n');
       await t.until(/BYE\n/);
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.match(t.text(), /WINCHES 0\n/);
       assert.doesNotMatch(t.text(), /REDRAWN/);
     } finally {
@@ -213,7 +203,7 @@ describe('a reopened tty terminal comes back in the modes its program left it in
       await t.until(new RegExp(`REDRAWN ${COLS}x${ROWS}\\n`));
       assert.match(t.text(), new RegExp(`READY\\n[^]*REDRAWN ${COLS}x${ROWS}\\n$`));
       await t.run.process!.write('q\n');
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
     } finally {
       client.dispose();
     }
@@ -233,7 +223,7 @@ describe('a reopened tty terminal comes back in the modes its program left it in
       );
       await t.run.process!.write('q\n');
       await t.until(/BYE\n/);
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.match(t.text(), /WINCHES 0\n/);
     } finally {
       client.dispose();
@@ -266,7 +256,7 @@ describe('against codex (no execBridgeTerminalModes): reopened as before', () =>
       assert.match(after, /^↻ reopened after the window reload[^\n]*\n[0-9]{63}\n/);
       await t.run.process!.write('q\n');
       await t.until(/BYE\n/);
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.deepEqual(
         sent.filter((m) => m.includes('execBridge/terminalModes')),
         [],

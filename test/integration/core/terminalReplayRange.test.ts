@@ -16,6 +16,7 @@ import { attachNewest, mib } from '../../../src/core/terminalReplayRange';
 import { TerminalRun, type RunSpec } from '../../../src/core/terminalRun';
 import { ExecServer } from '../../../src/server/execServer';
 import { connectInProcess } from '../../helpers/inProcessServer';
+import { within } from '../../helpers/procs';
 import { terminalText } from '../../helpers/terminalText';
 
 const MiB = 1024 * 1024;
@@ -136,19 +137,6 @@ function reopen(
   return { run, text, until, output: () => Buffer.concat(given).toString('latin1') };
 }
 
-/** `p`, or a failure naming `what` after WAIT_MS (a held process must fail the test, not hang it). */
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), WAIT_MS))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 const notice = (text: string) => /↻ reopened after the window reload[^\n]*/.exec(text)?.[0] ?? '';
 
 describe('a reopened terminal gets the newest lines it can hold', () => {
@@ -159,7 +147,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 100, rows: 24 });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       // 124 lines: the marker and the 123 numbered lines before it.
       assert.equal(t.output(), Array.from({ length: 123 }, (_, i) => line(N - 123 + i)).join('') + 'MARK\nlate\n');
       const held = N * LINE + 'MARK\n'.length;
@@ -180,7 +168,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 10, rows: 5 });
       await t.until(/\$ $/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.equal(t.output(), Array.from({ length: 15 }, (_, i) => line(3000 - 15 + i)).join('') + '$ late\n');
     } finally {
       client.dispose();
@@ -190,7 +178,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(short.client, short.processId, { scrollback: 1000, rows: 24 });
       await t.until(/MARK\n/);
       short.go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.equal(t.output(), Array.from({ length: 20 }, (_, i) => line(i)).join('') + 'MARK\nlate\n');
       assert.equal(notice(t.text()), '↻ reopened after the window reload');
     } finally {
@@ -205,7 +193,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 1_000_000, rows: 24, maxBytes: 64 * 1024 });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       const out = t.output();
       // Within 64 KiB of the end at a line boundary: 4095 whole lines and the marker.
       assert.equal(out, Array.from({ length: 4095 }, (_, i) => line(N - 4095 + i)).join('') + 'MARK\nlate\n');
@@ -226,7 +214,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 50, rows: 10 });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.equal(t.output(), Array.from({ length: 59 }, (_, i) => line(N - 59 + i)).join('') + 'MARK\nlate\n');
       const held = N * LINE + 'MARK\n'.length - dropped;
       const shown = 59 * LINE + 'MARK\n'.length;
@@ -267,7 +255,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       await t.until(new RegExp(`${line(N - 1)}`));
       // 1.6 MiB more, live: more than the credit window, so it is acknowledged as the terminal takes it.
       writeFileSync(gate, 'go\n');
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.equal(t.run.model.exitCode, 0);
       const out = t.output();
       const lines = out.split('\n').slice(0, -1);
@@ -291,7 +279,7 @@ describe('a reopened terminal gets the newest lines it can hold', () => {
       const t = reopen(client, processId, { scrollback: 30, rows: 10 });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.equal(t.output(), Array.from({ length: 39 }, (_, i) => line(N - 39 + i)).join('') + 'MARK\nlate\n');
       assert.match(notice(t.text()), /not shown here .*; the executor no longer holds its oldest output \(it keeps the newest 1 MiB\)$/);
     } finally {
@@ -315,7 +303,7 @@ describe('execBridge.reopenedTerminalReplayMiB: more than the default', () => {
       const t = reopen(client, processId, { scrollback: 50, rows: 10, maxBytes: Number.POSITIVE_INFINITY, calls });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       // Not a byte looked at first: the attach replays from seq 0, page by page as the terminal takes it.
       assert.deepEqual(calls, ['attachProcess']);
       assert.ok(t.output() === all().slice(dropped) + 'late\n', `given ${t.output().length} bytes from ${t.output().slice(0, 16)}`);
@@ -334,7 +322,7 @@ describe('execBridge.reopenedTerminalReplayMiB: more than the default', () => {
       const t = reopen(client, processId, { scrollback: 50, rows: 10, maxBytes: Number.POSITIVE_INFINITY });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.ok(t.output() === all() + 'late\n', `given ${t.output().length} bytes from ${t.output().slice(0, 16)}`);
       assert.equal(notice(t.text()), '↻ reopened after the window reload');
     } finally {
@@ -348,7 +336,7 @@ describe('execBridge.reopenedTerminalReplayMiB: more than the default', () => {
       const t = reopen(client, processId, { scrollback: 50, rows: 10, maxBytes: Number.POSITIVE_INFINITY });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       const out = t.output();
       assert.ok(out.length > 0.9 * MiB && out.length <= MiB + 'late\n'.length, `${out.length} bytes given`);
       assert.ok(all().endsWith(out.slice(0, -'late\n'.length)) && out.endsWith('MARK\nlate\n'), 'the newest bytes held, in order');
@@ -369,7 +357,7 @@ describe('execBridge.reopenedTerminalReplayMiB: more than the default', () => {
       const t = reopen(client, processId, { scrollback: 1_000_000, rows: 10, maxBytes: 64 * MiB });
       await t.until(/MARK\n/);
       go();
-      await within(t.run.done, 'the run to end');
+      await within(t.run.done, 'the run to end', WAIT_MS);
       assert.ok(t.output() === all().slice(dropped) + 'late\n', `given ${t.output().length} bytes from ${t.output().slice(0, 16)}`);
       assert.equal(notice(t.text()), `↻ reopened after the window reload; ${mib(dropped)} of earlier output was dropped (spool cap 2 MiB)`);
       assert.equal(t.run.replay?.limit, 'none');
