@@ -1,6 +1,6 @@
 /**
  * What following a tty's terminal modes costs the server per byte (src/server/terminalModes.ts,
- * issue 27): `TerminalModes.feed` over a few hundred MiB of four kinds of output, chunked as the
+ * issue 27): `TerminalModes.feed` over a few hundred MiB of five kinds of output, chunked as the
  * server sends it (64 KiB events). Prints one JSON line per kind: MiB/s, ms per MiB, and the
  * transitions held at the end (the memory bound). Run:
  *   npx esbuild bench/terminalModesBench.ts --bundle --platform=node --outfile=bench/out/m/terminalModesBench.js \
@@ -29,6 +29,11 @@ const kinds: Record<string, Buffer> = {
   frames: chunkOf('\x1b[?25l\x1b[1;1H\x1b[7m CPU [|||||     42.0%] \x1b[m\x1b[2;1H\x1b[32mMem\x1b[m 1.2G/8G\x1b[K\x1b[24;80H\x1b[?25h'),
   // Title updates and hyperlinks: OSC strings with text that looks like modes.
   osc: chunkOf('\x1b]0;vim [?1049h build\x07\x1b]8;;file:///a/b?25l\x1b\\link\x1b]8;;\x1b\\ text text text\r\n'),
+  // Long hyperlinks (OSC 8, ended by ESC \, no BEL) around file names, as `ls --hyperlink` or a
+  // compiler's diagnostics print them: strings past the first 64 bytes.
+  links: chunkOf(
+    '\x1b]8;;file:///home/user/projects/exec-bridge/src/server/terminalModes.ts#L259\x1b\\terminalModes.ts\x1b]8;;\x1b\\\r\n',
+  ),
 };
 
 /** For scale: a JS loop that looks at every byte once (counts ESCs), over the colours' bytes. */
