@@ -31,9 +31,7 @@ const kinds: Record<string, Buffer> = {
   osc: chunkOf('\x1b]0;vim [?1049h build\x07\x1b]8;;file:///a/b?25l\x1b\\link\x1b]8;;\x1b\\ text text text\r\n'),
   // Long hyperlinks (OSC 8, ended by ESC \, no BEL) around file names, as `ls --hyperlink` or a
   // compiler's diagnostics print them: strings past the first 64 bytes.
-  links: chunkOf(
-    '\x1b]8;;file:///home/user/projects/exec-bridge/src/server/terminalModes.ts#L259\x1b\\terminalModes.ts\x1b]8;;\x1b\\\r\n',
-  ),
+  links: chunkOf('\x1b]8;;file:///home/user/projects/exec-bridge/src/server/terminalModes.ts#L259\x1b\\terminalModes.ts\x1b]8;;\x1b\\\r\n'),
 };
 
 /** For scale: a JS loop that looks at every byte once (counts ESCs), over the colours' bytes. */
