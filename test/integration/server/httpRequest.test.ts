@@ -481,6 +481,18 @@ describe('streamed responses', () => {
     assert.deepEqual(await cancel(ctx, 'nothing'), { cancelled: false });
   });
 
+  test("execBridge/httpCancel of another connection's request id cancels nothing: that stream runs to its end", async () => {
+    const owner = new RecordingContext();
+    const other = new RecordingContext();
+    // /slowbody sends a first part and never ends: only its own connection's cancel ends it.
+    await call({ method: 'GET', url: `${base}/slowbody`, requestId: 'mine', streamResponse: true }, owner);
+    assert.deepEqual(await router.dispatch('execBridge/httpCancel', { requestId: 'mine' }, other), { cancelled: false });
+    assert.ok(owner.activeHttpStreams.has('mine'), 'still streaming for its own connection');
+    assert.equal(owner.deltas.filter((d) => d.done).length, 0);
+    assert.deepEqual(await router.dispatch('execBridge/httpCancel', { requestId: 'mine' }, owner), { cancelled: true });
+    assert.equal((await owner.done('mine')).at(-1)!.error, 'error decoding response body');
+  });
+
   test('the end of the connection stops a stream', async () => {
     const ac = new AbortController();
     const ctx = new RecordingContext(ac.signal);
