@@ -44,6 +44,25 @@ function managerOn(client: ExecServerClient | TestExecutorHost, servers: object,
  * the executor (a user's browser would get there through their VPN); the redirect to our loopback
  * listener comes back to this process, as in VS Code.
  */
+/**
+ * A manager with one `web` server at `url` reached through `client` (`"connectFrom": "executor"`),
+ * started and ready; its log lines are collected in `messages`. The caller shuts the manager down.
+ */
+async function startWeb(client: ExecServerClient, url: string) {
+  const m = managerOn(client, { web: { type: 'http', url, connectFrom: 'executor' } });
+  const s = m.get('web')!;
+  const messages: string[] = [];
+  s.log.onDidAppend((e) => messages.push(e.text));
+  try {
+    await s.start();
+    assert.equal(s.state.kind, 'ready', s.describe());
+  } catch (e) {
+    await m.shutdown();
+    throw e;
+  }
+  return { m, s, messages };
+}
+
 async function browse(client: ExecServerClient, page: URL, privateOrigin: string): Promise<void> {
   let at = page;
   for (let hop = 0; hop < 10; hop++) {
@@ -101,13 +120,8 @@ describe('remote MCP servers reached through the executor (a private network)', 
   });
 
   test('Streamable HTTP at 2025-11-25: tools, Call Tool, a message over the SSE stream; a stop ends the session and the stream', async (t) => {
-    const m = managerOn(ours.client, { web: { type: 'http', url: net.urls.mcp, connectFrom: 'executor' } });
+    const { m, s, messages } = await startWeb(ours.client, net.urls.mcp);
     try {
-      const s = m.get('web')!;
-      const messages: string[] = [];
-      s.log.onDidAppend((e) => messages.push(e.text));
-      await s.start();
-      assert.equal(s.state.kind, 'ready', s.describe());
       assert.equal(s.protocolVersion, '2025-11-25');
       assert.equal(s.executor?.id, 'devbox');
       assert.ok(s.log.all().some((e) => /through executor "devbox"/.test(e.text)));
@@ -262,13 +276,8 @@ describe('remote MCP servers reached through the executor (a private network)', 
 
   test('on codex exec-server (stdio, same network): Streamable HTTP, Call Tool and the event stream', async () => {
     const client = await ExecServerClient.connect({ endpoint: net.codexEndpoint(), clientName: 'private-net-codex' });
-    const m = managerOn(client, { web: { type: 'http', url: net.urls.mcp, connectFrom: 'executor' } });
+    const { m, s, messages } = await startWeb(client, net.urls.mcp);
     try {
-      const s = m.get('web')!;
-      const messages: string[] = [];
-      s.log.onDidAppend((e) => messages.push(e.text));
-      await s.start();
-      assert.equal(s.state.kind, 'ready', s.describe());
       assert.equal(text(await s.callTool('shout', { text: 'codex' })), 'CODEX');
       assert.equal(text(await s.callTool('announce', {})), 'announcing');
       await until(() => messages.some((l) => l.includes(ANNOUNCEMENT)), 10_000, 'the message sent over the event stream');
@@ -292,13 +301,8 @@ describe('a remote server through an executor whose connection drops', () => {
       keepalive: { intervalMs: 250, timeoutMs: 500 },
       attemptTimeoutMs: 1_000,
     });
-    const m = managerOn(client, { web: { type: 'http', url: http.url, connectFrom: 'executor' } });
+    const { m, s, messages } = await startWeb(client, http.url);
     try {
-      const s = m.get('web')!;
-      const messages: string[] = [];
-      s.log.onDidAppend((e) => messages.push(e.text));
-      await s.start();
-      assert.equal(s.state.kind, 'ready', s.describe());
       await until(() => http.streams() === 1, 10_000, 'the event stream is open');
       let resumed = false;
       const sub = client.onDidChangeState((st) => {
