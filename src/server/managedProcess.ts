@@ -5,46 +5,26 @@ import { SANDBOX_BLOCKED } from '../protocol';
 import type { OutputStream, ProcessReadResult, ProcessStartRequest, SandboxType, WriteStatus } from '../protocol';
 import { RpcError } from '../rpc';
 import { Deferred } from '../util';
-import type { FifoPool } from './fifoPool';
 import { LongPolls } from './longPolls';
 import { orphanGuard } from './orphanGuard';
 import { OutputFlow } from './outputFlow';
 import { OutputWindow } from './outputWindow';
-import { SPOOL_PAGE_BYTES, type OutputSpool } from './outputSpool';
+import type { OutputSpool } from './outputSpool';
+import { readOutput, type ReadSource } from './processRead';
 import { MAX_CHUNK, OutputCoalescer, sendOutput, type ProcessSink } from './processOutput';
-import type { SandboxPrewarmer } from './prewarm';
 import { TerminalModes } from './terminalModes';
 import { planStart, ptyLaunch, spawnPipes, spawnPty, spawnTurn } from './processSpawn';
 import { StdinWriter } from './processStdin';
 import { guardPtyDrain, type PtyDrainGuard } from './ptyProcess';
 import { exitCodeOf, interruptGroup, killLeftoverGroup } from './processSignals';
 import { killTree, treesKilled } from './processTree';
-import type { SpawnPlan, SpawnPlanner } from './spawnPlan';
+import { CoverRaceWatch, MAX_COVER_RETRIES, type Push } from './sandbox/coverRace';
+import type { ProcessOptions } from './processOptions';
+import { judgeExit, type SpawnPlan } from './spawnPlan';
 
 export { encodeOutputNotification, type ProcessSink } from './processOutput';
+export type { ProcessOptions } from './processOptions';
 
-export interface ProcessOptions {
-  planner: SpawnPlanner;
-  /** Output above this size is coalesced no further: one notification carries at most this. */
-  maxChunkBytes?: number;
-  retainedBytes?: number;
-  /** Real pipes for stdio (else Node's socket pairs). */
-  fifos?: FifoPool;
-  /** Sandboxes built ahead of time for starts whose plan allows it. */
-  prewarm?: SandboxPrewarmer;
-  /**
-   * The output spool for what the window evicts (./outputSpool.ts), asked for at each eviction until
-   * it gives one: undefined while the session's clients did not ask for spooled output.
-   */
-  spool?: () => OutputSpool | undefined;
-  /** Whether the session spools (a client of it asked): then a credit window does not hold the process while detached. */
-  spooling?: () => boolean;
-  /** Called once after `closed` is published (the session starts the retention timer). */
-  onClosed?: () => void;
-}
-
-/** A spool page (`process/read` of spooled output) carries at most this, whatever `maxBytes` asks. */
-const MAX_SPOOL_PAGE = 2 * SPOOL_PAGE_BYTES;
 /** After a sandboxed exit, wait this long (or for the pipes to close) before judging a denial. */
 const DENIAL_GRACE_MS = 150;
 const DEFAULT_PTY = { cols: 80, rows: 24 };
@@ -82,12 +62,23 @@ export class ManagedProcess {
   /** `process/write` (./processStdin.ts). */
   private readonly stdinWriter = new StdinWriter({
     accepts: () => this.tty || this.pipeStdin,
-    ended: () => this.rawExit !== undefined || this.destroyed,
+    ended: () => (this.rawExit !== undefined && !this.settling) || this.destroyed,
     pty: () => this.pty,
     stdin: () => this.stdin,
+    ready: () => this.settling?.promise,
+    wrote: (data) => this.coverWatch?.wroteStdin(data),
   });
+  /** A sandboxed start on pipes that may meet another server's directory vanishing under bwrap (./sandbox/coverRace.ts). */
+  private coverWatch: CoverRaceWatch | undefined;
+  private coverRetries = 0;
+  /** From an exit that may be the race until it is decided (and the start run again): writes wait, signals are applied after. */
+  private settling: Deferred<void> | undefined;
+  private signalAfterRerun: 'interrupt' | 'kill' | undefined;
+  private startReq!: ProcessStartRequest;
+  private readonly pushOut: Push = (stream, data) => this.output.push(stream, data);
   /** `process/read`s waiting for output, the exit or the close. */
   private readonly polls = new LongPolls();
+  private readonly reader: ReadSource;
   private readonly output: OutputCoalescer;
   /** Whether the child's output is read now (./outputFlow.ts). */
   private readonly flow: OutputFlow;
@@ -116,6 +107,17 @@ export class ManagedProcess {
     this.idJson = JSON.stringify(id);
     this.idBytes = Buffer.from(id, 'utf8');
     this.modes = tty ? new TerminalModes() : undefined;
+    this.reader = {
+      window: this.window,
+      polls: this.polls,
+      spool: () => this.spool,
+      nextSeq: () => this.nextSeq,
+      exit: () => this.exit,
+      closed: () => this.closedSeq !== undefined,
+      destroyed: () => this.destroyed,
+      denied: () => ({ denied: this.denied, target: this.deniedTarget }),
+      bytes: () => ({ output: this.outputBytes, dropped: this.droppedBytes }),
+    };
   }
 
   get sandboxType(): SandboxType {
@@ -137,34 +139,81 @@ export class ManagedProcess {
   static async start(req: ProcessStartRequest, sink: ProcessSink, options: ProcessOptions): Promise<ManagedProcess> {
     const { plan, argv0 } = await planStart(req, options.planner);
     const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options, req.execBridgeCreditWindow);
-    proc.plan = plan;
-    if (req.execBridgeReportBlocked && plan.onNetworkDenial) {
-      // Told at once, not only at the exit: a long-lived process (an MCP server) lives on after a refusal.
-      proc.unwatchDenials = plan.onNetworkDenial((d) => {
-        if (!proc.isClosed) sink.notify(SANDBOX_BLOCKED, { processId: proc.id, target: d.target, reason: d.reason });
-      });
-    }
+    proc.startReq = req;
+    proc.usePlan(plan);
     try {
       if (req.tty) {
         await spawnTurn();
         proc.adoptPty(spawnPty(ptyLaunch(plan, argv0, req.argv[0]!, req.arg0), plan, req.ptySize ?? DEFAULT_PTY));
       } else {
-        const started = await spawnPipes(
-          plan,
-          plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined,
-          req.pipeStdin,
-          options,
-          proc.closedSignal.promise,
-        );
-        proc.releaseWarm = started.release;
-        proc.adopt(started.child, started.streams);
-        started.begin();
+        await proc.startPipes(plan, argv0, []);
       }
     } catch (e) {
       plan.dispose();
       throw e;
     }
     return proc;
+  }
+
+  private usePlan(plan: SpawnPlan): void {
+    this.plan = plan;
+    if (this.startReq.execBridgeReportBlocked && plan.onNetworkDenial) {
+      // Told at once, not only at the exit: a long-lived process (an MCP server) lives on after a refusal.
+      this.unwatchDenials = plan.onNetworkDenial((d) => {
+        if (!this.isClosed) this.sink.notify(SANDBOX_BLOCKED, { processId: this.id, target: d.target, reason: d.reason });
+      });
+    }
+  }
+
+  /** Starts the child on pipes; `stdin`: what an earlier attempt was given (written first). */
+  private async startPipes(plan: SpawnPlan, argv0: string, stdin: Buffer[]): Promise<void> {
+    const req = this.startReq;
+    const started = await spawnPipes(
+      plan,
+      plan.file === argv0 ? (req.arg0 ?? req.argv[0]) : undefined,
+      req.pipeStdin,
+      this.options,
+      this.closedSignal.promise,
+    );
+    this.releaseWarm = started.release;
+    this.coverWatch = plan.covers?.length ? new CoverRaceWatch(plan.covers) : undefined;
+    this.adopt(started.child, started.streams);
+    for (const d of stdin) {
+      this.stdin?.write(d);
+      this.coverWatch?.wroteStdin(d);
+    }
+    started.begin();
+  }
+
+  /**
+   * The start failed because another server's private directory vanished while bwrap covered it
+   * (./sandbox/coverRace.ts): nothing ran, nothing was shown. It runs again, with covers read afresh.
+   */
+  private async rerun(watch: CoverRaceWatch, stdin: Buffer[], code: number): Promise<void> {
+    this.coverRetries++;
+    orphanGuard.remove(this.pid); // its whole sandbox ended with bwrap
+    this.pid = 0; // reaped: no signal may reach whatever gets its number next
+    this.releasePlan();
+    this.denialWait = undefined;
+    this.rawExit = undefined;
+    try {
+      const { plan, argv0 } = await planStart(this.startReq, this.options.planner);
+      this.usePlan(plan);
+      if (this.destroyed || this.signalAfterRerun === 'kill') throw new Error('stopped meanwhile');
+      await this.startPipes(plan, argv0, stdin);
+    } catch {
+      // Not started again: the first attempt's failure is the answer, as it was.
+      this.rawExit = code;
+    }
+    const signal = this.signalAfterRerun;
+    this.signalAfterRerun = undefined;
+    this.settling?.resolve();
+    this.settling = undefined;
+    if (this.rawExit !== undefined) {
+      watch.release(this.pushOut);
+      this.publishExit(code);
+    } else if (signal === 'interrupt') this.interrupt();
+    else if (signal === 'kill') this.terminate();
   }
 
   /** Takes over a started child and our ends of its stdio (stdin only when piped, then stdout, stderr). */
@@ -181,7 +230,7 @@ export class ManagedProcess {
       ['stdout', this.stdout!],
       ['stderr', this.stderr!],
     ] as const) {
-      s.on('data', (d: Buffer) => this.output.push(stream, d));
+      s.on('data', (d: Buffer) => (this.coverWatch ? this.coverWatch.feed(stream, d, this.pushOut) : this.output.push(stream, d)));
       s.on('close', () => this.onStreamClosed());
       s.on('error', () => undefined);
     }
@@ -260,39 +309,45 @@ export class ManagedProcess {
     this.rawExit = code;
     orphanGuard.leaderGone(this.pid);
     this.output.flush();
-    const publish = () => {
-      if (this.exit) return;
-      this.output.flush();
-      if (this.plan?.restricted && code !== 0) {
-        try {
-          this.denied = this.plan.isDenial(code, this.window.allData());
-          if (this.denied) this.deniedTarget = this.plan.networkDenial?.();
-        } catch {
-          this.denied = false;
-        }
-      }
-      const seq = this.nextSeq++;
-      this.exit = { code, seq };
-      this.sink.notify('process/exited', {
-        processId: this.id,
-        seq,
-        exitCode: code,
-        sandboxDenied: this.denied,
-        ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
-      });
-      this.polls.wake();
-      if (this.openStreams === 0) this.publishClosed();
-    };
-    if (this.plan?.restricted && code !== 0 && this.openStreams > 0) {
+    if (this.coverWatch && code === 1) this.settling ??= new Deferred<void>();
+    if ((this.plan?.restricted || this.coverWatch) && code !== 0 && this.openStreams > 0) {
       // Trailing output (the error message) may still be in the pipes: give it a moment.
-      const timer = setTimeout(publish, DENIAL_GRACE_MS);
+      const timer = setTimeout(() => this.publishExit(code), DENIAL_GRACE_MS);
       this.denialWait = () => {
         clearTimeout(timer);
-        publish();
+        this.publishExit(code);
       };
     } else {
-      publish();
+      this.publishExit(code);
     }
+  }
+
+  private publishExit(code: number): void {
+    if (this.exit) return;
+    const watch = this.coverWatch;
+    this.coverWatch = undefined;
+    if (watch) {
+      const stopped = this.destroyed || this.signalAfterRerun !== undefined;
+      const again = this.openStreams === 0 && !stopped && this.coverRetries < MAX_COVER_RETRIES ? watch.raced(code) : undefined;
+      if (again) return void this.rerun(watch, again.stdin, code);
+      watch.release(this.pushOut);
+    }
+    this.signalAfterRerun = undefined;
+    this.settling?.resolve();
+    this.settling = undefined;
+    this.output.flush();
+    if (this.plan?.restricted && code !== 0) [this.denied, this.deniedTarget] = judgeExit(this.plan, code, this.window.allData());
+    const seq = this.nextSeq++;
+    this.exit = { code, seq };
+    this.sink.notify('process/exited', {
+      processId: this.id,
+      seq,
+      exitCode: code,
+      sandboxDenied: this.denied,
+      ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
+    });
+    this.polls.wake();
+    if (this.openStreams === 0) this.publishClosed();
   }
 
   private denialWait: (() => void) | undefined;
@@ -330,74 +385,15 @@ export class ManagedProcess {
 
   // ---- requests ----
 
-  /**
-   * `process/read`. With `spooled` (the connection asked for `execBridgeOutputSpool`), a range older
-   * than the window is served from the spool, one bounded page per answer (`execBridgeSpooled`:
-   * read on from `nextSeq`), and every answer says how many bytes were dropped.
-   */
-  async read(
+  /** `process/read` (./processRead.ts). */
+  read(
     afterSeq: number,
     maxBytes: number | undefined,
     waitMs: number,
     spooled = false,
     spoolMaxBytes?: number,
   ): Promise<ProcessReadResult> {
-    const fromSpool = () => {
-      const s = this.spool;
-      if (!spooled || !s || s.retainedBytes === 0 || afterSeq >= s.lastSeq) return undefined;
-      const first = this.window.firstSeq;
-      return first === undefined || afterSeq + 1 < first ? s : undefined;
-    };
-    await this.polls.until(
-      () =>
-        fromSpool() !== undefined ||
-        (this.nextSeq - 1 > afterSeq && this.window.after(afterSeq, 0).length > 0) ||
-        this.closedSeq !== undefined ||
-        (this.exit !== undefined && afterSeq < this.exit.seq) ||
-        this.destroyed,
-      waitMs,
-    );
-    const spool = fromSpool();
-    if (spool) {
-      const page = await spool.read(afterSeq, Math.min(spoolMaxBytes ?? maxBytes ?? SPOOL_PAGE_BYTES, MAX_SPOOL_PAGE));
-      // Empty: a cap dropped the range meanwhile; the window answers (with the gap and the count).
-      if (page.chunks.length > 0) return { ...this.readStatus(true), chunks: page.chunks, nextSeq: page.nextSeq, execBridgeSpooled: true };
-    }
-    if (spooled && spoolMaxBytes !== undefined) {
-      // A page of the window too when it holds more than the budget: a replay stays within the reader's room.
-      const all = this.window.after(afterSeq);
-      const some = this.window.after(afterSeq, spoolMaxBytes);
-      if (some.length < all.length) {
-        const chunks = some.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') }));
-        return { ...this.readStatus(true), chunks, nextSeq: some[some.length - 1]!.seq + 1, execBridgeSpooled: true };
-      }
-    }
-    const chunks = this.window.after(afterSeq, maxBytes);
-    const nextSeq = maxBytes !== undefined && chunks.length > 0 ? chunks[chunks.length - 1]!.seq + 1 : this.nextSeq;
-    return {
-      ...this.readStatus(spooled),
-      chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') })),
-      nextSeq,
-    };
-  }
-
-  /** The fields of a read answer besides chunks and cursor; with `spooled`, ours too. */
-  private readStatus(spooled: boolean): Omit<ProcessReadResult, 'chunks' | 'nextSeq'> {
-    return {
-      exited: this.exit !== undefined,
-      exitCode: this.exit?.code ?? null,
-      closed: this.closedSeq !== undefined,
-      failure: null,
-      sandboxDenied: this.denied,
-      ...(this.deniedTarget ? { sandboxDeniedTarget: this.deniedTarget } : {}),
-      ...(spooled
-        ? {
-            execBridgeDroppedBytes: this.droppedBytes,
-            execBridgeOutputBytes: this.outputBytes,
-            ...(this.exit ? { execBridgeExitSeq: this.exit.seq } : {}),
-          }
-        : {}),
-    };
+    return readOutput(this.reader, afterSeq, maxBytes, waitMs, spooled, spoolMaxBytes);
   }
 
   /** The process record is released (retention over, session end, server stop): its spool files go. */
@@ -411,12 +407,14 @@ export class ManagedProcess {
 
   /** SIGINT to the process group (a PTY's line discipline does the same for ^C). */
   interrupt(): void {
+    if (this.settling) this.signalAfterRerun ??= 'interrupt';
     if (this.rawExit !== undefined || this.pid <= 0) return;
     interruptGroup(this.pid);
   }
 
   /** SIGKILL to the whole tree. Returns whether it was still running. */
   terminate(): boolean {
+    if (this.settling) this.signalAfterRerun = 'kill';
     const running = this.rawExit === undefined && this.pid > 0;
     if (running) {
       // Batched and asynchronous; by the time it runs the leader may have been reaped.

@@ -16,6 +16,10 @@ export interface StdinTarget {
   ended(): boolean;
   pty(): IPty | undefined;
   stdin(): Writable | undefined;
+  /** While the process's start may be run again (./sandbox/coverRace.ts): pipe writes wait for this first. */
+  ready?(): Promise<void> | undefined;
+  /** Told each pipe write (kept for such a run again). */
+  wrote?(data: Buffer): void;
 }
 
 /**
@@ -59,9 +63,11 @@ export class StdinWriter {
   }
 
   private async writePipe(data: Buffer, writeId: string): Promise<WriteStatus> {
+    for (let i = 0, wait = this.target.ready?.(); wait && i < 8; i++, wait = this.target.ready?.()) await wait;
     const stdin = this.target.stdin();
     if (this.target.ended() || !stdin || stdin.destroyed || !stdin.writable) throw RpcError.internal('failed to write to process stdin');
     if (data.length > 0) stdin.write(data);
+    this.target.wrote?.(data);
     if (stdin.writableLength > STDIN_QUEUE_LIMIT) {
       // The child is not reading: hold the answer (and so the client's next write) until it does.
       await new Promise<void>((resolve) => {

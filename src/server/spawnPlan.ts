@@ -42,6 +42,8 @@ export interface SpawnPlan {
   pipeLaunch?: Launch;
   /** Pipes only: this start may use a sandbox started ahead of time (see `SandboxPrewarmer`). */
   prewarm?: PrewarmSpec;
+  /** Pipes only: other servers' private directories the sandbox covers (a start that meets one vanishing runs again, ./sandbox/coverRace.ts). */
+  covers?: string[];
 }
 
 export interface Launch {
@@ -137,4 +139,14 @@ export function passthroughPlan(req: SpawnRequest): SpawnPlan {
     isDenial: () => false,
     dispose: () => undefined,
   };
+}
+
+/** After a restricted plan's failed exit: whether the sandbox caused it, and the destination its proxy refused. */
+export function judgeExit(plan: SpawnPlan, code: number, output: Buffer[]): [boolean, string | undefined] {
+  try {
+    const denied = plan.isDenial(code, output);
+    return [denied, denied ? plan.networkDenial?.() : undefined];
+  } catch {
+    return [false, undefined];
+  }
 }

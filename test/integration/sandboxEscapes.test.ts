@@ -353,15 +353,21 @@ describe('the executor daemon is out of a sandbox’s reach', { skip: process.pl
   const run = join(root, 'run');
   const work = join(root, 'ws');
 
-  after(() => {
+  after(async () => {
+    const killed: number[] = [];
     for (const name of existsSync(run) ? readdirSync(run) : []) {
       try {
-        process.kill((JSON.parse(readFileSync(join(run, name, 'state.json'), 'utf8')) as { pid: number }).pid, 'SIGKILL');
+        const { pid } = JSON.parse(readFileSync(join(run, name, 'state.json'), 'utf8')) as { pid: number };
+        process.kill(pid, 'SIGKILL');
+        killed.push(pid);
       } catch {
         // not a daemon dir, or not running
       }
     }
-    rmSync(root, { recursive: true, force: true });
+    // A sandbox it was building ahead of time may still make (or its watchdog remove) a placeholder
+    // in the workspace for a moment: the daemon gone first, then the removal, retried if that moment is not over.
+    await until(() => killed.every((p) => !isAlive(p)), 10_000, 'the killed daemon to be gone');
+    rmSync(root, { recursive: true, force: true, maxRetries: 10 });
   });
 
   test('network on or off, a sandboxed command cannot read the token, list the directory or open the socket', async () => {

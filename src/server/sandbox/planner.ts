@@ -198,6 +198,7 @@ export class SandboxPlanner {
     const plan = this.finish({ ...req, env: host.env }, policy, layout, 'linuxSeccomp', launch, retain(), netRef);
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
+    if (covered.length > 0) plan.covers = covered;
     // Codex's prepared context relays to its proxy on the spot (its ports come with each start).
     if (net && !req.managedNetwork) return plan;
     // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
