@@ -49,11 +49,18 @@ export async function runCommand(argv: string[]): Promise<number> {
   const cleanup = new Cleanup();
   try {
     client = await connectExecutor(args, say, debug, cleanup);
-    const handle = await startOnExecutor(client, args);
+    // From the start's request on, Ctrl-C is ours: the executor may have started the command before
+    // its answer arrives, and Node's default would end `run` and leave the command running.
+    const early = holdSignalsDuringStart(say);
+    let handle: ProcessHandle;
+    try {
+      handle = await startOnExecutor(client, args);
+    } finally {
+      early.stop();
+    }
     debug(`started process ${handle.processId}`);
-    // Ctrl-C is ours before the first byte of output is: whoever sees that byte may interrupt at
-    // once, and without our handler Node's default would end `run` and leave the command running.
-    cleanup.add(forwardInterrupts(handle, say));
+    // Ours before the first byte of output is too: whoever sees that byte may interrupt at once.
+    cleanup.add(forwardInterrupts(handle, say, early.held()));
     const output = streamOutput(client, handle, cleanup);
     if (args.stdin || args.tty) cleanup.add(forwardStdin(handle, args.tty && Boolean(process.stdin.isTTY)));
     if (args.tty && process.stdout.isTTY && client.capabilities.processResize) cleanup.add(forwardResize(handle));
@@ -272,6 +279,44 @@ function forwardStdin(handle: ProcessHandle, raw: boolean): () => void {
   };
 }
 
+interface HeldSignals {
+  interrupts: number;
+  terminate: boolean;
+}
+
+/**
+ * While the start is being answered: a Ctrl-C (or SIGTERM) is held and given to the command once
+ * it is known (`forwardInterrupts`); a second Ctrl-C quits at once, so that a start the executor
+ * never answers can still be left, and says the command may then run on there.
+ */
+function holdSignalsDuringStart(say: (line: string) => void): { stop(): void; held(): HeldSignals } {
+  const held: HeldSignals = { interrupts: 0, terminate: false };
+  const quitting = (status: number) => {
+    say('quitting before the executor answered the start: the command may have started there and run on until its session ends');
+    process.exit(status);
+  };
+  const onSigint = () => {
+    if (++held.interrupts > 1) return quitting(130);
+    say('interrupt: waiting for the executor to answer the start, then the command gets it (Ctrl-C again to quit now)');
+  };
+  let termTimer: NodeJS.Timeout | undefined;
+  const onSigterm = () => {
+    held.terminate = true;
+    termTimer ??= setTimeout(() => quitting(143), TERMINATE_WAIT_MS);
+    termTimer.unref();
+  };
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigterm);
+  return {
+    stop: () => {
+      process.off('SIGINT', onSigint);
+      process.off('SIGTERM', onSigterm);
+      if (termTimer) clearTimeout(termTimer);
+    },
+    held: () => held,
+  };
+}
+
 /** How long a terminate may wait for the executor before `run` exits anyway (the connection may be down for hours). */
 const TERMINATE_WAIT_MS = 5_000;
 
@@ -280,7 +325,7 @@ const TERMINATE_WAIT_MS = 5_000;
  * SIGTERM → terminate. A terminate waits for the connection, which with `--deadline-ms 0` may be
  * down for the night: after TERMINATE_WAIT_MS `run` exits (255) and says the command may still run.
  */
-function forwardInterrupts(handle: ProcessHandle, say: (line: string) => void): () => void {
+function forwardInterrupts(handle: ProcessHandle, say: (line: string) => void, held: HeldSignals): () => void {
   let last = 0;
   let exitTimer: NodeJS.Timeout | undefined;
   const terminate = () => {
@@ -306,6 +351,9 @@ function forwardInterrupts(handle: ProcessHandle, say: (line: string) => void): 
   const onSigterm = () => terminate();
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigterm);
+  // What came while the start was answered, now that there is a process to give it to.
+  if (held.terminate || held.interrupts > 1) terminate();
+  else if (held.interrupts === 1) onSigint();
   return () => {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigterm);

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { FaultProxy } from '../helpers/faultProxy';
 import { descendantsOf, liveProcesses, procFile, until } from '../helpers/procs';
 import { CLI_JS, startExecServer, type ExecServerProcess } from '../helpers/servers';
@@ -297,3 +297,118 @@ for (const kind of ['ours', 'codex'] as const) {
     });
   });
 }
+
+/**
+ * A relay between `run --url` and a real server that can hold back the answer to `process/start`
+ * (the executor has started the command; its answer is on the way).
+ */
+async function startHoldingRelay(
+  target: string,
+): Promise<{ url: string; startAnswered: Promise<void>; release(): void; close(): Promise<void> }> {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise<void>((r) => wss.once('listening', r));
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let answered!: () => void;
+  const startAnswered = new Promise<void>((r) => (answered = r));
+  const startIds = new Set<unknown>();
+  let holding = false;
+  wss.on('connection', (down, req) => {
+    const up = new WebSocket(target, { headers: { authorization: req.headers.authorization ?? '' }, perMessageDeflate: false });
+    const queued: Array<[Buffer, boolean]> = [];
+    up.on('open', () => queued.splice(0).forEach(([d, binary]) => up.send(d, { binary })));
+    down.on('message', (d: Buffer, binary) => {
+      if (!binary) {
+        const m = JSON.parse(d.toString()) as { id?: unknown; method?: string };
+        if (m.method === 'process/start') startIds.add(m.id);
+      }
+      if (up.readyState === WebSocket.OPEN) up.send(d, { binary });
+      else queued.push([d, binary]);
+    });
+    up.on('message', (d: Buffer, binary) => {
+      const m = binary ? undefined : (JSON.parse(d.toString()) as { id?: unknown; method?: string });
+      if (m && m.method === undefined && startIds.has(m.id)) {
+        holding = true;
+        answered();
+      }
+      // From the held answer on, everything waits behind it: the order on the wire stays the server's.
+      if (holding) void released.then(() => down.send(d, { binary }));
+      else down.send(d, { binary });
+    });
+    up.on('close', () => down.close());
+    down.on('close', () => up.close());
+  });
+  return {
+    url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`,
+    startAnswered,
+    release,
+    close: () => new Promise<void>((r) => wss.close(() => r())),
+  };
+}
+
+describe('run: Ctrl-C while the start is being answered', () => {
+  let server: ExecServerProcess;
+  let dir: string;
+  before(async () => {
+    server = await startExecServer('ours', { token: true });
+    dir = mkdtempSync(join(tmpdir(), 'exec-bridge-run-held-'));
+    writeFileSync(join(dir, 'token'), server.token!, { mode: 0o600 });
+  });
+  after(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (relay: string, tag: string) =>
+    run(
+      [
+        '--url',
+        relay,
+        '--token-file',
+        join(dir, 'token'),
+        '--no-stdin',
+        '--cwd',
+        dir,
+        '--',
+        'bash',
+        '-c',
+        `trap 'echo got-int; kill $!; exit 42' INT; touch ${tag}; sleep 30 & wait`,
+      ],
+      60_000,
+    );
+
+  test('is held and given to the command once the answer comes', async () => {
+    const relay = await startHoldingRelay(server.url);
+    const r = start(relay.url, 'started-1');
+    try {
+      await relay.startAnswered;
+      await until(() => existsSync(join(dir, 'started-1')), 15_000, 'the command to start on the executor');
+      r.child.kill('SIGINT');
+      await until(() => r.stderr().includes('interrupt: waiting for the executor'), 15_000, `run to hold it; stderr: ${r.stderr()}`);
+      relay.release();
+      assert.equal(await r.exit, 42, r.stderr());
+      assert.equal(r.stdout(), 'got-int\n');
+    } finally {
+      r.child.kill('SIGKILL');
+      await relay.close();
+    }
+  });
+
+  test('a second one quits at once, and says the command may run on', async () => {
+    const relay = await startHoldingRelay(server.url);
+    const r = start(relay.url, 'started-2');
+    try {
+      await relay.startAnswered;
+      await until(() => existsSync(join(dir, 'started-2')), 15_000, 'the command to start on the executor');
+      r.child.kill('SIGINT');
+      await until(() => r.stderr().includes('Ctrl-C again to quit now'), 15_000, `run to hold it; stderr: ${r.stderr()}`);
+      r.child.kill('SIGINT');
+      assert.equal(await r.exit, 130, r.stderr());
+      assert.match(r.stderr(), /quitting before the executor answered the start: the command may have started there and run on/);
+    } finally {
+      r.child.kill('SIGKILL');
+      relay.release();
+      await relay.close();
+    }
+  });
+});
