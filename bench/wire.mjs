@@ -24,7 +24,7 @@ export function startParams(processId, args, extra = {}) {
  * Starts an exec-server that prints its ws:// URL on stdout (ours or codex); `stop()` sends SIGTERM
  * to its process group and waits up to `stopMs` before SIGKILL. `stderr()` is what it logged.
  */
-export async function launchServer(kind, cmd, args, stopMs = 5000) {
+export async function launchServer(kind, cmd, args, stopMs = 5000, anyUrl = false) {
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
@@ -33,7 +33,7 @@ export async function launchServer(kind, cmd, args, stopMs = 5000) {
       let out = '';
       child.stdout.on('data', (d) => {
         out += d;
-        const m = /ws:\/\/[0-9.:]+/.exec(out);
+        const m = (anyUrl ? /ws(\+unix)?:\S+/ : /ws:\/\/[0-9.:]+/).exec(out);
         if (m) resolve(m[0]);
       });
       child.once('exit', (code) => reject(new Error(`${kind} server exited (${code}): ${err}`)));
