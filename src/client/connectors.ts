@@ -11,7 +11,8 @@ const READ_SLAB = 512 * 1024;
 const READ_MIN = 128 * 1024;
 
 /**
- * A plain TCP connection for ws:// whose reads go into large slabs (net.Socket's `onread`) instead
+ * A plain TCP connection for ws:// (or a Unix socket for ws+unix:, the extension's local daemon
+ * and SSH's forwarded socket) whose reads go into large slabs (net.Socket's `onread`) instead
  * of a fresh 64 KiB Buffer each. A 64 KiB output frame never fits one 64 KiB read, so `ws` copied
  * every message out of the two reads it spanned (half the client's CPU per stream went to that copy
  * and to collecting both). With reads of 128-512 KiB most messages lie within one read and reach
@@ -73,7 +74,7 @@ export function websocketConnector(url: string, token?: string, maxAnswerBytes =
         headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
         perMessageDeflate: false,
         maxPayload: maxAnswerBytes,
-        ...(url.startsWith('ws:') ? { createConnection: slabReadingConnect as never } : {}),
+        ...(url.startsWith('ws:') || url.startsWith('ws+unix:') ? { createConnection: slabReadingConnect as never } : {}),
       });
       const done = (err?: Error) => {
         signal.removeEventListener('abort', onAbort);

@@ -44,6 +44,8 @@ export interface StartOptions {
   startTimeoutMs?: number;
   /** The server's environment (default: ours). */
   env?: NodeJS.ProcessEnv;
+  /** Ours only: `unix:PATH` listens on a Unix socket (`url` is then `ws+unix:PATH:/`); default loopback TCP. */
+  listen?: string;
 }
 
 export async function startExecServer(kind: ServerKind, options: StartOptions = {}): Promise<ExecServerProcess> {
@@ -59,7 +61,7 @@ export async function startExecServer(kind: ServerKind, options: StartOptions = 
   }
   const [cmd, args] =
     kind === 'ours'
-      ? [process.execPath, [CLI_JS, 'serve', '--listen', 'ws://127.0.0.1:0', ...authArgs, ...(options.args ?? [])]]
+      ? [process.execPath, [CLI_JS, 'serve', '--listen', options.listen ?? 'ws://127.0.0.1:0', ...authArgs, ...(options.args ?? [])]]
       : [CODEX_BIN, ['exec-server', '--listen', 'ws://127.0.0.1:0', ...authArgs, ...(options.args ?? [])]];
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: options.env ?? process.env });
   let err = '';
@@ -80,7 +82,12 @@ export async function startExecServer(kind: ServerKind, options: StartOptions = 
     cleanupToken();
   };
   try {
-    const url = await readUrlLine(child, options.startTimeoutMs ?? 20_000, () => err);
+    const url = await readUrlLine(
+      child,
+      options.startTimeoutMs ?? 20_000,
+      () => err,
+      options.listen?.startsWith('unix:') ? /ws\+unix:\S+/ : undefined,
+    );
     return { kind, url, token, child, stderr: () => err, stop };
   } catch (e) {
     await stop();
@@ -88,13 +95,13 @@ export async function startExecServer(kind: ServerKind, options: StartOptions = 
   }
 }
 
-function readUrlLine(child: ChildProcess, timeoutMs: number, stderr: () => string): Promise<string> {
+function readUrlLine(child: ChildProcess, timeoutMs: number, stderr: () => string, pattern = /ws:\/\/[0-9.:]+/): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`server printed no URL within ${timeoutMs} ms; stderr: ${stderr()}`)), timeoutMs);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      const m = /ws:\/\/[0-9.:]+/.exec(out);
+      const m = pattern.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(m[0]);
