@@ -12,6 +12,9 @@
 //   node bench/run.mjs --phases roundtrip  only `exec-bridge run --ssh` against `ssh host true`
 //                                      (bench/ssh.mjs's PHASES=roundtrip, 5 reps, 3 with --quick;
 //                                      at most 6 minutes; left out, saying so, without /usr/sbin/sshd)
+//   node bench/run.mjs --phases runpipe  only `exec-bridge run` into a pipe against spawn into a pipe
+//                                      (bench/runPipe.mjs: 6 alternating rounds, 3 with --quick; with
+//                                      ExecServerClient and a codex server beside them)
 //   node bench/run.mjs --profile       start our server under `node --cpu-prof` (bench/profiles/)
 //   node bench/run.mjs --cli X.js --client-bundle Y.js   another build of our server / of clientBench
 //                                      (paired before/after runs of two bundles, alternating)
@@ -58,7 +61,7 @@ function more(cfg, i, start) {
   return i < cfg.warmup + cfg.n && (i < cfg.warmup + cfg.min || now() - start < cfg.budgetMs);
 }
 const value = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream,readfile,spool,roundtrip').split(','));
+const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream,readfile,spool,roundtrip,runpipe').split(','));
 /** The phases that compare the three sides (the spool's figures are ours alone). */
 const SIDE_PHASES = ['oneshot', 'parallel', 'echo', 'stream', 'readfile'];
 
@@ -427,6 +430,25 @@ async function measureRoundTrips() {
   return text.slice(0, text.indexOf('\nraw')).trim();
 }
 
+/**
+ * Issue 26 item 2: bench/runPipe.mjs (`exec-bridge run` → pipe against spawn → pipe, alternating
+ * rounds, with ExecServerClient and a codex server beside them), its table as it prints it.
+ */
+async function measureRunPipe() {
+  phase('runpipe: exec-bridge run → pipe vs spawn → pipe…');
+  const args = ['--rounds', QUICK ? '3' : '6', '--codex', '--client-bundles', CLIENT_BENCH, CLI];
+  const child = spawn(process.execPath, [join(ROOT, 'bench', 'runPipe.mjs'), ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const [code] = await withTimeout(once(child, 'exit'), 600_000, 'run-pipe bench').catch((e) => {
+    child.kill('SIGKILL');
+    throw e;
+  });
+  if (code !== 0) throw new Error(`run-pipe bench failed (${code})`);
+  phase(' done\n');
+  return `\`exec-bridge run\` into a pipe (bench/runPipe.mjs)\n${out.trim()}`;
+}
+
 /** The spool's tables: medians of the rounds, ratios within this run. */
 function spoolReport(r) {
   const med = (xs) => percentile(xs, 50);
@@ -725,7 +747,10 @@ async function main() {
   rmSync(READ_FILE, { force: true });
   const spool = PHASES.has('spool') && (!only || only === 'ours') ? await measureSpool() : undefined;
   const roundTrips = PHASES.has('roundtrip') && !only ? await measureRoundTrips() : undefined;
-  const md = [sides ? report(results, now() - t0) : '', spool ? spoolReport(spool) : '', roundTrips ?? ''].filter(Boolean).join('\n\n');
+  const runPipe = PHASES.has('runpipe') && !only ? await measureRunPipe() : undefined;
+  const md = [sides ? report(results, now() - t0) : '', spool ? spoolReport(spool) : '', roundTrips ?? '', runPipe ?? '']
+    .filter(Boolean)
+    .join('\n\n');
   process.stdout.write(md + '\n');
   if (flag('--write') && !sides) process.stderr.write('--write rewrites the comparison of the sides: not written (no side ran)\n');
   else if (flag('--write')) {
