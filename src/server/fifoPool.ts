@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { closeSync, constants, openSync, rmSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, openSync, rmSync, unlink } from 'node:fs';
 import { Socket, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
 import { makePrivateSubdir, sweepDeadDirs } from '../util';
@@ -9,7 +9,7 @@ import { makePrivateSubdir, sweepDeadDirs } from '../util';
  * breaks ordinary programs: `/dev/stdin` and `/dev/stdout` cannot be opened on a socket (ENXIO:
  * `head -c 3 /dev/stdin`, `echo x > /dev/stdout`), and Debian's bash sources ~/.bashrc when its
  * stdin is a socket (it thinks it was started by rshd). Node has no pipe(2) or mkfifo(3), so we
- * make named FIFOs with `mkfifo`, open both ends, and unlink them at once. `mkfifo` runs in the
+ * make named FIFOs with `mkfifo`, open both ends, and unlink them (in the background). `mkfifo` runs in the
  * background in batches, so a process start normally takes ready-made FIFOs and costs no spawn.
  *
  * Security: a FIFO reachable by path is a pipe end anyone who can open it may write or read (even on
@@ -108,7 +108,10 @@ export class FifoPool {
           child = openSync(path, constants.O_WRONLY);
           opened.push(child);
         }
-        unlinkSync(path);
+        // Off the event loop: an unlink of an open FIFO on a journalled file system (ext4 /tmp)
+        // took ~70 µs of the loop per pipe, two or three per start (bench/RESULTS.md, issue 26).
+        // The name lives on a moment longer only in our private directory, beside the ready ones.
+        unlink(path, () => undefined);
         return { ours: childReads ? new Socket({ fd: ours, readable: false, writable: true }) : readingSocket(ours), childFd: child };
       });
     } catch (e) {
