@@ -79,7 +79,7 @@ async function worker(kind, mib) {
     const { n } = JSON.parse(line);
     const out = [];
     for (let i = 0; i < n; i++) {
-      if (kind === 'helper') {
+      if (helper && helperLines) {
         const t0 = now();
         helper.stdin.write('go\n');
         const r = JSON.parse((await helperLines.next()).value);
@@ -137,7 +137,7 @@ async function main() {
   const wanted = (k) => !only || only.includes(k);
   const trace = argv.includes('--trace');
   const traceOut = join(os.tmpdir(), `spawn-trace-${process.pid}.json`);
-  const load0 = os.loadavg()[0];
+  const [load0 = NaN] = os.loadavg();
   const workers = ['big', 'small', 'helper'].filter(wanted).map((k) => startWorker(k, k === 'small' ? 0 : bigMib));
   const rss = {};
   for (const w of workers) rss[w.kind] = (await w.ready()).rss;
@@ -168,22 +168,24 @@ async function main() {
     ...workers.map((w) => ({ kind: w.kind, run: (n) => w.run(n) })),
     ...servers.map((s) => ({ kind: s.kind, run: viaServer(s.client) })),
   ];
+  /** @type {Record<string, any[]>} */
   const samples = Object.fromEntries(variants.map((v) => [v.kind, []]));
   for (const v of variants) await v.run(5); // warm-up
   for (let r = 0; r < rounds; r++) {
     // Rotate the order each round so that no variant always follows the same one.
     for (let k = 0; k < variants.length; k++) {
-      const v = variants[(r + k) % variants.length];
+      const v = /** @type {(typeof variants)[number]} */ (variants[(r + k) % variants.length]);
       const res = await v.run(per);
-      samples[v.kind].push(...res.out);
+      samples[v.kind]?.push(...res.out);
       if (res.rss) rss[v.kind] = res.rss;
     }
   }
   let traced;
   for (const s of servers) {
-    rss[s.kind] = rssMiB(s.server.child.pid);
+    const pid = /** @type {number} */ (s.server.child.pid);
+    rss[s.kind] = rssMiB(pid);
     if (trace && s.kind === 'ours') {
-      process.kill(s.server.child.pid, 'SIGUSR2');
+      process.kill(pid, 'SIGUSR2');
       for (let i = 0; i < 50 && !traced; i++) {
         await new Promise((r) => setTimeout(r, 20));
         try {
@@ -198,7 +200,7 @@ async function main() {
     await s.server.stop();
   }
   for (const w of workers) w.stop();
-  const load1 = os.loadavg()[0];
+  const [load1 = NaN] = os.loadavg();
   const base = samples.small?.length
     ? pct(
         samples.small.map((s) => s.close),
@@ -209,7 +211,7 @@ async function main() {
   console.log('| variant | RSS MiB | spawn() call p50 ms | start→close p50 ms | p95 ms | ×small |');
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const v of variants) {
-    const s = samples[v.kind];
+    const s = samples[v.kind] ?? [];
     const sync =
       s[0].sync === undefined
         ? '—'
@@ -233,6 +235,7 @@ async function main() {
 /** Each traced start: the client's times matched with the server's spawn() of /bin/true in between. */
 function breakdown(client, rows) {
   const calls = rows.filter((r) => r.file === '/bin/true' && r.close !== undefined);
+  /** @type {Record<'request' | 'call' | 'child' | 'notify', number[]>} */
   const parts = { request: [], call: [], child: [], notify: [] };
   for (const c of client) {
     const row = calls.find((r) => r.at >= c.t0 && r.at <= c.t1);

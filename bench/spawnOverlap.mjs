@@ -17,6 +17,7 @@ const ROUNDS = value('--rounds', 10);
 const WORK_MS = value('--work-ms', 1);
 const WIDTH = 64;
 const now = () => performance.now();
+/** @type {import('node:child_process').SpawnOptionsWithStdioTuple<'ignore', 'pipe', 'pipe'>} */
 const OPTS = { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd: '/tmp', env: { PATH: '/usr/bin:/bin' } };
 
 function spawnClosed() {
@@ -74,18 +75,20 @@ async function main() {
       return Promise.all(all);
     },
   };
+  /** @type {Record<string, number[]>} */
   const walls = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
-  const load0 = os.loadavg()[0];
+  const [load0 = NaN] = os.loadavg();
   for (let r = 0; r <= ROUNDS; r++) {
     const names = Object.keys(variants);
     for (let k = 0; k < names.length; k++) {
-      const name = names[(r + k) % names.length];
+      const name = /** @type {keyof typeof variants} */ (names[(r + k) % names.length]);
       const t0 = now();
       await variants[name]();
-      if (r > 0) walls[name].push(now() - t0); // round 0 warms up
+      if (r > 0) walls[name]?.push(now() - t0); // round 0 warms up
     }
   }
   // One start at a time (no work): what the thread hop costs a one-shot.
+  /** @type {{ main: number[], worker: number[] }} */
   const one = { main: [], worker: [] };
   for (let r = 0; r < ROUNDS * 20; r++) {
     let t0 = now();
@@ -102,7 +105,7 @@ async function main() {
   await worker.terminate();
   const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log(
-    `${ROUNDS} rounds of ${WIDTH}, ${WORK_MS} ms of main-thread work per start; load ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}`,
+    `${ROUNDS} rounds of ${WIDTH}, ${WORK_MS} ms of main-thread work per start; load ${load0.toFixed(1)} → ${(os.loadavg()[0] ?? NaN).toFixed(1)}`,
   );
   console.log('| variant | wall median ms | ×spawn |');
   console.log('|---|---:|---:|');
