@@ -227,7 +227,8 @@ describe('managed network proxy: connection bounds and idle timeouts', () => {
       for (const s of open.splice(0)) s.destroy();
       const ok = await until(
         async () => {
-          const r = (await exchange(port, `GET http://127.0.0.1:${A}/ HTTP/1.1\r\n\r\n`)).toString();
+          // While the flood's descriptors are still being freed, a connection may be reset: not yet.
+          const r = (await exchange(port, `GET http://127.0.0.1:${A}/ HTTP/1.1\r\n\r\n`).catch(() => Buffer.alloc(0))).toString();
           return /ALLOWED$/.test(r) ? r : undefined;
         },
         30_000,

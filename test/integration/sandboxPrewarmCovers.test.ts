@@ -20,7 +20,8 @@ import { COVER_NAME } from '../../src/util/privateDir';
 import { until } from '../helpers/procs';
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), 'eb-prewarm-covers-')));
-after(() => rmSync(base, { recursive: true, force: true }));
+// A discarded waiting sandbox is killed in the background: its placeholders in ws may outlive the test by a moment.
+after(() => rmSync(base, { recursive: true, force: true, maxRetries: 10 }));
 const ws = join(base, 'ws');
 const state = join(base, 'state');
 /** Two other servers' private directories, each with the cover its own server makes. */
