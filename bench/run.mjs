@@ -3,18 +3,26 @@
 // (npm @openai/codex, pinned) vs plain child_process.spawn / node-pty, in ONE run on one machine,
 // so that the issue's targets can be checked as ratios (see bench/RESULTS.md).
 //
-//   npm run bench                      build, run everything, print a markdown table
-//   node bench/run.mjs --write         …and replace the generated part of bench/RESULTS.md
+//   npm run bench                      build, run every phase, print markdown: issue 26's targets
+//                                      first (bench/targets.mjs), then each phase's tables
+//   node bench/run.mjs --write         …and replace the generated part of bench/RESULTS.md (every
+//                                      phase only: not with --phases or --only)
 //   node bench/run.mjs --quick         fewer iterations (a smoke run, not for RESULTS.md)
 //   node bench/run.mjs --only ours     one side (ours|codex|spawn), e.g. with --profile
-//   node bench/run.mjs --phases stream  some of: oneshot,parallel,echo,stream,readfile,spool,roundtrip
+//   node bench/run.mjs --phases stream  some of: oneshot,parallel,echo,stream,readfile (the three
+//                                      sides), spool, sandbox, runpipe, roundtrip, vscode
 //   node bench/run.mjs --phases spool   only the output spool's figures (ours; bench/spoolBench.ts)
-//   node bench/run.mjs --phases roundtrip  only `exec-bridge run --ssh` against `ssh host true`
-//                                      (bench/ssh.mjs's PHASES=roundtrip, 5 reps, 3 with --quick;
-//                                      at most 6 minutes; left out, saying so, without /usr/sbin/sshd)
+//   node bench/run.mjs --phases sandbox  only the sandboxed start against the unsandboxed one
+//                                      (bench/sandbox.mjs, 40 rounds, 10 with --quick; needs bwrap)
 //   node bench/run.mjs --phases runpipe  only `exec-bridge run` into a pipe against spawn into a pipe
 //                                      (bench/runPipe.mjs: 6 alternating rounds, 3 with --quick; with
 //                                      ExecServerClient and a codex server beside them)
+//   node bench/run.mjs --phases roundtrip  only `exec-bridge run --ssh` against `ssh host true`
+//                                      (bench/ssh.mjs's PHASES=roundtrip, 5 reps, 3 with --quick;
+//                                      at most 6 minutes; left out, saying so, without /usr/sbin/sshd)
+//   node bench/run.mjs --phases vscode  only the real VS Code's figures (scripts/vscode-test.mjs, the
+//                                      newest target): activation, and `yes | head -c 200M` (32M with
+//                                      --quick) in our terminal and in VS Code's own, side by side
 //   node bench/run.mjs --profile       start our server under `node --cpu-prof` (bench/profiles/)
 //   node bench/run.mjs --cli X.js --client-bundle Y.js   another build of our server / of clientBench
 //                                      (paired before/after runs of two bundles, alternating)
@@ -24,12 +32,14 @@
 // not the bottleneck. Every loop has a fixed count and every wait a timeout.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { measureRoundTrips, measureRunPipe, measureSandbox, measureVscode } from './subBenches.mjs';
+import { fmt, issue26Targets, percentile } from './targets.mjs';
 import { Client, launchServer, PATH_ENV, withTimeout } from './wire.mjs';
 
 const require = createRequire(import.meta.url);
@@ -61,7 +71,7 @@ function more(cfg, i, start) {
   return i < cfg.warmup + cfg.n && (i < cfg.warmup + cfg.min || now() - start < cfg.budgetMs);
 }
 const value = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream,readfile,spool,roundtrip,runpipe').split(','));
+const PHASES = new Set((value('--phases') ?? 'oneshot,parallel,echo,stream,readfile,spool,sandbox,runpipe,roundtrip,vscode').split(','));
 /** The phases that compare the three sides (the spool's figures are ours alone). */
 const SIDE_PHASES = ['oneshot', 'parallel', 'echo', 'stream', 'readfile'];
 
@@ -75,12 +85,6 @@ function phase(text) {
   const t = now();
   process.stderr.write(phaseStart ? ` (${((t - phaseStart) / 1000).toFixed(1)}s) ${text}` : text);
   phaseStart = text.endsWith('\n') ? 0 : t;
-}
-
-function percentile(values, p) {
-  const s = [...values].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 }
 
 // ---------- servers ----------
@@ -405,50 +409,6 @@ async function measureSpool() {
   return lastJsonLine(out);
 }
 
-/**
- * Issue 26's round trips: bench/ssh.mjs's roundtrip phase (a real sshd on loopback, paired reps
- * against `ssh host true`), its table as it prints it; undefined without sshd here.
- */
-async function measureRoundTrips() {
-  if (!existsSync('/usr/sbin/sshd')) {
-    process.stderr.write('roundtrip: no /usr/sbin/sshd here, left out\n');
-    return undefined;
-  }
-  phase('roundtrip: exec-bridge run --ssh vs ssh host true…');
-  const env = { ...process.env, PHASES: 'roundtrip', REPS: QUICK ? '3' : '5' };
-  const child = spawn(process.execPath, [join(ROOT, 'bench', 'ssh.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  const [code] = await withTimeout(once(child, 'exit'), 360_000, 'ssh round-trip bench').catch((e) => {
-    child.kill('SIGKILL');
-    throw e;
-  });
-  if (code !== 0) throw new Error(`ssh round-trip bench failed (${code})`);
-  phase(' done\n');
-  // From its heading to the table's last row (the raw figures after it are for bench/RESULTS.md by hand).
-  const text = out.slice(out.indexOf('SSH round trips'));
-  return text.slice(0, text.indexOf('\nraw')).trim();
-}
-
-/**
- * Issue 26 item 2: bench/runPipe.mjs (`exec-bridge run` → pipe against spawn → pipe, alternating
- * rounds, with ExecServerClient and a codex server beside them), its table as it prints it.
- */
-async function measureRunPipe() {
-  phase('runpipe: exec-bridge run → pipe vs spawn → pipe…');
-  const args = ['--rounds', QUICK ? '3' : '6', '--codex', '--client-bundles', CLIENT_BENCH, CLI];
-  const child = spawn(process.execPath, [join(ROOT, 'bench', 'runPipe.mjs'), ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  const [code] = await withTimeout(once(child, 'exit'), 600_000, 'run-pipe bench').catch((e) => {
-    child.kill('SIGKILL');
-    throw e;
-  });
-  if (code !== 0) throw new Error(`run-pipe bench failed (${code})`);
-  phase(' done\n');
-  return `\`exec-bridge run\` into a pipe (bench/runPipe.mjs)\n${out.trim()}`;
-}
-
 /** The spool's tables: medians of the rounds, ratios within this run. */
 function spoolReport(r) {
   const med = (xs) => percentile(xs, 50);
@@ -595,9 +555,19 @@ async function measureSpawn() {
 }
 
 const LOAD_AT_START = os.loadavg()[0];
-const fmt = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : 'n/a');
 
-function report(results, totalMs) {
+/** The run's conditions, written above its tables. */
+function runInfo(totalMs) {
+  return [
+    `- command: \`npm run bench\` (= \`node esbuild.config.mjs && node bench/run.mjs\`)${QUICK ? ' with --quick' : ''}`,
+    `- date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; whole run ${fmt(totalMs / 1000, 0)} s`,
+    `- machine: ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'cpu'}, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB RAM, ${os.type()} ${os.release()}, node ${process.version}`,
+    `- load average (1 min) at start ${fmt(LOAD_AT_START, 1)}, at end ${fmt(os.loadavg()[0], 1)}`,
+    `- shared machine: other work may run at the same time; compare ratios from one run, not absolute numbers across runs`,
+  ];
+}
+
+function report(results) {
   const sides = ['ours', 'codex', 'spawn'].filter((k) => results[k]);
   const label = { ours: 'ours (dist/cli.js serve)', codex: 'codex exec-server 0.171.0', spawn: 'child_process.spawn / node-pty' };
   const withN = (values, cfg, d) => fmt(percentile(values, 50), d) + (values.length < cfg.n ? ` (n=${values.length})` : '');
@@ -702,16 +672,7 @@ function report(results, totalMs) {
     t(`64 MiB readFile through the client ours / codex ≥ 3×`, `${fmt(vsCodex)}×`, vsCodex >= 3);
     t(`64 MiB readFile through the client ours / local fs.readFile ≥ 0.3×`, `${fmt(vsLocal)}×`, vsLocal >= 0.3);
   }
-  const info = [
-    `- command: \`npm run bench\` (= \`node esbuild.config.mjs && node bench/run.mjs\`)${QUICK ? ' with --quick' : ''}`,
-    `- date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; whole run ${fmt(totalMs / 1000, 0)} s`,
-    `- machine: ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'cpu'}, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB RAM, ${os.type()} ${os.release()}, node ${process.version}`,
-    `- load average (1 min) at start ${fmt(LOAD_AT_START, 1)}, at end ${fmt(os.loadavg()[0], 1)}`,
-    `- shared machine: other work may run at the same time; compare ratios from one run, not absolute numbers across runs`,
-  ];
   return [
-    ...info,
-    '',
     ...lines.filter(Boolean),
     '',
     ...(streams.length
@@ -723,7 +684,7 @@ function report(results, totalMs) {
         ]
       : []),
     ...(files.length ? ['| 64 MiB file | ms | MiB/s | client CPU s |', '|---|---:|---:|---:|', ...files, ''] : []),
-    '| target | measured | met |',
+    '| earlier target (issue 16) | measured | met |',
     '|---|---:|:---:|',
     ...targets.map(([name, v, ok]) => `| ${name} | ${v} | ${ok ? 'yes' : '**no**'} |`),
   ].join('\n');
@@ -746,13 +707,28 @@ async function main() {
   if (sides && (!only || only === 'codex')) results.codex = await measureServer('codex');
   rmSync(READ_FILE, { force: true });
   const spool = PHASES.has('spool') && (!only || only === 'ours') ? await measureSpool() : undefined;
-  const roundTrips = PHASES.has('roundtrip') && !only ? await measureRoundTrips() : undefined;
-  const runPipe = PHASES.has('runpipe') && !only ? await measureRunPipe() : undefined;
-  const md = [sides ? report(results, now() - t0) : '', spool ? spoolReport(spool) : '', roundTrips ?? '', runPipe ?? '']
+  const sub = { root: ROOT, quick: QUICK, phase, cli: CLI, clientBundle: CLIENT_BENCH };
+  const sandbox = PHASES.has('sandbox') && !only ? await measureSandbox(sub) : undefined;
+  const runPipe = PHASES.has('runpipe') && !only ? await measureRunPipe(sub) : undefined;
+  const roundTrips = PHASES.has('roundtrip') && !only ? await measureRoundTrips(sub) : undefined;
+  const vscode = PHASES.has('vscode') && !only ? await measureVscode(sub) : undefined;
+  const targets = issue26Targets({ results, roundTrips, runPipe, sandbox, vscode });
+  const md = [
+    runInfo(now() - t0).join('\n'),
+    '### Issue 26: every target, from this run',
+    targets,
+    sides ? `### The three sides\n\n${report(results)}` : '',
+    spool ? spoolReport(spool) : '',
+    sandbox?.text ?? '',
+    runPipe?.text ?? '',
+    roundTrips?.text ?? '',
+    vscode?.text ?? '',
+  ]
     .filter(Boolean)
     .join('\n\n');
   process.stdout.write(md + '\n');
-  if (flag('--write') && !sides) process.stderr.write('--write rewrites the comparison of the sides: not written (no side ran)\n');
+  if (flag('--write') && (value('--phases') || only))
+    process.stderr.write('--write rewrites the whole run: not written (some phases left out)\n');
   else if (flag('--write')) {
     const path = join(ROOT, 'bench', 'RESULTS.md');
     const begin = '<!-- bench:begin (generated by node bench/run.mjs --write) -->';

@@ -285,6 +285,8 @@ try {
     '| 256 MiB `head -c` into a pipe | stream MiB/s, median (each round) | / spawn, median of the rounds | wall s | client CPU s (start alone; stream = run − start) | server CPU s | server RSS before → peak MiB | client peak RSS MiB |',
   );
   console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+  /** For bench/run.mjs's table of targets: per side, the medians it judges by. */
+  const figures = {};
   for (const s of sides) {
     const xs = rows.get(s.name) ?? [];
     const ratio = med(xs.map((x, i) => mibs(x) / mibs(base[i] ?? x)));
@@ -304,7 +306,14 @@ try {
       f(med(xs.map((x) => x.maxRssMiB)), 0),
     ];
     console.log(`| ${cells.join(' | ')} |`);
+    figures[s.name] = {
+      ratioToSpawn: ratio,
+      clientCpuS: med(xs.map((x) => x.cpuS)),
+      streamCpuS: xs.every((x) => x.startCpuS !== undefined) ? med(xs.map((x) => x.cpuS - (x.startCpuS ?? NaN))) : undefined,
+      serverPeakMiB: Math.max(...xs.map((x) => x.serverPeakMiB)),
+    };
   }
+  console.log(`\nbench-json: ${JSON.stringify(figures)}`);
 } finally {
   for (const s of servers) await s.stop();
   rmSync(dir, { recursive: true, force: true });

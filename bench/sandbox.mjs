@@ -108,6 +108,8 @@ const q = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
 };
+/** An overhead with its sign (a sandbox built ahead of time can start faster than a plain spawn). @param {number} ms */
+const signed = (ms) => `${ms >= 0 ? '+' : ''}${ms.toFixed(2)}`;
 // The first variant, unsandboxed, is the base of the overheads.
 const base = q(plans[0]?.times ?? [], 0.5);
 const header = `${RUNS} runs each, ${os.cpus().length} CPUs, load ${os.loadavg()[0]?.toFixed(1)}, ${process.version}, bwrap ${spawnSync('bwrap', ['--version'], { encoding: 'utf8' }).stdout.trim()}`;
@@ -117,7 +119,7 @@ console.log('|---|---|---|---|---|---|');
 plans.forEach((v, i) => {
   const med = q(v.times, 0.5);
   console.log(
-    `| ${v.name} | ${med.toFixed(2)} | ${q(v.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - base).toFixed(2)}`} | ${(v.cpu / RUNS).toFixed(1)} | ${v.planMs.toFixed(2)} |`,
+    `| ${v.name} | ${med.toFixed(2)} | ${q(v.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : signed(med - base)} | ${(v.cpu / RUNS).toFixed(1)} | ${v.planMs.toFixed(2)} |`,
   );
 });
 
@@ -156,6 +158,13 @@ for (let round = -1; round < RUNS; round++) {
     }
   }
 }
+// For bench/run.mjs's table of targets: per server and variant, the median ms over its unsandboxed start.
+const overheads = Object.fromEntries(
+  servers.map((s) => {
+    const b = q(s.rows[0]?.times ?? [], 0.5);
+    return [s === aheadOfTime ? 'aheadOfTime' : 'onTheSpot', Object.fromEntries(s.rows.map((row) => [row.variant, q(row.times, 0.5) - b]))];
+  }),
+);
 const used = aheadOfTime.server.stderr().split('running in the waiting sandbox').length - 1;
 console.log(`\n2. through the exec-server (process/start → process/closed over the wire, starts ${PACE_MS} ms apart): ${header}\n`);
 console.log('| variant | server | median ms | p90 ms | overhead vs unsandboxed (median) | ran warm |');
@@ -166,13 +175,14 @@ for (const s of servers) {
     const med = q(row.times, 0.5);
     const warm = i === 0 || s === onTheSpot ? '—' : `${row.warm}/${RUNS}`;
     console.log(
-      `| ${row.variant} | ${s.name} | ${med.toFixed(2)} | ${q(row.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : `+${(med - b).toFixed(2)}`} | ${warm} |`,
+      `| ${row.variant} | ${s.name} | ${med.toFixed(2)} | ${q(row.times, 0.9).toFixed(2)} | ${i === 0 ? '—' : signed(med - b)} | ${warm} |`,
     );
   });
 }
 console.log(
   `\n${used} of ${RUNS * (variants.length - 1)} measured sandboxed starts on the default server ran in a sandbox built ahead of time (the warm-up round builds the first ones).`,
 );
+console.log(`\nbench-json: ${JSON.stringify(overheads)}`);
 for (const s of servers) {
   s.client.close();
   await s.server.stop();

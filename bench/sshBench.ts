@@ -163,6 +163,9 @@ function report(rows: Record<string, number[]>, loads: number[]): void {
   line('… the base build as the client', 'baseFloor');
   console.log('\nraw (ms, per rep):');
   for (const [k, v] of Object.entries(rows)) console.log(`  ${k}: ${v.map((x) => x.toFixed(0)).join(' ')}`);
+  // For bench/run.mjs's table of targets: each row's median ratio to `ssh host true` (per pair).
+  const ratios = Object.fromEntries(Object.keys(rows).map((k) => [k, median(rows[k]!.map((v, i) => v / rows.ssh![i]!))]));
+  console.log(`\nbench-json: ${JSON.stringify(ratios)}`);
 }
 
 async function connects(work: string): Promise<void> {

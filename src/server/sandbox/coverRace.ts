@@ -41,7 +41,8 @@ export class CoverRaceWatch {
 
   /** Output as it comes from the child: passed on through `push`, or held. */
   feed(stream: 'stdout' | 'stderr', data: Buffer, push: Push): void {
-    if (this.watching && stream === 'stderr' && this.mayBeBwrapLine(data)) {
+    if (!this.watching) return push(stream, data); // the common case, once the first output has gone by: nothing to do
+    if (stream === 'stderr' && this.mayBeBwrapLine(data)) {
       this.held.push(Buffer.from(data)); // a copy: the stream may reuse its read buffer
       return;
     }

@@ -25,6 +25,8 @@ suite('activation', () => {
 
     const api = await getApi();
     assert.equal(ext.isActive, true);
+    // For bench/run.mjs (issue 26 item 5 has a target of 50 ms; the test bounds it loosely, a loaded machine is slow).
+    console.log(`activation: ${JSON.stringify({ ms: api.activationMs })}`);
     assert.ok(api.activationMs >= 0 && api.activationMs < 1000, `activation took ${api.activationMs} ms`);
 
     const registered = new Set(await vscode.commands.getCommands(true));

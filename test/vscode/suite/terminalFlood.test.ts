@@ -41,7 +41,9 @@ function lineCounter(t: ExecTerminal) {
  * end: the terminal has been given every line (the credit window keeps what the window has not
  * parsed yet within 512 KiB).
  */
-async function execBridgeFlood(api: ExecBridgeApi, probes: Probe[]) {
+async function execBridgeFlood(api: ExecBridgeApi, probes: Probe[], total = TOTAL) {
+  const command = `yes | head -c ${total}`;
+  const lines = total / 2;
   // Counted from its first write: the terminal is caught as it opens.
   let counter: ReturnType<typeof lineCounter> | undefined;
   const host = watchHost(() => `${counter?.lines()} lines`);
@@ -50,7 +52,7 @@ async function execBridgeFlood(api: ExecBridgeApi, probes: Probe[]) {
   const requestsAt: number[] = [];
   const requestRtts: number[] = [];
   const opened = api.onDidOpenTerminal((t) => {
-    if (t.commandLine !== `yes | head -c ${TOTAL}` || counter) return;
+    if (t.commandLine !== command || counter) return;
     counter = lineCounter(t);
     t.onDidWrite((text) => {
       if (text === STATUS_REQUEST) requestsAt.push(Date.now());
@@ -65,16 +67,16 @@ async function execBridgeFlood(api: ExecBridgeApi, probes: Probe[]) {
       floodInput(keys);
     };
   });
-  await vscode.commands.executeCommand('execBridge.runCommand', `yes | head -c ${TOTAL}`);
-  const flood = await waitFor('the flood terminal', () => api.terminals().find((t) => t.commandLine === `yes | head -c ${TOTAL}`));
+  await vscode.commands.executeCommand('execBridge.runCommand', command);
+  const flood = await waitFor('the flood terminal', () => api.terminals().find((t) => t.commandLine === command));
   opened.dispose();
   assert.ok(counter, 'counting from the first write');
   // Until the terminal has shown the whole flood (which is when a user's window is free again).
-  await typeWhile(probes, () => counter!.lines() >= LINES, 1_500_000);
+  await typeWhile(probes, () => counter!.lines() >= lines, 1_500_000);
   await flood.done;
   const seconds = (Date.now() - t0) / 1000;
   // Everything fired at the terminal before the exit line was counted by then; give the last writes a moment.
-  await waitFor('every line counted', () => counter!.lines() >= LINES || undefined, 60_000).catch(() => undefined);
+  await waitFor('every line counted', () => counter!.lines() >= lines || undefined, 60_000).catch(() => undefined);
   const memory = host.stop();
   counter.dispose();
   flood.terminal.dispose();
@@ -98,7 +100,7 @@ async function execBridgeFlood(api: ExecBridgeApi, probes: Probe[]) {
  * still sends each running command's output to the extension host in 50 ms batches: that is VS
  * Code's own cost, and it is in the figures).
  */
-async function vscodeFlood(probes: Probe[]) {
+async function vscodeFlood(probes: Probe[], total = VSCODE_TOTAL) {
   const terminal = await vscodeBash('VS Code bash (flood)');
   // In view, as Run Command shows ours (a terminal out of view is parsed but not drawn).
   terminal.show(true);
@@ -114,7 +116,7 @@ async function vscodeFlood(probes: Probe[]) {
   ];
   const host = watchHost(() => (ended ? 'ended' : startedAt ? 'running' : 'typed'));
   const t0 = Date.now();
-  terminal.sendText(`yes | head -c ${VSCODE_TOTAL}`);
+  terminal.sendText(`yes | head -c ${total}`);
   await waitFor('the flood command started', () => startedAt, 30_000);
   await typeWhile(probes, () => ended !== undefined, 1_500_000);
   const end = await waitFor('the end of the flood command', () => ended, 120_000).catch(() => undefined);
@@ -124,7 +126,7 @@ async function vscodeFlood(probes: Probe[]) {
   return {
     report: {
       flood: 'vscode',
-      bytes: VSCODE_TOTAL,
+      bytes: total,
       seconds: end ? Number(((end.at - t0) / 1000).toFixed(1)) : NaN,
       startMarkAfterMs: startedAt! - t0,
       exitCode: end?.exitCode,
@@ -136,14 +138,25 @@ async function vscodeFlood(probes: Probe[]) {
 
 /** EXEC_BRIDGE_FLOOD_FIRST=vscode runs VS Code's own flood first (V8's young generation grows in whichever runs first). */
 const FLOODS = process.env.EXEC_BRIDGE_FLOOD_FIRST === 'vscode' ? (['vscode', 'execBridge'] as const) : (['execBridge', 'vscode'] as const);
+/**
+ * EXEC_BRIDGE_FLOOD_WARMUP=<bytes> (a measurement run, bench/run.mjs): one flood of that size of each
+ * kind first, not measured, so that neither measured flood is the one that grows the extension
+ * host's young generation to its maximum (+75…+137 MiB of RSS for whichever runs first).
+ */
+const WARMUP = Number(process.env.EXEC_BRIDGE_FLOOD_WARMUP ?? 0);
 
 // The extension host is this process: its RSS is ours to watch. Both floods are typed into through
 // the same two probes, in turn: an Exec Bridge shell and VS Code's own bash (terminalFloodProbes.ts).
 suite('terminal flood', () => {
   let restore: () => Promise<void>;
-  suiteSetup(async () => {
+  suiteSetup(async function () {
+    this.timeout(WARMUP > 0 ? 1_800_000 : 60_000);
     restore = await withSettings({ sandbox: 'full-access', sandboxNetwork: true });
     await (await getApi()).connect('bundled');
+    if (WARMUP > 0) {
+      await execBridgeFlood(await getApi(), [], WARMUP);
+      await vscodeFlood([], WARMUP);
+    }
   });
   suiteTeardown(async () => {
     await restore();

@@ -228,7 +228,8 @@ export async function vscodeBashProbe(): Promise<Probe> {
 export async function typeWhile(probes: Probe[], done: () => boolean, maxMs: number): Promise<void> {
   const t0 = Date.now();
   for (let i = 0; i < 10_000 && !done() && Date.now() - t0 < maxMs; i++) {
-    await probes[i % probes.length]!.echo(i);
+    // No probes (a warm-up flood): only the wait.
+    if (probes.length > 0) await probes[i % probes.length]!.echo(i);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
