@@ -555,6 +555,9 @@ async function measureSpawn() {
 }
 
 const LOAD_AT_START = os.loadavg()[0];
+/** The 1-minute load average every 10 s of the run (a long run on a shared machine sees it move). */
+const loads = [LOAD_AT_START ?? NaN];
+setInterval(() => loads.push(os.loadavg()[0] ?? NaN), 10_000).unref();
 
 /** The run's conditions, written above its tables. */
 function runInfo(totalMs) {
@@ -562,7 +565,7 @@ function runInfo(totalMs) {
     `- command: \`npm run bench\` (= \`node esbuild.config.mjs && node bench/run.mjs\`)${QUICK ? ' with --quick' : ''}`,
     `- date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; whole run ${fmt(totalMs / 1000, 0)} s`,
     `- machine: ${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'cpu'}, ${fmt(os.totalmem() / 2 ** 30, 0)} GiB RAM, ${os.type()} ${os.release()}, node ${process.version}`,
-    `- load average (1 min) at start ${fmt(LOAD_AT_START, 1)}, at end ${fmt(os.loadavg()[0], 1)}`,
+    `- load average (1 min) at start ${fmt(LOAD_AT_START, 1)}, at end ${fmt(os.loadavg()[0], 1)}, ${fmt(Math.min(...loads), 1)}–${fmt(Math.max(...loads), 1)} over the run`,
     `- shared machine: other work may run at the same time; compare ratios from one run, not absolute numbers across runs`,
   ];
 }

@@ -11,6 +11,12 @@ export const STATUS_REPLY = '\x1b[0n';
 export interface FlowLimits {
   /** Characters written but not yet answered for; more wait in the queue. VS Code pauses its own ptys at 100 000. */
   window: number;
+  /**
+   * Once `window` is full, writing waits until no more than this is unanswered (VS Code resumes its
+   * own ptys below 5 000): the window's backlog swings between the two instead of staying full.
+   * Unset: writing goes on as soon as anything is answered.
+   */
+  refillBelow?: number;
   /** A status request goes out after this many characters (below `window`, or the window never reopens). */
   requestEvery: number;
   /** Queued characters above which the process is paused, and below which it is resumed. */
@@ -28,25 +34,37 @@ export interface FlowLimits {
    * flood without such a pause became one message of hundreds of MiB (seconds of the window's main
    * thread, +297 MiB in the extension host). A pause only where we write is not one where the window
    * receives (its main thread delivers late messages back to back), hence the wait for the answers.
+   * Each such message also holds up the window's main thread, and keys typed into any terminal wait
+   * behind it: measured, bursts of 1.5 s put sendText → `handleInput` of another terminal at p95
+   * 300–420 ms, bursts of 300 ms at 70–80 ms (bench/RESULTS.md, "Floods: ours against VS Code's own").
    */
   burstMs?: number;
   gapMs?: number;
+  /**
+   * A burst ends in a gap only once it has also written this many characters: a shell being typed
+   * into (a few characters at a time, never a message worth bounding) is never held up.
+   */
+  burstChars?: number;
 }
 
 /**
  * A keystroke typed into another terminal during a flood waits in the window (renderer) about as long
  * as it takes to parse the unanswered characters (measured in real VS Code: sendText → handleInput
- * p50 184 ms with 512 Ki, 68 ms with 256 Ki, same throughput; bench/RESULTS.md, "Floods into a terminal").
+ * p50 184 ms with 512 Ki, 68 ms with 256 Ki, same throughput; bench/RESULTS.md, "Floods into a
+ * terminal"). The window and its refill are VS Code's own for its ptys (pause above 100 000
+ * unacknowledged characters, resume below 5 000): status requests answered p50 82 → 36–41 ms.
  */
 export const DEFAULT_FLOW_LIMITS: FlowLimits = {
-  window: 256 * 1024,
-  requestEvery: 32 * 1024,
+  window: 100_000,
+  refillBelow: 5_000,
+  requestEvery: 16 * 1024,
   pauseAbove: 1024 * 1024,
   resumeBelow: 256 * 1024,
   dropAbove: 16 * 1024 * 1024,
   requestTimeoutMs: 2000,
-  burstMs: 1500,
+  burstMs: 300,
   gapMs: 60,
+  burstChars: 256 * 1024,
 };
 
 /**
@@ -126,10 +144,14 @@ export class TerminalFlow {
   private timer: TimerHandle | undefined;
   /** Since when the terminal was written without a gap, and when last; the timer that ends a gap. */
   private burstStart: number | undefined;
+  /** `written` when the burst started. */
+  private burstFrom = 0;
   private lastWriteAt = 0;
   private gapTimer: TimerHandle | undefined;
   /** A burst ended: waiting for the terminal to answer for all of it before the gap starts. */
   private draining = false;
+  /** The window filled up and has not drained to `refillBelow` yet. */
+  private full = false;
 
   constructor(
     private readonly sink: FlowSink,
@@ -235,6 +257,19 @@ export class TerminalFlow {
     this.gapTimer = undefined;
   }
 
+  /** Whether the window takes more characters now (with `refillBelow`: not from full until it drained that far). */
+  private windowOpen(): boolean {
+    const { window, refillBelow } = this.limits;
+    if (refillBelow === undefined) return this.unanswered < window;
+    if (this.full && this.unanswered <= refillBelow) this.full = false;
+    if (!this.full && this.unanswered >= window) {
+      this.full = true;
+      // The characters since the last request need an answer too, or the window never drains that far.
+      if (this.sinceRequest > 0) this.request(this.queue[0]?.tag ?? false);
+    }
+    return !this.full;
+  }
+
   /** Whether writing must wait for a gap to end (starting one when the burst is long enough). */
   private inGap(): boolean {
     const { burstMs, gapMs } = this.limits;
@@ -243,8 +278,11 @@ export class TerminalFlow {
     const now = this.clock.now();
     if (!this.draining) {
       // Only a pause after which the terminal had answered for everything is one the window saw.
-      if (this.burstStart === undefined || (this.unanswered === 0 && now - this.lastWriteAt >= gapMs)) this.burstStart = now;
-      if (now - this.burstStart < burstMs) return false;
+      if (this.burstStart === undefined || (this.unanswered === 0 && now - this.lastWriteAt >= gapMs)) {
+        this.burstStart = now;
+        this.burstFrom = this.written;
+      }
+      if (now - this.burstStart < burstMs || this.written - this.burstFrom < (this.limits.burstChars ?? 0)) return false;
       this.draining = true;
       // The last characters need an answer too (requests otherwise come every `requestEvery`).
       if (this.sinceRequest > 0) this.request(this.queue[0]?.tag ?? false);
@@ -263,7 +301,7 @@ export class TerminalFlow {
 
   private pump(): void {
     if (!this.open) return;
-    while (this.queue.length > 0 && this.unanswered < this.limits.window && !this.inGap()) {
+    while (this.queue.length > 0 && this.windowOpen() && !this.inGap()) {
       // Consecutive pieces with the same tag go out as one write that ends where the next request is due.
       const tag = this.queue[0]!.tag;
       const parts: string[] = [];

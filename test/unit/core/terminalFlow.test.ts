@@ -74,15 +74,60 @@ test('at most a window of characters is unparsed in the terminal; every characte
   assert.deepEqual(h.toProcess, [], 'our answers do not reach the process');
 });
 
-test('by default at most 256 Ki characters wait unparsed, with a status request every 32 Ki (what a keystroke in another terminal waits behind)', () => {
+test('by default at most 100 000 characters wait unparsed, with a status request every 16 Ki and one where the window fills (as VS Code pauses its own ptys)', () => {
   const h = harness(true, DEFAULT_FLOW_LIMITS);
   const piece = 'y\r\n'.repeat(10_000);
   for (let i = 0; i < 100; i++) h.flow.push(piece);
-  assert.equal(h.inTerminal(), 256 * 1024, 'the window is full, no more');
-  assert.equal(h.written.filter((w) => w === STATUS_REQUEST).length, 8, 'a request per 32 Ki characters');
+  assert.equal(h.inTerminal(), 100_000, 'the window is full, no more');
+  assert.equal(h.written.filter((w) => w === STATUS_REQUEST).length, 7, 'a request per 16 Ki characters, and one at the end of the window');
   for (let i = 0; i < 100 && h.flow.backlog > 0; i++) h.parse();
   h.parse();
   assert.equal(h.shown(), piece.repeat(100));
+});
+
+test('a full window takes more only once the terminal has answered for all but refillBelow characters (its backlog swings, as behind a VS Code pty)', () => {
+  const flow = (written: string[]) =>
+    new TerminalFlow({ write: (text) => written.push(text), hold: () => {}, skipped: () => '' }, true, {
+      ...LIMITS,
+      window: 1000,
+      refillBelow: 100,
+      requestEvery: 300,
+    });
+  const written: string[] = [];
+  const f = flow(written);
+  f.start();
+  f.push('x'.repeat(5000));
+  const chars = () => written.filter((w) => w !== STATUS_REQUEST).join('').length;
+  assert.equal(chars(), 1000);
+  // Requests at 300, 600, 900 and where the window filled (1000).
+  assert.equal(written.filter((w) => w === STATUS_REQUEST).length, 4);
+  f.input(STATUS_REPLY); // answered up to 300: 700 unanswered
+  f.input(STATUS_REPLY); // up to 600: 400
+  assert.equal(chars(), 1000, 'nothing more while more than refillBelow is unanswered');
+  f.input(STATUS_REPLY); // up to 900: 100, at refillBelow
+  assert.equal(chars(), 1900, 'then the window fills again');
+  assert.equal(f.unanswered, 1000);
+});
+
+test('a shell typed into for seconds is never held up by a gap: a burst needs burstChars too (the default limits)', () => {
+  const clock = new FakeClock();
+  const writes: { at: number; text: string }[] = [];
+  const flow = new TerminalFlow(
+    { write: (text) => writes.push({ at: clock.now(), text }), hold: () => {}, skipped: () => '' },
+    'credit',
+    DEFAULT_FLOW_LIMITS,
+    clock,
+  );
+  flow.start();
+  // An echo every 40 ms (faster than gapMs: no pause between them) for 10 s: 250 echoes of 3 characters.
+  for (let i = 0; i < 250; i++) {
+    const at = clock.now();
+    flow.push('ab\n');
+    assert.equal(flow.backlog, 0, `echo ${i} was written at once`);
+    assert.equal(writes.at(-1)?.at, at);
+    clock.advance(40);
+  }
+  assert.equal(writes.filter((w) => w.text === STATUS_REQUEST).length, 0, 'and nothing waited for an answer');
 });
 
 test("a flood is written in bursts of at most burstMs, each answered for in full, then gapMs without writes (VS Code sends a running command's output back after 50 ms without data)", () => {
