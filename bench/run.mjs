@@ -711,10 +711,20 @@ async function main() {
   rmSync(READ_FILE, { force: true });
   const spool = PHASES.has('spool') && (!only || only === 'ours') ? await measureSpool() : undefined;
   const sub = { root: ROOT, quick: QUICK, phase, cli: CLI, clientBundle: CLIENT_BENCH };
-  const sandbox = PHASES.has('sandbox') && !only ? await measureSandbox(sub) : undefined;
-  const runPipe = PHASES.has('runpipe') && !only ? await measureRunPipe(sub) : undefined;
-  const roundTrips = PHASES.has('roundtrip') && !only ? await measureRoundTrips(sub) : undefined;
-  const vscode = PHASES.has('vscode') && !only ? await measureVscode(sub) : undefined;
+  // A sub-bench that fails costs its own rows ("not measured"), not the run's other figures; the run still fails.
+  const failed = [];
+  const subPhase = (name, measure) =>
+    PHASES.has(name) && !only
+      ? measure(sub).catch((e) => {
+          process.stderr.write(`\n${name} failed: ${e?.message ?? e}\n`);
+          failed.push(name);
+          return undefined;
+        })
+      : undefined;
+  const sandbox = await subPhase('sandbox', measureSandbox);
+  const runPipe = await subPhase('runpipe', measureRunPipe);
+  const roundTrips = await subPhase('roundtrip', measureRoundTrips);
+  const vscode = await subPhase('vscode', measureVscode);
   const targets = issue26Targets({ results, roundTrips, runPipe, sandbox, vscode });
   const md = [
     runInfo(now() - t0).join('\n'),
@@ -730,6 +740,10 @@ async function main() {
     .filter(Boolean)
     .join('\n\n');
   process.stdout.write(md + '\n');
+  if (failed.length) {
+    process.stderr.write(`failed phases: ${failed.join(', ')} (their rows say "not measured"; nothing written)\n`);
+    process.exit(1);
+  }
   if (flag('--write') && (value('--phases') || only))
     process.stderr.write('--write rewrites the whole run: not written (some phases left out)\n');
   else if (flag('--write')) {
