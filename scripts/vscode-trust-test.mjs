@@ -28,6 +28,7 @@ import {
   processesMentioning,
   root,
   say,
+  showsToasts,
   stackOf,
   startCodeServer,
   ts,
@@ -93,7 +94,15 @@ async function runTarget(target) {
     await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
     const stage = await import(pathToFileURL(stagePath).href);
     say(`${name}: trusted executor folder stage`);
-    await stage.drive({ page, log: (...a) => say(`${name}:`, ...a), shot, workspace, userData, workspaceUrl });
+    await stage.drive({
+      page,
+      log: (...a) => say(`${name}:`, ...a),
+      shot,
+      workspace,
+      userData,
+      workspaceUrl,
+      toasts: showsToasts(version),
+    });
     ok = true;
   } catch (e) {
     console.error(ts(), `✗ ${name}: ${stackOf(e)}`);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { machine, type } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ExecServer, sandboxPlanner } from '../server';
+import { closeInheritedFds, ExecServer, sandboxPlanner } from '../server';
 import { bundleKey, DAEMON_IDLE_MS, daemonPaths, liveDaemon, readDaemonState, ExecServerClient, type DaemonState } from '../client';
 import { tuneYoungGeneration } from '../rpc';
 import { errorMessage, formatDuration } from '../util';
@@ -22,6 +22,8 @@ const DEFAULT_SESSION_TTL_MS = 30_000;
 
 /** `exec-bridge daemon run`: the daemon itself (started by `ensureDaemon`, detached). */
 async function runDaemon(argv: string[]): Promise<number> {
+  // Before anything else: an inherited descriptor would reach every command we start, sandboxed too.
+  const closedFds = closeInheritedFds();
   let key: string | undefined;
   let idleMs = DAEMON_IDLE_MS;
   const spool: { processBytes?: number; totalBytes?: number } = {};
@@ -48,6 +50,7 @@ async function runDaemon(argv: string[]): Promise<number> {
   writeFileSync(`${paths.token}.${process.pid}`, token + '\n', { mode: 0o600 });
   renameSync(`${paths.token}.${process.pid}`, paths.token);
   const log = (line: string) => process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
+  if (closedFds?.length) log(`closed inherited descriptors ${closedFds.join(', ')}`);
   // The same V8 young-generation tuning as `serve` (src/rpc/youngGc.ts): this server lives for days.
   if (!tuneYoungGeneration()) log('young-generation tuning not available in this runtime');
   const sandbox = await sandboxPlanner({ log });

@@ -1,5 +1,5 @@
 import { StdioTransport, tuneYoungGeneration } from '../rpc';
-import { ExecServer, isLoopbackHost, sandboxPlanner, type ExecServerOptions } from '../server';
+import { closeInheritedFds, ExecServer, isLoopbackHost, sandboxPlanner, type ExecServerOptions } from '../server';
 import { errorMessage } from '../util';
 import { readTokenFile } from './tokenFile';
 import { SERVE_USAGE } from './usage';
@@ -87,6 +87,8 @@ function nonNegativeInt(flag: string, v: string): number {
 
 /** `exec-bridge serve`: runs until SIGTERM/SIGINT, then kills every child process group and exits. */
 export async function serveCommand(argv: string[]): Promise<number> {
+  // Before anything else: an inherited descriptor would reach every command we start, sandboxed too.
+  const closedFds = closeInheritedFds();
   let args: ServeArgs;
   try {
     args = parseServeArgs(argv);
@@ -97,6 +99,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const log = (line: string) => {
     if (args.verbose) process.stderr.write(`[exec-bridge] ${line}\n`);
   };
+  if (closedFds?.length) log(`closed inherited descriptors ${closedFds.join(', ')}`);
   // Dead output buffers freed every few MiB sent, a young generation that stops growing (src/rpc/youngGc.ts).
   if (!tuneYoungGeneration()) log('young-generation tuning not available in this runtime');
   let token: string | undefined = process.env.EXEC_BRIDGE_TOKEN || undefined;

@@ -22,7 +22,9 @@ export const SERVE_USAGE = `usage: exec-bridge serve [--listen ws://HOST:PORT | 
   --max-session-ttl-ms  the most a client may ask a detached session to be kept (initialize's
                     execBridgeSessionTtlMs; default 604800000, 7 days).
   --allow-origin    a browser Origin allowed to connect (by default any request with Origin is refused).
-  --bwrap-path      bubblewrap binary for sandboxed commands (default: bwrap on PATH).
+  --bwrap-path      bubblewrap binary for sandboxed commands (default: $BWRAP_PATH, else bwrap in
+                    /usr/bin, /bin, /usr/sbin, /sbin, /usr/local/bin, /usr/local/sbin or
+                    /run/current-system/sw/bin; never the server's PATH).
   --sandbox-prewarm-ms
                     after a sandboxed start, build the next sandbox like it ahead of time and keep
                     it this long for a start with the same policy and directory (default 30000;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
 
 /** A workspace folder as the workspace file needs it (no `vscode` import here). */
 export interface WorkspaceFolderRef {
@@ -39,26 +40,40 @@ export function executorWorkspaceFile(
   return { fileName: `${label}-${hash}.code-workspace`, text };
 }
 
+/** The `folders` of a workspace file (JSON with comments and trailing commas, as VS Code reads it); empty when the text is not one. */
+export function workspaceFileFolders(fileText: string): WorkspaceFileEntry[] {
+  const errors: ParseError[] = [];
+  const folders = (parseJsonc(fileText, errors, { allowTrailingComma: true }) as { folders?: unknown } | undefined)?.folders;
+  if (errors.length > 0 || !Array.isArray(folders)) return [];
+  return folders.flatMap((f): WorkspaceFileEntry[] => {
+    if (typeof f !== 'object' || f === null) return [];
+    const e = f as { path?: unknown; uri?: unknown; name?: unknown };
+    const named = typeof e.name === 'string' ? { name: e.name } : {};
+    if (typeof e.path === 'string') return [{ path: e.path, ...named }];
+    if (typeof e.uri === 'string') return [{ uri: e.uri, ...named }];
+    return [];
+  });
+}
+
 /**
  * The folders a workspace file names that the window does not show (by path for `path` entries,
  * by URI for `uri` entries), in file order. Empty when the text is not a workspace file.
  */
 export function missingWorkspaceFolders(fileText: string, shown: readonly WorkspaceFolderRef[]): WorkspaceFileEntry[] {
-  let folders: unknown;
-  try {
-    folders = (JSON.parse(fileText) as { folders?: unknown }).folders;
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(folders)) return [];
   const trim = (p: string) => (p.length > 1 ? p.replace(/\/+$/, '') : p);
-  return folders.filter((f): f is WorkspaceFileEntry => {
-    if (typeof f !== 'object' || f === null) return false;
-    const e = f as { path?: unknown; uri?: unknown };
-    if (typeof e.path === 'string') return !shown.some((s) => s.scheme === 'file' && trim(s.path) === trim(e.path as string));
-    if (typeof e.uri === 'string') return !shown.some((s) => s.uri === e.uri);
-    return false;
-  });
+  return workspaceFileFolders(fileText).filter((e) =>
+    'path' in e ? !shown.some((s) => s.scheme === 'file' && trim(s.path) === trim(e.path)) : !shown.some((s) => s.uri === e.uri),
+  );
+}
+
+/**
+ * The names of the executor folders (URIs with `scheme`) a workspace file lists, for a window that
+ * does not list its folders yet: an entry's `name`, else its URI.
+ */
+export function executorFoldersInFile(fileText: string, scheme: string): string[] {
+  return workspaceFileFolders(fileText)
+    .filter((e): e is { uri: string; name?: string } => 'uri' in e && e.uri.startsWith(`${scheme}:`))
+    .map((e) => e.name ?? e.uri);
 }
 
 /** Where Open Executor Folder… writes the workspace file of a single-folder window, in the folder itself (`<folder>/.vscode/exec-bridge/`). */

@@ -64,6 +64,7 @@ export { classifyFsError, ExecutorFsError } from './fsErrors';
 export { ExecutorChanges } from './executorChanges';
 export type { FileChange } from './executorFilePoller';
 export {
+  executorFoldersInFile,
   executorWorkspaceFile,
   isExecutorWorkspaceFile,
   missingWorkspaceFolders,

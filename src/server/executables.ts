@@ -28,5 +28,32 @@ export function findOnPath(name: string, pathVar: string | undefined, opts: { re
   return undefined;
 }
 
+/**
+ * Where the server finds the helpers it runs on its own behalf (bwrap, mkfifo, the watchdog's
+ * pkill and rm), never its inherited PATH: that PATH may name a folder inside a workspace (an
+ * activated `.venv/bin`, `node_modules/.bin`), which a sandboxed command can write, and what it
+ * plants there would run unsandboxed (docs/security.md, "Helpers the server runs itself"). These
+ * folders are root's on every system we run on, and no sandbox policy makes them writable. The
+ * distribution's come first; /usr/local after them (a group may write it on some systems, e.g.
+ * Debian's `staff`); NixOS keeps its system tools only in its root-owned system profile.
+ */
+export const SYSTEM_DIRS: readonly string[] = [
+  '/usr/bin',
+  '/bin',
+  '/usr/sbin',
+  '/sbin',
+  '/usr/local/bin',
+  '/usr/local/sbin',
+  '/run/current-system/sw/bin',
+];
+
+/** `SYSTEM_DIRS` as a PATH, for the shells the server runs itself (the orphan watchdog). */
+export const SYSTEM_PATH = SYSTEM_DIRS.join(':');
+
+/** The first executable file called `name` in `dirs` (default `SYSTEM_DIRS`), by absolute path. */
+export function findSystemTool(name: string, dirs: readonly string[] = SYSTEM_DIRS): string | undefined {
+  return dirs.map((dir) => join(dir, name)).find((p) => isExecutableFile(p));
+}
+
 /** `env` from coreutils, if this machine has it. */
 export const ENV_TOOL = ['/usr/bin/env', '/bin/env'].find((p) => isExecutableFile(p));

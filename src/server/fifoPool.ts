@@ -3,6 +3,7 @@ import { closeSync, constants, openSync, rmSync, unlink } from 'node:fs';
 import { Socket, type SocketConstructorOpts } from 'node:net';
 import { join } from 'node:path';
 import { makePrivateSubdir, sweepDeadDirs } from '../util';
+import { findSystemTool } from './executables';
 
 /**
  * Real pipes for a child's stdio. Node's `stdio: 'pipe'` hands the child a *socket* pair, and that
@@ -23,6 +24,8 @@ export class FifoPool {
   private counter = 0;
   private filling: Promise<void> | undefined;
   private broken = false;
+  /** From the system folders, never our PATH: a sandboxed command may write a folder on it (./executables.ts). */
+  private readonly mkfifo = findSystemTool('mkfifo');
 
   constructor(
     private readonly target = 128,
@@ -31,7 +34,7 @@ export class FifoPool {
 
   /** Whether FIFOs can be made here at all (else the caller falls back to socket stdio). */
   get available(): boolean {
-    return !this.broken;
+    return !this.broken && this.mkfifo !== undefined;
   }
 
   /** Starts filling the pool (call early so that the first starts are fast); sweeps dead servers' FIFOs. */
@@ -59,7 +62,8 @@ export class FifoPool {
   /** Tops the pool up in the background (one `mkfifo` for a whole batch); resolves when done. */
   private refill(needed: number): Promise<void> {
     if (this.filling) return this.filling;
-    if (this.broken || this.ready.length >= Math.max(this.lowWater, needed)) return Promise.resolve();
+    const mkfifo = this.mkfifo;
+    if (this.broken || mkfifo === undefined || this.ready.length >= Math.max(this.lowWater, needed)) return Promise.resolve();
     let names: string[];
     try {
       names = this.names(Math.max(this.target, needed + this.lowWater) - this.ready.length);
@@ -68,7 +72,7 @@ export class FifoPool {
       return Promise.resolve();
     }
     this.filling = new Promise<void>((resolve) => {
-      execFile('mkfifo', ['-m', '600', ...names], (err) => {
+      execFile(mkfifo, ['-m', '600', ...names], (err) => {
         this.filling = undefined;
         if (err) this.broken = true;
         else this.ready.push(...names);

@@ -4,3 +4,6 @@
 // The listener with its options and auth rules, and the CLI server's sandbox planner.
 export { ExecServer, type ExecServerOptions, isLoopbackHost } from './execServer';
 export { sandboxPlanner } from './sandboxSetup';
+
+// What a server process does first: drop the descriptors it inherited that every child would get.
+export { closeInheritedFds } from './inheritedFds';

@@ -19,6 +19,7 @@ import { guardPtyDrain, type PtyDrainGuard } from './ptyProcess';
 import { exitCodeOf, interruptGroup, killLeftoverGroup } from './processSignals';
 import { killTree, treesKilled } from './processTree';
 import { CoverRaceWatch, MAX_COVER_RETRIES, type Push } from './sandbox/coverRace';
+import { CarveOutStop } from './carveOutStop';
 import type { ProcessOptions } from './processOptions';
 import { judgeExit, type SpawnPlan } from './spawnPlan';
 
@@ -71,6 +72,8 @@ export class ManagedProcess {
   /** A sandboxed start on pipes that may meet another server's directory vanishing under bwrap (./sandbox/coverRace.ts). */
   private coverWatch: CoverRaceWatch | undefined;
   private coverRetries = 0;
+  /** Stops the sandbox when the host takes away one of its carve-outs (./carveOutStop.ts). */
+  private carveOutStop: CarveOutStop | undefined;
   /** From an exit that may be the race until it is decided (and the start run again): writes wait, signals are applied after. */
   private settling: Deferred<void> | undefined;
   private signalAfterRerun: 'interrupt' | 'kill' | undefined;
@@ -80,8 +83,8 @@ export class ManagedProcess {
   private readonly polls = new LongPolls();
   private readonly reader: ReadSource;
   private readonly output: OutputCoalescer;
-  /** Whether the child's output is read now (./outputFlow.ts). */
-  private readonly flow: OutputFlow;
+  /** Whether the child's output is read now (./outputFlow.ts); the session calls its `hold`, `ack` and `sinkChanged`. */
+  readonly flow: OutputFlow;
   private destroyed = false;
   /** The process id as a JSON string literal, encoded once. */
   private readonly idJson: string;
@@ -116,6 +119,7 @@ export class ManagedProcess {
       closed: () => this.closedSeq !== undefined,
       destroyed: () => this.destroyed,
       denied: () => ({ denied: this.denied, target: this.deniedTarget }),
+      failure: () => this.carveOutStop?.failure ?? null,
       bytes: () => ({ output: this.outputBytes, dropped: this.droppedBytes }),
     };
   }
@@ -140,8 +144,8 @@ export class ManagedProcess {
     const { plan, argv0 } = await planStart(req, options.planner);
     const proc = new ManagedProcess(req.processId, req.tty, req.pipeStdin, sink, options, req.execBridgeCreditWindow);
     proc.startReq = req;
-    proc.usePlan(plan);
     try {
+      proc.usePlan(plan);
       if (req.tty) {
         await spawnTurn();
         proc.adoptPty(spawnPty(ptyLaunch(plan, argv0, req.argv[0]!, req.arg0), plan, req.ptySize ?? DEFAULT_PTY));
@@ -149,7 +153,7 @@ export class ManagedProcess {
         await proc.startPipes(plan, argv0, []);
       }
     } catch (e) {
-      plan.dispose();
+      proc.releasePlan();
       throw e;
     }
     return proc;
@@ -157,6 +161,9 @@ export class ManagedProcess {
 
   private usePlan(plan: SpawnPlan): void {
     this.plan = plan;
+    // The leader while it runs unreaped (0 before the spawn, which checks again, and after the exit).
+    const leader = () => (this.rawExit === undefined ? this.pid : 0);
+    this.carveOutStop = CarveOutStop.arm(plan, leader, () => this.terminate()); // the last plan's went with it (releasePlan)
     if (this.startReq.execBridgeReportBlocked && plan.onNetworkDenial) {
       // Told at once, not only at the exit: a long-lived process (an MCP server) lives on after a refusal.
       this.unwatchDenials = plan.onNetworkDenial((d) => {
@@ -176,7 +183,7 @@ export class ManagedProcess {
       this.closedSignal.promise,
     );
     this.releaseWarm = started.release;
-    this.coverWatch = plan.covers?.length ? new CoverRaceWatch(plan.covers) : undefined;
+    this.coverWatch = plan.covers?.length || plan.transient?.length ? new CoverRaceWatch(plan.covers ?? [], plan.transient) : undefined;
     this.adopt(started.child, started.streams);
     for (const d of stdin) {
       this.stdin?.write(d);
@@ -221,6 +228,7 @@ export class ManagedProcess {
     this.child = child;
     this.pid = child.pid!;
     orphanGuard.add(this.pid); // dies with the server, even a SIGKILLed one
+    this.carveOutStop?.spawned();
     const mine = [...streams];
     if (this.pipeStdin) this.stdin = mine.shift() as Writable;
     [this.stdout, this.stderr] = mine as Readable[];
@@ -243,6 +251,7 @@ export class ManagedProcess {
     this.pty = pty;
     this.pid = pty.pid;
     orphanGuard.add(this.pid);
+    this.carveOutStop?.spawned();
     this.openStreams = 1;
     // node-pty reports exit only after its read side closed; the guard closes it only once drained.
     this.ptyDrain = guardPtyDrain(pty);
@@ -277,21 +286,6 @@ export class ManagedProcess {
     return this.outputBytes - this.window.retainedBytes - (this.spool?.retainedBytes ?? 0);
   }
 
-  /** `process/pause` (true) / `process/resume` (false): the client's own flow control for this process. */
-  holdOutput(held: boolean): void {
-    this.flow.hold(held);
-  }
-
-  /** `process/ack`: output up to `seq` was consumed; `window` sets the credit window (null: off). */
-  ackOutput(seq: number, window: number | null | undefined): void {
-    this.flow.ack(seq, window);
-  }
-
-  /** The sink changed (a client attached or left): congestion and credit are judged again. */
-  sinkChanged(): void {
-    this.flow.sinkChanged();
-  }
-
   /** Pauses or resumes the child's output streams (the flow decides when). */
   private setReading(read: boolean): void {
     for (const s of [this.stdout, this.stderr]) {
@@ -324,6 +318,8 @@ export class ManagedProcess {
 
   private publishExit(code: number): void {
     if (this.exit) return;
+    // Killed for a carve-out: what it made is judged only once none of it runs (./carveOutStop.ts).
+    if (this.carveOutStop?.killedFromOutside) return void this.carveOutStop.ended().then(() => this.publishExit(code));
     const watch = this.coverWatch;
     this.coverWatch = undefined;
     if (watch) {
@@ -335,8 +331,10 @@ export class ManagedProcess {
     this.signalAfterRerun = undefined;
     this.settling?.resolve();
     this.settling = undefined;
+    const stopped = this.carveOutStop?.settle(code, this.tty, (st, d) => this.output.push(st, d)); // its words before `exited`, and no denial
     this.output.flush();
-    if (this.plan?.restricted && code !== 0) [this.denied, this.deniedTarget] = judgeExit(this.plan, code, this.window.allData());
+    if (this.plan?.restricted && code !== 0 && !stopped)
+      [this.denied, this.deniedTarget] = judgeExit(this.plan, code, this.window.allData());
     const seq = this.nextSeq++;
     this.exit = { code, seq };
     this.sink.notify('process/exited', {
@@ -356,6 +354,7 @@ export class ManagedProcess {
   private releasePlan(): void {
     this.unwatchDenials?.();
     this.unwatchDenials = undefined;
+    this.carveOutStop?.dispose();
     this.plan?.dispose();
     this.releaseWarm?.();
     this.releaseWarm = undefined;
@@ -434,6 +433,7 @@ export class ManagedProcess {
   /** Session end or server shutdown: kill the tree and release every waiter and resource. */
   destroy(): void {
     if (this.destroyed) return;
+    this.carveOutStop?.stop(); // at once: its stubs are released below, and none of it may run then
     this.terminate();
     this.destroyed = true;
     this.ptyDrain?.close(); // a paused read side would otherwise wait for a resume that never comes
@@ -443,6 +443,6 @@ export class ManagedProcess {
     void treesKilled().then(() => orphanGuard.remove(pid));
     this.polls.wake();
     this.releaseOutput();
-    if (this.closedSeq === undefined) this.releasePlan();
+    if (this.closedSeq === undefined) void (this.carveOutStop?.ended() ?? Promise.resolve()).then(() => this.releasePlan());
   }
 }

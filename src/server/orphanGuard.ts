@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { SYSTEM_PATH } from './executables';
 
 /*
  * Children die with the server, however it dies. A SIGKILLed Node process runs no cleanup, and
@@ -63,7 +64,13 @@ export class OrphanGuard {
   private ensure(): ChildProcess | undefined {
     if (this.child || this.failed || process.platform === 'win32') return this.child;
     try {
-      const child = spawn('/bin/sh', ['-c', SCRIPT, 'exec-bridge-orphan-guard'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+      // Its pkill, rm and rmdir come from the system folders, never our PATH: a sandboxed command may
+      // write a folder on it, and the watchdog runs unsandboxed (./executables.ts).
+      const child = spawn('/bin/sh', ['-c', SCRIPT, 'exec-bridge-orphan-guard'], {
+        detached: true,
+        stdio: ['pipe', 'ignore', 'ignore'],
+        env: { PATH: SYSTEM_PATH },
+      });
       child.on('error', () => {
         this.failed = true;
         this.child = undefined;

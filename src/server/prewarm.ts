@@ -146,9 +146,10 @@ export class SandboxPrewarmer {
 
   private async build(spec: PrewarmSpec, pipeStdin: boolean, slot: string): Promise<void> {
     if (!this.enabled) return;
-    // Taken before bwrap makes its mounts: any change after this point makes the two differ.
-    const fingerprint = spec.fingerprint();
+    // The placeholder stubs first (made again if a release removed them), then the fingerprint, both
+    // before bwrap makes its mounts: any change after this point makes the two differ.
     const retained = once(spec.retain());
+    const fingerprint = spec.fingerprint();
     let listeners: PrewarmListeners | undefined;
     const release = (): void => {
       retained();

@@ -17,6 +17,8 @@ export interface ReadSource {
   closed(): boolean;
   destroyed(): boolean;
   denied(): { denied: boolean; target: string | undefined };
+  /** Why the server stopped the process, if it did. */
+  failure(): string | null;
   /** Output bytes ever produced, and those no longer held. */
   bytes(): { output: number; dropped: number };
 }
@@ -84,7 +86,7 @@ function readStatus(src: ReadSource, spooled: boolean): Omit<ProcessReadResult, 
     exited: exit !== undefined,
     exitCode: exit?.code ?? null,
     closed: src.closed(),
-    failure: null,
+    failure: src.failure(),
     sandboxDenied: denied,
     ...(target ? { sandboxDeniedTarget: target } : {}),
     ...(bytes

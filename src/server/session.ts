@@ -129,7 +129,7 @@ export class Session {
   }
 
   private sinkChanged(): void {
-    for (const p of this.processes.values()) p.sinkChanged();
+    for (const p of this.processes.values()) p.flow.sinkChanged();
   }
 
   get processCount(): number {
@@ -167,8 +167,8 @@ export class Session {
     }
     this.processes.set(id, proc);
     if (state.terminate) proc.terminate();
-    if (state.held !== undefined) proc.holdOutput(state.held);
-    if (state.ack) proc.ackOutput(state.ack.seq, state.ack.window);
+    if (state.held !== undefined) proc.flow.hold(state.held);
+    if (state.ack) proc.flow.ack(state.ack.seq, state.ack.window);
     return { processId: id, sandboxType: proc.sandboxType };
   }
 
@@ -266,7 +266,7 @@ export class Session {
   holdOutput(id: string, held: boolean): void {
     const starting = this.starting.get(id);
     if (starting) starting.held = held;
-    else this.get(id).holdOutput(held);
+    else this.get(id).flow.hold(held);
   }
 
   /** `process/ack` (credit window). */
@@ -274,7 +274,7 @@ export class Session {
     const starting = this.starting.get(id);
     if (starting)
       starting.ack = { seq: Math.max(seq, starting.ack?.seq ?? 0), window: window !== undefined ? window : starting.ack?.window };
-    else this.get(id).ackOutput(seq, window);
+    else this.get(id).flow.ack(seq, window);
   }
 
   /** Kills every process and closes every resource. Idempotent. */

@@ -1,4 +1,6 @@
 import type { SandboxType, ManagedNetworkSandboxContext } from '../protocol';
+import type { CarveOut } from './sandbox/carveOutGuard';
+import type { TransientDir } from './sandbox/coverRace';
 
 /** What the process runner asks the sandbox layer to plan. Paths are local (already decoded). */
 export interface SpawnRequest {
@@ -42,8 +44,15 @@ export interface SpawnPlan {
   pipeLaunch?: Launch;
   /** Pipes only: this start may use a sandbox started ahead of time (see `SandboxPrewarmer`). */
   prewarm?: PrewarmSpec;
+  /**
+   * The carve-outs inside writable roots whose mounts the sandbox relies on: a running sandbox is
+   * stopped when one changes on the host (./sandbox/carveOutGuard.ts).
+   */
+  carveOuts?: CarveOut[];
   /** Pipes only: other servers' private directories the sandbox covers (a start that meets one vanishing runs again, ./sandbox/coverRace.ts). */
   covers?: string[];
+  /** Pipes only: other processes' directories the sandbox hides under a tmpfs, as planned (likewise: one that vanishes under bwrap runs the start again). */
+  transient?: TransientDir[];
 }
 
 export interface Launch {

@@ -28,6 +28,7 @@ export {
   pidAlive,
   privateDir,
   privateDirCandidates,
+  processLives,
   sandboxHiddenDirs,
   sweepDeadDirs,
   TOKEN_DIR_PREFIX,

@@ -124,7 +124,7 @@ function registeredRuntimeDirs(uid: number): Array<{ dir: string; exists: boolea
 }
 
 /** Whether `pid` runs (a zombie does not: it holds nothing, and its parent may never reap it). */
-function processLives(pid: number): boolean {
+export function processLives(pid: number): boolean {
   if (process.platform !== 'linux') return pidAlive(pid);
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
@@ -179,6 +179,11 @@ export const COVER_NAME = '.exec-bridge-cover';
 export interface HiddenDirs {
   /** Covered by a tmpfs: ours to make and keep (this environment's candidates, the fixed places), and others' without a cover. */
   own: string[];
+  /**
+   * Among `own`: other processes' directories (registered without a cover, older versions'). They
+   * go when their process ends, possibly while a sandbox is being built (src/server/sandbox/coverRace.ts).
+   */
+  transient?: string[];
   /** Other servers' runtime directories, covered by their `COVER_NAME` (missing ones included: bwrap skips them). */
   others: string[];
 }
@@ -202,6 +207,7 @@ export function sandboxHiddenDirs(env: NodeJS.ProcessEnv = process.env): HiddenD
     if (real) own.add(real);
   }
   const others = new Set<string>();
+  const transient = new Set<string>();
   for (const { dir, exists } of registeredRuntimeDirs(uid)) {
     // Gone while its process lives (it makes it again on its next use): listed still, which keeps
     // the argv stable; its cover went with it, so bwrap skips it.
@@ -212,14 +218,20 @@ export function sandboxHiddenDirs(env: NodeJS.ProcessEnv = process.env): HiddenD
     const real = realDir(dir);
     if (!real || own.has(real)) continue;
     if (hasCover(real, uid)) others.add(real);
-    else own.add(real); // no cover (its server is older, or is making it right now): a tmpfs
+    else {
+      own.add(real); // no cover (its server is older, or is making it right now): a tmpfs
+      transient.add(real);
+    }
   }
   // An older version's: tmpfs (they make no cover).
   for (const d of oldVersionDirs(uid)) {
     const real = realDir(d);
-    if (real) own.add(real);
+    if (real && !own.has(real)) {
+      own.add(real);
+      transient.add(real);
+    }
   }
-  return { own: [...own], others: [...others].sort() };
+  return { own: [...own], transient: [...transient], others: [...others].sort() };
 }
 
 function hasCover(dir: string, uid: number): boolean {

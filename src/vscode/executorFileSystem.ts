@@ -220,7 +220,7 @@ export function registerExecutorFiles(ext: FeatureContext, terminals: () => Exec
   void completeExecutorWorkspace(ext).catch((e: unknown) =>
     ext.log.warn(`executor workspace: ${e instanceof Error ? e.message : String(e)}`),
   );
-  explainRestrictedMode(ext);
+  void explainRestrictedMode(ext).catch((e: unknown) => ext.log.warn(`Restricted Mode: ${e instanceof Error ? e.message : String(e)}`));
   // Trust granted: the executor roots the Explorer could not list (the provider refuses untrusted windows) are listed now.
   ext.disposables.add(
     vscode.workspace.onDidGrantWorkspaceTrust(() => {

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import {
   classifyFsError,
+  executorFoldersInFile,
   executorWorkspaceFile,
   isExecutorWorkspaceFile,
   missingWorkspaceFolders,
@@ -147,10 +148,16 @@ async function addWorkspaceFolder(uri: vscode.Uri, name: string): Promise<void> 
  * in global storage; a folder whose trust was taken back): its executor folders stay empty until
  * the user trusts it. Say so, with exactly what to click.
  */
-export function explainRestrictedMode(ext: FeatureContext): void {
+export async function explainRestrictedMode(ext: FeatureContext): Promise<void> {
   const file = vscode.workspace.workspaceFile;
   if (vscode.workspace.isTrusted || !file || !isExecutorWorkspaceFile(file.path, globalWorkspacesDir(ext).path)) return;
-  const names = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === EXECUTOR_FS_SCHEME).map((f) => f.name);
+  let names = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === EXECUTOR_FS_SCHEME).map((f) => f.name);
+  // The web workbench may not list a workspace file's folders yet (see completeExecutorWorkspace): name them from the file.
+  if (names.length === 0)
+    names = await vscode.workspace.fs.readFile(file).then(
+      (bytes) => executorFoldersInFile(new TextDecoder().decode(bytes), EXECUTOR_FS_SCHEME),
+      () => [], // unreadable: the message goes without the names
+    );
   ext.log.warn(`${file.fsPath} opened in Restricted Mode; its executor folders wait for the workspace to be trusted`);
   void vscode.window.showWarningMessage(restrictedModeText(names), 'Trust Workspace').then((choice) => {
     if (choice) void vscode.commands.executeCommand('workbench.trust.manage');

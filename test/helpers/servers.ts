@@ -46,6 +46,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** Ours only: `unix:PATH` listens on a Unix socket (`url` is then `ws+unix:PATH:/`); default loopback TCP. */
   listen?: string;
+  /** Descriptors the server inherits, by its fd number (≥ 3) → ours: without close-on-exec in the server, as a shell's would be. */
+  inheritFds?: Record<number, number>;
 }
 
 export async function startExecServer(kind: ServerKind, options: StartOptions = {}): Promise<ExecServerProcess> {
@@ -63,7 +65,12 @@ export async function startExecServer(kind: ServerKind, options: StartOptions = 
     kind === 'ours'
       ? [process.execPath, [CLI_JS, 'serve', '--listen', options.listen ?? 'ws://127.0.0.1:0', ...authArgs, ...(options.args ?? [])]]
       : [CODEX_BIN, ['exec-server', '--listen', 'ws://127.0.0.1:0', ...authArgs, ...(options.args ?? [])]];
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: options.env ?? process.env });
+  const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe'];
+  for (const [fd, ours] of Object.entries(options.inheritFds ?? {})) {
+    while (stdio.length < Number(fd)) stdio.push('ignore'); // for fds above 2, 'ignore' leaves the number closed
+    stdio[Number(fd)] = ours;
+  }
+  const child = spawn(cmd, args, { stdio, detached: true, env: options.env ?? process.env });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
   const cleanupToken = () => {

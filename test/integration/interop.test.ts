@@ -411,14 +411,30 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
 
   // ---------- seq model, tty, exit codes (§5.1, §5.2) ----------
 
+  /**
+   * Drives a process that prints one piece of output, then waits for a line on stdin, and so on:
+   * each line is sent once the piece before it was seen, so every piece is its own chunk and the
+   * exit comes after the last one however loaded the machine is. (With sleeps between the pieces, a
+   * busy CI machine saw codex number the exit before the last chunk, and could join two pieces.)
+   */
+  async function stepped(t: Target, c: RawClient, id: string, pieces: string[]): Promise<void> {
+    let seen = '';
+    for (const [i, piece] of pieces.entries()) {
+      seen += piece;
+      await until(`${t.kind}: ${id} piece ${i + 1}`, () => c.output(id) === seen);
+      await c.call('process/write', { processId: id, chunk: b64('\n'), writeId: `${id}-${i}` });
+    }
+  }
+
   interop(
     'seq model: stdout and stderr share one counter, then exited, then closed; read returns the same',
     async (t) => {
       const { c } = await session(t);
       const start = await c.call(
         'process/start',
-        startParams('p1', ['bash', '-c', 'echo hi; sleep 0.05; echo err >&2; sleep 0.05; exit 3']),
+        startParams('p1', ['sh', '-c', 'echo hi; read a; echo err >&2; read b; exit 3'], { pipeStdin: true }),
       );
+      await stepped(t, c, 'p1', ['hi\n', 'err\n']);
       const events = await c.processEvents('p1');
       const read = await c.call('process/read', { processId: 'p1' });
       return {
@@ -512,7 +528,12 @@ describe('interop: our exec-server and codex exec-server 0.171.0 behave the same
     'process/read: afterSeq, maxBytes 0/1 still return one whole chunk, nextSeq rules, unknown id',
     async (t) => {
       const { c } = await session(t);
-      await c.call('process/start', startParams('r1', ['bash', '-c', 'echo line1; sleep 0.1; echo line2; sleep 0.1; echo line3']));
+      // Each line waits for a word on stdin, sent once the line before it was seen (see `stepped`).
+      await c.call(
+        'process/start',
+        startParams('r1', ['sh', '-c', 'echo line1; read a; echo line2; read b; echo line3; read c'], { pipeStdin: true }),
+      );
+      await stepped(t, c, 'r1', ['line1\n', 'line2\n', 'line3\n']);
       await c.processEvents('r1');
       const texts = (m: WireMessage) => m.result.chunks.map((x: { seq: number; chunk: string }) => [x.seq, unb64(x.chunk)]);
       const max1 = await c.call('process/read', { processId: 'r1', maxBytes: 1 });

@@ -227,7 +227,7 @@ for (const kind of ['ours', 'codex'] as const) {
     before(async () => {
       server = await startExecServer(kind, { token: true });
       proxy = await FaultProxy.forUrl(server.url);
-      dir = mkdtempSync(join(tmpdir(), 'exec-bridge-run-test-'));
+      dir = mkdtempSync(join(tmpdir(), 'eb-run-test-'));
       writeFileSync(join(dir, 'token'), server.token!, { mode: 0o600 });
     });
     after(async () => {
@@ -351,7 +351,7 @@ describe('run: Ctrl-C while the start is being answered', () => {
   let dir: string;
   before(async () => {
     server = await startExecServer('ours', { token: true });
-    dir = mkdtempSync(join(tmpdir(), 'exec-bridge-run-held-'));
+    dir = mkdtempSync(join(tmpdir(), 'eb-run-held-'));
     writeFileSync(join(dir, 'token'), server.token!, { mode: 0o600 });
   });
   after(async () => {

@@ -7,6 +7,9 @@
  * attempt. bwrap itself cannot be stopped between two system calls, so a script in front of the
  * real bwrap (`serve --bwrap-path`) does what the race does, once: it removes the directory and
  * fails as bwrap does then. Every other start goes to the real bwrap. Real server, loopback only.
+ * The same for a directory hidden under a tmpfs (no cover: an older version's), which bwrap fails
+ * on with "Can't remount readonly …" (CI c22), and which may be there again when the failure is
+ * judged, made by another bwrap (stop 35's CI).
  */
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,7 +27,10 @@ const ws = join(base, 'ws');
 /** Two other servers' private directories: this test process registers them (it lives as long as the test). */
 const vanishing = join(base, 'other-vanishing');
 const staying = join(base, 'other-staying');
+/** Another process's directory without a cover (its server is older): hidden under a tmpfs. */
+const uncovered = join(base, 'other-uncovered');
 const fired = join(base, 'fired');
+const firedTmpfs = join(base, 'fired-tmpfs');
 const wrapper = join(base, 'bwrap');
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root' };
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -42,6 +48,8 @@ describe(
         privateDir({ EXEC_BRIDGE_RUNTIME_DIR: d }); // registered (for this process) and made, with its cover
         assert.ok(existsSync(join(d, COVER_NAME)));
       }
+      privateDir({ EXEC_BRIDGE_RUNTIME_DIR: uncovered });
+      rmSync(join(uncovered, COVER_NAME), { recursive: true });
       // The first sandbox that covers `vanishing` meets the race: the directory goes, and bwrap's
       // message comes in its three writes, then its exit status.
       writeFileSync(
@@ -54,6 +62,21 @@ case " $* " in
     printf 'bwrap: ' >&2
     printf "Can't bind mount /oldroot%s/${COVER_NAME} on /newroot%s" '${vanishing}' '${vanishing}' >&2
     printf ': No such file or directory\\n' >&2
+    exit 1
+  fi;;
+esac
+# Likewise the first start of the test below, whose sandbox hides \`uncovered\` under a tmpfs: bwrap's message when the
+# directory went between its tmpfs and its remount (CI c22). By the time the server judges it, another bwrap building a
+# sandbox with the old plan has made the directory again (bwrap makes a missing mount point where /tmp is writable):
+# stop 35's CI.
+case " $* " in
+*" --tmpfs ${uncovered} "*runs-tmpfs*)
+  if mkdir '${firedTmpfs}' 2>/dev/null; then
+    rm -rf '${uncovered}'
+    mkdir '${uncovered}'
+    printf 'bwrap: ' >&2
+    printf 'Can'"'"'t remount readonly on /newroot%s: Unable to remount destination "/newroot%s" with correct flags' '${uncovered}' '${uncovered}' >&2
+    printf ': No such file or directory\n' >&2
     exit 1
   fi;;
 esac
@@ -96,6 +119,17 @@ exec '${findBwrap()}' "$@"
       assert.equal(client.output('raced', 'stderr'), 'on-stderr\n');
       assert.equal(exitOf(events).exitCode, 3);
       assert.equal(exitOf(events).sandboxDenied, false);
+    });
+
+    test("another process's directory hidden under a tmpfs that vanishes under bwrap: run again, nothing of it shown", async () => {
+      const r = await client.call('process/start', start('raced-tmpfs', 'echo ran >> runs-tmpfs; echo done'));
+      assert.equal(r.error, undefined, JSON.stringify(r.error));
+      const events = await client.processEvents('raced-tmpfs');
+      assert.ok(existsSync(firedTmpfs), 'the race was met');
+      assert.equal(client.output('raced-tmpfs', 'stderr'), '');
+      assert.equal(client.output('raced-tmpfs', 'stdout'), 'done\n');
+      assert.equal(readFileSync(join(ws, 'runs-tmpfs'), 'utf8'), 'ran\n');
+      assert.equal(exitOf(events).exitCode, 0);
     });
 
     test('a command that prints that line itself is run once, and its output shown', async () => {

@@ -109,6 +109,11 @@ describe(
       return all.length ? Number(all.at(-1)![1]) : undefined;
     };
     const ranWarm = (pid: number) => server.stderr().includes(`running in the waiting sandbox (pid ${pid})`);
+    /** What the server said became of waiting sandbox `pid` (taken, passed over and why, ended, torn down); undefined while it said nothing. */
+    const fateOf = (pid: number): string | undefined =>
+      new RegExp(
+        `running in the waiting sandbox \\(pid ${pid}\\)|the waiting sandbox \\(pid ${pid}\\)[^\\n]*|torn down \\(pid ${pid}\\)`,
+      ).exec(server.stderr())?.[0];
     /** Waits for a sandbox built and not yet used (its log line and its marked proxy folder); its pid. */
     const nextWaiting = async (what: string): Promise<number> => {
       const fresh = () => {
@@ -119,12 +124,14 @@ describe(
       return lastBuilt()!;
     };
 
-    test('a start with the same lists runs in the waiting sandbox and its refusal is named for it', async () => {
+    test('a start with the same lists runs in the waiting sandbox and its refusal is named for it', async (t) => {
       const lists = [`127.0.0.1:${allowedPort}`];
       const first = await run(`curl -sS -f http://127.0.0.1:${allowedPort}/`, lists);
       assert.equal(first.exited.exitCode, 0, JSON.stringify(first.exited));
       // Another test's server that starts meanwhile (its private directory is new) rightly makes the
-      // waiting sandbox unusable ("does not cover"): then the next one built is taken (bounded).
+      // waiting sandbox unusable ("does not cover"), and a sandbox bwrap could not finish building
+      // ends before use (its reason logged, and reported here): then the next one built is taken
+      // (bounded). Which of these happened is the server's log line, waited for.
       let w = 0;
       let waitingDir = '';
       let second: Awaited<ReturnType<typeof run>> | undefined;
@@ -136,7 +143,12 @@ describe(
           `ls -A /dev/exec-bridge-net && curl -sS -f http://127.0.0.1:${allowedPort}/ && curl -sS -f http://127.0.0.1:${deniedPorts[0]}/`,
           lists,
         );
-        if (ranWarm(w) || !server.stderr().includes(`waiting sandbox (pid ${w}) does not cover`)) break;
+        await until(() => fateOf(w) !== undefined, 10_000, `what became of the waiting sandbox (pid ${w})`).catch((e: Error) =>
+          assert.fail(`${e.message}:\n${server.stderr().slice(-2000)}`),
+        );
+        const fate = fateOf(w)!;
+        if (/ended before use/.test(fate)) t.diagnostic(fate);
+        if (!/does not cover|ended before use/.test(fate)) break;
       }
       assert.ok(second);
       assert.ok(ranWarm(w), `the start did not run in the waiting sandbox (pid ${w}):\n${server.stderr().slice(-2000)}`);

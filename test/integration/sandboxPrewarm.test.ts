@@ -113,6 +113,22 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
   }
 
   /**
+   * The waiting sandbox `bwrap` was thrown away as stale (its log line), never run in. A server that
+   * another suite started meanwhile can make it go for that reason first ("does not cover": its
+   * covers are checked before the host fingerprint; CI c27): thrown away all the same.
+   */
+  async function discardedUnused(bwrap: number): Promise<void> {
+    const reasons = [
+      `the waiting sandbox (pid ${bwrap}) predates a change on the host`,
+      `the waiting sandbox (pid ${bwrap}) does not cover`,
+    ];
+    await until(() => reasons.some((r) => warm.stderr().includes(r)), 5000, 'the stale sandbox discarded').catch((e: Error) => {
+      throw new Error(`${e.message}\n${warm.stderr().slice(-2500)}`);
+    });
+    assert.equal(warm.stderr().includes(`running in the waiting sandbox (pid ${bwrap})`), false);
+  }
+
+  /**
    * Runs on the warm server in a sandbox built ahead of time (and checks that it was). A server
    * that another suite starts meanwhile makes a private directory the waiting sandbox does not
    * hide, so the start is built on the spot instead (sandboxPrewarmCovers.test.ts): then once more,
@@ -260,10 +276,35 @@ describe('sandboxes built ahead of time', { skip: process.platform !== 'linux' &
     const r = await run(wc, ['/bin/sh', '-c', 'echo fresh > made.txt'], workspaceWrite(), { cwd: uri(dir) });
     assert.equal(r.exitCode, 0, r.stderr);
     assert.equal(readFileSync(join(dir, 'made.txt'), 'utf8'), 'fresh\n');
-    const discarded = `the waiting sandbox (pid ${stale.bwrap}) predates a change on the host`;
-    await until(() => warm.stderr().includes(discarded), 5000, 'the stale sandbox discarded');
-    assert.equal(warm.stderr().includes(`running in the waiting sandbox (pid ${stale.bwrap})`), false);
+    await discardedUnused(stale.bwrap);
     await until(() => !isAlive(stale.bwrap), 5000, 'the stale sandbox torn down');
+  });
+
+  test('a working directory deleted and made again inside a workspace that stays never meets a sandbox built in the old one', async () => {
+    // The workspace (the writable root) is untouched; only the folder the command runs in is new,
+    // as after `rm -rf build && mkdir build`. The waiting sandbox's shell sits in the old one.
+    const dir = freshDir();
+    const stale = await prime(workspaceWrite(), { cwd: uri(dir) });
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir);
+    const r = await run(wc, ['/bin/sh', '-c', 'echo fresh > made.txt'], workspaceWrite(), { cwd: uri(dir) });
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.equal(readFileSync(join(dir, 'made.txt'), 'utf8'), 'fresh\n');
+    await discardedUnused(stale.bwrap);
+  });
+
+  test('attack: a placeholder removed on the host while a sandbox waits never lets the next command make the protected path', async () => {
+    // The .codex stub removed from outside (the user, an unsandboxed command) detaches the read-only
+    // mount on it inside the waiting sandbox: run there, this wrote .codex/config.toml on the host.
+    const dir = freshDir();
+    const stale = await prime(workspaceWrite(), { cwd: uri(dir) });
+    assert.equal(existsSync(join(ws, '.codex')), true, 'the placeholder is there while the sandbox waits');
+    rmSync(join(ws, '.codex'), { recursive: true, force: true });
+    const config = join(ws, '.codex', 'config.toml');
+    const r = await run(wc, ['/bin/sh', '-c', `mkdir -p '${ws}/.codex' && echo pwned > '${config}'`], workspaceWrite(), { cwd: uri(dir) });
+    assert.equal(existsSync(config), false, `the sandboxed command wrote ${config}: ${JSON.stringify(r)}`);
+    assert.notEqual(r.exitCode, 0, 'the protected path is read-only in the sandbox');
+    await discardedUnused(stale.bwrap);
   });
 
   test('a waiting sandbox that holds placeholder directories in the workspace lets them go within seconds', async () => {

@@ -73,7 +73,7 @@ export function bwrapArgs(o: BwrapOptions): string[] {
   for (const m of layout.mounts) {
     switch (m.kind) {
       case 'bind':
-        a.push('--bind', m.path, m.path);
+        a.push(m.optional ? '--bind-try' : '--bind', m.path, m.path);
         break;
       case 'ro-bind':
         a.push(m.optional ? '--ro-bind-try' : '--ro-bind', m.path, m.path);

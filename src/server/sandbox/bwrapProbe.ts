@@ -1,20 +1,27 @@
 import { spawn } from 'node:child_process';
-import { findOnPath, isExecutableFile } from '../executables';
+import { findSystemTool, isExecutableFile, SYSTEM_DIRS } from '../executables';
 import { SandboxUnavailableError } from './errors';
 
 const INSTALL_HINT =
   'install bubblewrap on the executor (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora/RHEL: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`) or point BWRAP_PATH (or `serve --bwrap-path`) at a bwrap binary';
 
-export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+/**
+ * The bwrap to run: the one configured (`serve --bwrap-path`, $BWRAP_PATH: the user chose it), else
+ * the first in `dirs`. Never the server's PATH: a workspace folder on it (an activated `.venv/bin`)
+ * lets a sandboxed command plant a `bwrap` that the next start runs unsandboxed (../executables.ts).
+ */
+export function findBwrap(explicit?: string, env: NodeJS.ProcessEnv = process.env, dirs: readonly string[] = SYSTEM_DIRS): string {
   const configured = explicit ?? env.BWRAP_PATH;
   if (configured) {
     if (!isExecutableFile(configured))
       throw new SandboxUnavailableError(`the configured bwrap (${configured}) is not an executable file; ${INSTALL_HINT}.`);
     return configured;
   }
-  const found = findOnPath('bwrap', env.PATH);
+  const found = findSystemTool('bwrap', dirs);
   if (found !== undefined) return found;
-  throw new SandboxUnavailableError(`the sandbox needs bubblewrap (bwrap), which is not installed on the executor; ${INSTALL_HINT}.`);
+  throw new SandboxUnavailableError(
+    `the sandbox needs bubblewrap (bwrap), which is in none of ${dirs.join(', ')} on the executor (the server's PATH is not searched); ${INSTALL_HINT}.`,
+  );
 }
 
 /**

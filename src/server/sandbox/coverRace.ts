@@ -1,4 +1,4 @@
-import { lstatSync } from 'node:fs';
+import { lstatSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { COVER_NAME } from '../../util';
 
@@ -16,7 +16,59 @@ import { COVER_NAME } from '../../util';
  * releases the held bytes at once, in order. A command cannot get itself run twice by printing
  * such a line: the retry also needs the cover it names to be gone now, and a sandboxed command
  * cannot reach a covered directory.
+ *
+ * The same holds for another process's directory that the sandbox hides under a tmpfs (an older
+ * version's temp directory, a runtime directory registered without a cover): removed between
+ * bwrap's look and its mount, it fails the start with "bwrap: Can't remount readonly on /newroot<dir>
+ * …: No such file or directory" (CI c22). The retry needs that directory to be gone now, or to be
+ * another directory than the one planned: any bwrap building a sandbox with the old plan makes its
+ * mount point again on the host where the sandbox's view of the parent is writable (e.g. under /tmp),
+ * so another start of this server, or another server, can have made it again already (stop 35's CI).
+ * A sandboxed command cannot do either: it sees a tmpfs there, and the folders above are pinned.
  */
+
+/** A transient directory as the planner saw it: where, and which directory it was. */
+export interface TransientDir {
+  dir: string;
+  id: string;
+}
+
+/** Which directory `st` is: a directory removed and made again is another one (another inode or birth time). */
+export function dirIdentity(st: Stats): string {
+  return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
+}
+
+/**
+ * The planner's view of other processes' directories (HiddenDirs.transient): which directory each
+ * one is when a start is planned, so that one gone or made again under bwrap lets it run again.
+ */
+export class TransientDirs {
+  private readonly seen = new Map<string, string | undefined>();
+
+  constructor(dirs: readonly string[] = []) {
+    for (const d of dirs) this.seen.set(d, undefined);
+  }
+
+  has(p: string): boolean {
+    return this.seen.has(p);
+  }
+
+  /** Whether `p` (one of them) is a directory now; if so, which one is kept. */
+  present(p: string): boolean {
+    const st = lstatSync(p, { throwIfNoEntry: false });
+    if (!st?.isDirectory()) return false;
+    this.seen.set(p, dirIdentity(st));
+    return true;
+  }
+
+  /** Those of them among `hidden` (each found present), as planned. */
+  among(hidden: readonly string[]): TransientDir[] {
+    return hidden.flatMap((dir) => {
+      const id = this.seen.get(dir);
+      return id === undefined ? [] : [{ dir, id }];
+    });
+  }
+}
 
 /** A start that meets the race this many times in a row reports the last failure as it is. */
 export const MAX_COVER_RETRIES = 3;
@@ -36,8 +88,18 @@ export class CoverRaceWatch {
   private stdinBytes = 0;
   private stdinKept = true;
 
-  /** `covers`: the other servers' private directories this start's sandbox covers. */
-  constructor(private readonly covers: readonly string[]) {}
+  private readonly dirs: readonly string[];
+
+  /**
+   * `covers`: the other servers' private directories this start's sandbox covers;
+   * `transient`: other processes' directories it hides under a tmpfs, as planned.
+   */
+  constructor(
+    private readonly covers: readonly string[],
+    private readonly transient: readonly TransientDir[] = [],
+  ) {
+    this.dirs = [...covers, ...transient.map((t) => t.dir)];
+  }
 
   /** Output as it comes from the child: passed on through `push`, or held. */
   feed(stream: 'stdout' | 'stderr', data: Buffer, push: Push): void {
@@ -78,12 +140,19 @@ export class CoverRaceWatch {
 
   /**
    * At the attempt's end (exited with `exitCode`, both streams closed): the covered directory whose
-   * cover vanished under bwrap, if that is why it failed and the start can be run again with the
+   * cover vanished under bwrap (or the transient directory gone or made again), if that is why it failed and the start can be run again with the
    * stdin written so far (`stdin`).
    */
   raced(exitCode: number): { dir: string; stdin: Buffer[] } | undefined {
     if (!this.holding || exitCode !== 1 || !this.stdinKept || !this.heldText.endsWith('\n')) return undefined;
-    const dir = this.covers.find((d) => names(this.heldText, d) && !lstatSync(join(d, COVER_NAME), { throwIfNoEntry: false }));
+    const gone = (p: string) => !lstatSync(p, { throwIfNoEntry: false });
+    const replaced = ({ dir, id }: TransientDir) => {
+      const st = lstatSync(dir, { throwIfNoEntry: false });
+      return !st || dirIdentity(st) !== id;
+    };
+    const dir =
+      this.covers.find((d) => names(this.heldText, d) && gone(join(d, COVER_NAME))) ??
+      this.transient.find((t) => names(this.heldText, t.dir) && replaced(t))?.dir;
     return dir === undefined ? undefined : { dir, stdin: this.stdin };
   }
 
@@ -92,7 +161,7 @@ export class CoverRaceWatch {
     if (text.length > MAX_HELD_BYTES) return false;
     const nl = text.indexOf('\n');
     if (nl !== -1 && nl !== text.length - 1) return false;
-    const ok = text.startsWith(PREFIX) ? nl === -1 || this.covers.some((d) => names(text, d)) : PREFIX.startsWith(text);
+    const ok = text.startsWith(PREFIX) ? nl === -1 || this.dirs.some((d) => names(text, d)) : PREFIX.startsWith(text);
     if (ok) this.heldText = text;
     return ok;
   }

@@ -21,6 +21,12 @@ export interface DenialContext {
   writableRoots: string[];
   /** Read-only carve-outs inside writable roots (`.git`, …), existing or placeholders. */
   protectedPaths: string[];
+  /**
+   * Writable folders above a carve-out, bound onto themselves so that the command cannot rename
+   * them (./layout.ts `pinnedFolders`): renaming one fails with EBUSY, a rename into or out of one
+   * with EXDEV. Outside the sandbox both work.
+   */
+  pinnedFolders?: string[];
 }
 
 export type DenialKind = 'fs' | 'network' | 'permission';
@@ -40,6 +46,8 @@ const TAIL_BYTES = 64 * 1024;
 const RE_EROFS = /read-only file system|\berofs\b/i;
 const RE_BUSY = /device or resource busy|\bebusy\b/i;
 const RE_EXISTS = /file exists|\beexist\b/i;
+/** libc's "Invalid cross-device link" (Python: "[Errno 18] …"), Node's "EXDEV: cross-device link not permitted". */
+const RE_XDEV = /cross-device link|\bexdev\b/i;
 const RE_PERM = /operation not permitted|\beperm\b|permission denied|\beacces\b/i;
 const RE_UNRELATED_PERM = /permission denied \((publickey|password|keyboard-interactive)|sudo:|\bsu:/i;
 const RE_CAPABILITY_OP =
@@ -78,6 +86,12 @@ export function classifyExit(exitCode: number, output: readonly Buffer[] | strin
       // A carve-out is a mount point (EBUSY on rename/remove) or a placeholder (EEXIST on create).
       if ((RE_BUSY.test(line) || RE_EXISTS.test(line)) && paths().some((p) => isProtected(p, ctx)))
         return consider({ denied: true, kind: 'fs', evidence: line });
+      // A pinned folder renamed or removed (EBUSY), or a rename across one (EXDEV).
+      const pins = ctx.pinnedFolders ?? [];
+      if (RE_BUSY.test(line) && pathsIn(line, ctx.cwd, true).some((p) => pins.includes(p)))
+        return consider({ denied: true, kind: 'fs', evidence: line });
+      if (RE_XDEV.test(line) && paths().some((p) => pins.some((q) => isWithin(p, q))))
+        return consider({ denied: true, kind: 'fs', evidence: line });
     }
     if (ctx.networkRestricted) {
       if (RE_NET_UNREACHABLE.test(line) || RE_DNS.test(line)) return consider({ denied: true, kind: 'network', evidence: line });
@@ -113,12 +127,15 @@ function isWriteBlocked(p: string, ctx: DenialContext): boolean {
   return isProtected(p, ctx) || !ctx.writableRoots.some((w) => isWithin(p, w));
 }
 
-/** Paths named in a message: quoted ones ('x', "x", ‘x’, `x') and bare absolute ones. */
-export function pathsIn(line: string, cwd: string): string[] {
+/**
+ * Paths named in a message: quoted ones ('x', "x", ‘x’, `x') and bare absolute ones. `anyQuoted`:
+ * every quoted word is a path (`mv: cannot move 'sub' …`), for checks against exact folders.
+ */
+export function pathsIn(line: string, cwd: string, anyQuoted = false): string[] {
   const out = new Set<string>();
   for (const m of line.matchAll(/['"‘’`“”]([^'"‘’`“”\n]{1,4096})['"‘’`“”]/g)) {
     const s = m[1]!;
-    if (/^[./~]|\//.test(s) || /^\.[\w-]+$/.test(s)) out.add(s);
+    if (anyQuoted || /^[./~]|\//.test(s) || /^\.[\w-]+$/.test(s)) out.add(s);
   }
   // Bare absolute paths; `//` is the middle of a URL (https://…), not a path.
   for (const m of line.matchAll(/(?:^|[\s:=(,])(\/(?!\/)[^\s'"‘’`“”,:)]*)/g)) out.add(m[1]!);

@@ -1,6 +1,9 @@
-import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, type Dirent, type Stats } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { mkdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { findNested, lstatOrNull, PROTECTED_NAMES } from './nestedScan';
 import { depthOf, isWithin, type Access, type ResolvedPolicy } from './policy';
+
+export { clearNestedScanCache, findNested, lastNestedScan, NESTED_SCAN, NESTED_SKIP, PROTECTED_NAMES } from './nestedScan';
 
 /*
  * Step 2 of planning: a restricted-filesystem policy → an ordered list of mounts, looking at the
@@ -9,15 +12,13 @@ import { depthOf, isWithin, type Access, type ResolvedPolicy } from './policy';
  * strongest access wins (deny > write > read; an explicit entry beats a built-in carve-out).
  */
 
-/** Inside every writable root these stay read-only, even when missing (creating them is blocked). */
-export const PROTECTED_NAMES = ['.git', '.vscode', '.codex'] as const;
-
 /** What `minimal` makes readable when the root is not. */
 export const MINIMAL_PATHS = ['/bin', '/sbin', '/usr', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
 
 export type Mount =
   /** `path` writable (host path bound read-write). */
-  | { kind: 'bind'; path: string }
+  /** `optional`: a pin (`pinnedFolders`); one that vanished before the mount holds nothing left to pin (`--bind-try`). */
+  | { kind: 'bind'; path: string; optional?: true }
   /** `path` read-only. `optional`: a nested carve-out found by the scan; if it vanished before the mount, skip it (`--ro-bind-try`). */
   | { kind: 'ro-bind'; path: string; optional?: true }
   /** Missing protected path: an empty read-only directory is mounted there (its stub is ours to remove). */
@@ -37,6 +38,15 @@ export interface Layout {
   writableRoots: string[];
   /** Not writable although inside a writable root: carve-outs (existing or placeholders), read and deny entries. */
   protectedPaths: string[];
+  /**
+   * The symbolic links on the way to a `.git`/`.vscode`/`.codex` (the entry itself, and any link it
+   * points through): the end is protected, but a link cannot be a mount point, and its folder may
+   * be writable. Replaced, it would make the name the command's; the running sandbox's guard
+   * watches them (./carveOutGuard.ts).
+   */
+  links?: string[];
+  /** The folders bound onto themselves so that the command cannot rename them (`pinnedFolders`). */
+  pins?: string[];
   /** How /tmp looks inside. */
   tmp: 'shared' | 'private' | 'read-only';
 }
@@ -49,14 +59,6 @@ interface Candidate {
   scratch?: boolean;
   /** Found by the nested scan (exists; never a placeholder). */
   nested?: boolean;
-}
-
-function lstatOrNull(p: string): Stats | null {
-  try {
-    return lstatSync(p);
-  } catch {
-    return null;
-  }
 }
 
 function realpathOrNull(p: string): string | null {
@@ -120,7 +122,12 @@ class Candidates {
  * `isStub` tells which existing directories are placeholders another running sandbox created: they
  * must stay placeholders (shared, removed by their last user), not become real carve-outs.
  */
-export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => boolean = () => false): Layout {
+export function computeLayout(
+  policy: ResolvedPolicy,
+  isStub: (path: string) => boolean = () => false,
+  /** Directories the sandbox hides (private directories): the folders above them are pinned too. */
+  hidden: readonly string[] = [],
+): Layout {
   if (policy.fs === 'unrestricted') return { root: 'rw', mounts: [], writableRoots: ['/'], protectedPaths: [], tmp: 'shared' };
 
   const candidates = explicitCandidates(policy);
@@ -130,8 +137,9 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
 
   // Scratch roots (/tmp, $TMPDIR) get no carve-outs.
   const scratch = new Set(candidates.paths((c) => c.scratch === true));
-  addCarveOuts(candidates, candidates.writable(root), scratch);
-  addNestedCarveOuts(candidates, candidates.writable(root), scratch);
+  const links: string[] = [];
+  addCarveOuts(candidates, candidates.writable(root), scratch, links);
+  addNestedCarveOuts(candidates, candidates.writable(root), scratch, links);
 
   const writableRoots = candidates.writable(root);
   const underWritable = (p: string) => writableRoots.some((w) => isWithin(p, w));
@@ -139,8 +147,8 @@ export function computeLayout(policy: ResolvedPolicy, isStub: (path: string) => 
   for (const c of candidates.all()) if (c.access === 'protect' && !underWritable(c.path)) candidates.delete(c.path);
 
   const tmp = tmpLayout(policy, root, candidates);
-  const { mounts, protectedPaths } = mountsFor(candidates, root, tmp, underWritable, isStub);
-  return { root, mounts, writableRoots, protectedPaths, tmp };
+  const { mounts, protectedPaths, pins } = mountsFor(candidates, root, tmp, underWritable, isStub, [...links, ...hidden]);
+  return { root, mounts, writableRoots, protectedPaths, tmp, ...(links.length ? { links } : {}), ...(pins?.length ? { pins } : {}) };
 }
 
 /** 1. Explicit rules on real paths; a missing read/write target is skipped (nothing to bind). */
@@ -158,7 +166,7 @@ function explicitCandidates(policy: ResolvedPolicy): Candidates {
 }
 
 /** 2. Built-in carve-outs inside every writable root but scratch ones, and the target of a `.git` pointer file. */
-function addCarveOuts(candidates: Candidates, writable: string[], scratch: Set<string>): void {
+function addCarveOuts(candidates: Candidates, writable: string[], scratch: Set<string>, links: string[]): void {
   for (const w of writable) {
     // A writable "/" is full write access: carve-outs at /.git would only litter the host root.
     if (scratch.has(w) || w === '/') continue;
@@ -170,15 +178,20 @@ function addCarveOuts(candidates: Candidates, writable: string[], scratch: Set<s
         continue;
       }
       if (st.isSymbolicLink()) {
-        // The link itself can be re-pointed (its directory is writable); protect what it points to.
-        const target = realpathOrNull(p) ?? resolve(dirname(p), readlinkSync(p));
-        candidates.put({ path: target, access: 'protect', explicit: false });
+        // The link itself can be re-pointed (its directory is writable): protect what it points to
+        // (a placeholder when that is missing), and watch every link on the way (`links`).
+        candidates.put({ path: followLinks(p, links), access: 'protect', explicit: false });
         continue;
       }
       candidates.put({ path: p, access: 'protect', explicit: false });
       if (name === '.git' && st.isFile()) {
         const m = /^gitdir:\s*(.+?)\s*$/m.exec(safeRead(p));
-        if (m?.[1]) candidates.put({ path: realish(resolve(w, m[1])), access: 'protect', explicit: false });
+        if (m?.[1]) {
+          const target = realish(resolve(w, m[1]));
+          candidates.put({ path: target, access: 'protect', explicit: false });
+          const common = commonDirOf(target, w);
+          if (common !== null) candidates.put({ path: common, access: 'protect', explicit: false });
+        }
       }
     }
   }
@@ -188,12 +201,13 @@ function addCarveOuts(candidates: Candidates, writable: string[], scratch: Set<s
  * 2b. The same names deeper down (nested repositories, sub-projects), as far as the bounded scan
  * sees: only existing ones (see docs/sandbox.md, "Nested repositories").
  */
-function addNestedCarveOuts(candidates: Candidates, writable: string[], scratch: Set<string>): void {
-  const putNested = (p: string): void => {
+function addNestedCarveOuts(candidates: Candidates, writable: string[], scratch: Set<string>, links: string[]): void {
+  /** `exists: false`: a placeholder (the target of a `.git` pointer that is missing: made by the command, git would use it). */
+  const putNested = (p: string, exists = true): void => {
     // Inside a carve-out that is already a read-only directory (a submodule's gitdir in .git/modules): nothing to add.
     for (const c of candidates.all())
       if (c.access === 'protect' && c.path !== p && isWithin(p, c.path) && lstatOrNull(c.path)?.isDirectory()) return;
-    candidates.put({ path: p, access: 'protect', explicit: false, nested: true });
+    candidates.put({ path: p, access: 'protect', explicit: false, ...(exists ? { nested: true } : {}) });
   };
   const explicitPaths = candidates.paths((c) => c.explicit);
   for (const w of writable) {
@@ -205,17 +219,60 @@ function addNestedCarveOuts(candidates: Candidates, writable: string[], scratch:
       const st = lstatOrNull(p);
       if (st === null) continue;
       if (st.isSymbolicLink()) {
-        const target = realpathOrNull(p);
-        if (target !== null) putNested(target);
+        const target = followLinks(p, links);
+        // A link to nothing: made by the command, that target would be the name's; a placeholder there.
+        if (lstatOrNull(target)) putNested(target);
+        else candidates.put({ path: target, access: 'protect', explicit: false });
         continue;
       }
       putNested(p);
       if (st.isFile() && p.endsWith('/.git')) {
         const m = /^gitdir:\s*(.+?)\s*$/m.exec(safeRead(p));
-        const target = m?.[1] ? realpathOrNull(resolve(dirname(p), m[1])) : null;
-        if (target !== null) putNested(target);
+        if (m?.[1]) {
+          const target = realish(resolve(dirname(p), m[1]));
+          putNested(target, lstatOrNull(target) !== null);
+          const common = commonDirOf(target, w);
+          if (common !== null) putNested(common, lstatOrNull(common) !== null);
+        }
       }
     }
+  }
+}
+
+/**
+ * Resolves `p` as `realpath` would, one component at a time, and pushes every link met on the way
+ * to `links` (`p` itself first when it is one): a link anywhere on the way, replaced, points the
+ * name elsewhere. A missing tail is kept as it is. At most 40 links (the kernel's own bound).
+ */
+function followLinks(p: string, links: string[]): string {
+  let todo = p.split('/').filter(Boolean);
+  let cur = '/';
+  for (let hops = 0; todo.length > 0 && hops <= 40;) {
+    const name = todo.shift()!;
+    if (name === '.') continue;
+    if (name === '..') {
+      cur = dirname(cur);
+      continue;
+    }
+    const next = cur === '/' ? `/${name}` : `${cur}/${name}`;
+    const to = lstatOrNull(next)?.isSymbolicLink() ? readlinkOrNull(next) : null;
+    if (to === null) {
+      cur = next;
+      continue;
+    }
+    hops++;
+    links.push(next);
+    todo = [...to.split('/').filter(Boolean), ...todo];
+    if (to.startsWith('/')) cur = '/';
+  }
+  return cur;
+}
+
+function readlinkOrNull(p: string): string | null {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return null; // gone (or no longer a link) since the look: taken as it is now
   }
 }
 
@@ -246,12 +303,18 @@ function mountsFor(
   tmp: Layout['tmp'],
   underWritable: (path: string) => boolean,
   isStub: (path: string) => boolean,
-): Pick<Layout, 'mounts' | 'protectedPaths'> {
+  /** Carve-outs that are links, and hidden directories: the folders above them are pinned too. */
+  alsoPinAbove: string[],
+): Pick<Layout, 'mounts' | 'protectedPaths' | 'pins'> {
   const readable = (p: string) => root !== 'empty' || candidates.all().some((c) => c.access !== 'deny' && isWithin(p, c.path));
   const ordered = candidates.all().sort((a, b) => depthOf(a.path) - depthOf(b.path) || a.path.localeCompare(b.path));
   const mounts: Mount[] = [];
   if (tmp === 'private' && !candidates.has('/tmp')) mounts.push({ kind: 'tmpfs', path: '/tmp' });
   const protectedPaths: string[] = [];
+  /** Whether the command may make `c.path`: the deepest other entry holding it is a write entry (or none, under a writable root). */
+  const writableHere = (c: Candidate) =>
+    underWritable(c.path) &&
+    (ordered.filter((o) => o !== c && isWithin(c.path, o.path)).pop()?.access ?? (root === 'rw' ? 'write' : 'read')) === 'write';
   for (const c of ordered) {
     const st = lstatOrNull(c.path);
     switch (c.access) {
@@ -278,131 +341,80 @@ function mountsFor(
         if (!readable(c.path)) break; // invisible anyway
         if (st?.isDirectory()) mounts.push({ kind: 'deny-dir', path: c.path });
         else if (st) mounts.push({ kind: 'deny-file', path: c.path });
-        else if (underWritable(c.path)) mounts.push({ kind: 'placeholder', path: c.path, mode: 0o000 });
+        // Missing: hidden by an empty placeholder where the command could make it; under a
+        // read-only or denied entry it cannot (and bwrap could not make the mount point there).
+        else if (writableHere(c)) mounts.push({ kind: 'placeholder', path: c.path, mode: 0o000 });
         break;
     }
   }
-  return { mounts, protectedPaths };
+  const pins = pinnedFolders(ordered, [...protectedPaths, ...alsoPinAbove]);
+  if (pins.length === 0) return { mounts, protectedPaths };
+  // Shallow first, as everything else (a stable sort keeps the order within one depth).
+  const all = [...mounts, ...pins.map((path): Mount => ({ kind: 'bind', path, optional: true }))];
+  return { mounts: all.sort((a, b) => depthOf(a.path) - depthOf(b.path)), protectedPaths, pins };
 }
 
-/*
- * The nested scan. Breadth-first from a writable root, without following symlinks, it lists every
- * existing `.git`/`.vscode`/`.codex` below the root itself, within NESTED_SCAN's bounds. It runs
- * for every sandboxed start, so it is cached per directory: a directory whose identity and ctime
- * are what they were when it was read has the same entries (adding, removing or renaming an entry
- * changes its directory's ctime, and ctime cannot be set back), so only changed directories are
- * read again and the rest costs one lstat each. A directory changed so shortly before it was read
- * that a later change could keep the same ctime (timestamp granularity) is read again next time.
+/**
+ * Makes the missing folders above each placeholder inside a writable root (mode 0755), and says
+ * whether it made any: the layout is then computed again, and pins them. Left to bwrap, which makes
+ * a mount point's missing folders itself, they were not pinned: the command could rename one (the
+ * empty mount going along) and put its own file at the protected path, for the host to find (a
+ * denied `a/b/secret` with no `a`, a missing `gitdir:` target). bwrap left those folders behind
+ * too; made here they are the same folders, made a moment earlier. Not under a carve-out (nothing
+ * can be made in a read-only one, and the command can rename nothing there).
  */
-
-/** Bounds of the nested scan, per writable root. */
-export const NESTED_SCAN = {
-  /** Directory levels read below the root (the root's children are level 1). */
-  maxDepth: 6,
-  /** Directory entries read in all; the scan stops at the first directory that reaches it. */
-  maxEntries: 5000,
-  /** Nested carve-outs kept (the shallowest first). */
-  maxFound: 256,
-  /** A directory changed less than this before it was read is read again next time. */
-  racyMs: 2000,
-};
-
-/** Never descended into: dependency trees and caches (huge, and not where repositories live). */
-export const NESTED_SKIP = new Set([
-  'node_modules',
-  'bower_components',
-  'jspm_packages',
-  '.venv',
-  'venv',
-  '__pycache__',
-  '.tox',
-  '.nox',
-  '.mypy_cache',
-  '.pytest_cache',
-  '.ruff_cache',
-  '.gradle',
-  '.cache',
-  '.next',
-  '.nuxt',
-  '.terraform',
-]);
-
-/** Roots whose scan is cached. */
-const CACHED_ROOTS = 16;
-
-interface ScannedDir {
-  dev: number;
-  ino: number;
-  ctimeMs: number;
-  /** Its ctime was old enough when read that an unchanged ctime proves unchanged entries. */
-  settled: boolean;
-  entries: number;
-  subdirs: string[];
-  /** Protected names present in it (any file type). */
-  hits: string[];
+export function makePlaceholderFolders(layout: Layout): boolean {
+  let made = false;
+  for (const m of layout.mounts) {
+    if (m.kind !== 'placeholder') continue;
+    const parent = dirname(m.path);
+    if (lstatOrNull(parent) !== null) continue;
+    if (!layout.writableRoots.some((w) => w !== '/' && isWithin(parent, w))) continue;
+    if (layout.protectedPaths.some((p) => p !== m.path && isWithin(parent, p))) continue;
+    try {
+      mkdirSync(parent, { recursive: true, mode: 0o755 });
+      made = true;
+    } catch {
+      // cannot be made (a file on the way, read-only): bwrap reports what is wrong
+    }
+  }
+  return made;
 }
 
-const scanCache = new Map<string, Map<string, ScannedDir>>();
-
-/** What the last scan did: directories read, and directories taken from the cache (tests, bench). */
-export const lastNestedScan = { read: 0, reused: 0 };
-
-/** Existing protected names below `root` (not in the root itself), shallowest first, within `limits`. */
-export function findNested(root: string, limits: typeof NESTED_SCAN = NESTED_SCAN): string[] {
-  const before = scanCache.get(root);
-  const seen = new Map<string, ScannedDir>();
-  const found: string[] = [];
-  const queue: Array<[string, number]> = [[root, 0]];
-  let entries = 0;
-  lastNestedScan.read = lastNestedScan.reused = 0;
-  for (let i = 0; i < queue.length && entries < limits.maxEntries && found.length < limits.maxFound; i++) {
-    const [dir, depth] = queue[i]!;
-    const st = lstatOrNull(dir);
-    if (!st?.isDirectory()) continue;
-    let node = before?.get(dir);
-    if (!node || !node.settled || node.dev !== st.dev || node.ino !== st.ino || node.ctimeMs !== st.ctimeMs) {
-      node = readScannedDir(dir, st, limits.racyMs);
-      lastNestedScan.read++;
-    } else lastNestedScan.reused++;
-    seen.set(dir, node);
-    entries += node.entries;
-    if (depth > 0) for (const name of node.hits) found.push(join(dir, name));
-    if (depth < limits.maxDepth) for (const name of node.subdirs) queue.push([join(dir, name), depth + 1]);
+/**
+ * The folders between a writable root and a carve-out below it, each bound onto itself so that it
+ * is a mount point in the sandbox. A mount lives on its directory entry, and the kernel refuses to
+ * rename or remove a mount point only in the namespace where it is one: renaming `sub` took the
+ * read-only mount on `sub/.git` along, and the command made `sub/.git/config` where it had been
+ * (measured). A folder that is a mount point cannot be renamed there (EBUSY). The cost: a rename
+ * into or out of such a folder crosses a mount (EXDEV; `mv` copies instead, `git mv` fails).
+ * Only folders the command could write are pinned: under a read or deny entry it can rename nothing.
+ */
+function pinnedFolders(ordered: Candidate[], protectedPaths: string[]): string[] {
+  const mountedAt = new Set(ordered.map((c) => c.path));
+  const pins = new Set<string>();
+  for (const p of protectedPaths) {
+    for (let dir = dirname(p); dir !== dirname(dir) && !mountedAt.has(dir); dir = dirname(dir)) {
+      // The deepest entry holding `dir` says whether the command may write there.
+      const holder = ordered.filter((c) => isWithin(dir, c.path)).pop();
+      if (holder?.access !== 'write') break;
+      if (lstatOrNull(dir)?.isDirectory()) pins.add(dir);
+    }
   }
-  scanCache.delete(root);
-  scanCache.set(root, seen);
-  if (scanCache.size > CACHED_ROOTS) scanCache.delete(scanCache.keys().next().value!);
-  return found.slice(0, limits.maxFound);
+  return [...pins];
 }
 
-function readScannedDir(dir: string, st: Stats, racyMs: number): ScannedDir {
-  const readAt = Date.now();
-  const node: ScannedDir = {
-    dev: st.dev,
-    ino: st.ino,
-    ctimeMs: st.ctimeMs,
-    settled: readAt - st.ctimeMs > racyMs,
-    entries: 0,
-    subdirs: [],
-    hits: [],
-  };
-  let list: Dirent[];
-  try {
-    list = readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return { ...node, settled: false }; // unreadable now: try again next time
-  }
-  node.entries = list.length;
-  for (const e of list) {
-    if ((PROTECTED_NAMES as readonly string[]).includes(e.name)) node.hits.push(e.name);
-    else if (e.isDirectory() && !NESTED_SKIP.has(e.name)) node.subdirs.push(e.name);
-  }
-  return node;
-}
-
-/** Forgets every cached scan (tests). */
-export function clearNestedScanCache(): void {
-  scanCache.clear();
+/**
+ * The common directory of a linked worktree's gitdir (`<gitdir>/commondir`, usually `../..`):
+ * where git keeps the worktree's `config` and `hooks`, so it is protected with the gitdir (a bare
+ * `proj.git` beside its worktrees is no `.git` the scan finds). Null when the gitdir has none, or
+ * when it would hold the writable root `root`.
+ */
+function commonDirOf(gitdir: string, root: string): string | null {
+  const rel = safeRead(`${gitdir}/commondir`).split('\n')[0]?.trim();
+  const common = rel ? realish(resolve(gitdir, rel)) : null;
+  // Never the writable root itself or above it: made read-only, nothing could be written.
+  return common === null || isWithin(root, common) ? null : common;
 }
 
 function safeRead(p: string): string {

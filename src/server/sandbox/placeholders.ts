@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmdirSync, unlinkSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, rmdirSync, unlinkSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { orphanGuard } from '../orphanGuard';
 
@@ -24,10 +24,14 @@ const CLAIM_PREFIX = '.exec-bridge-claim-';
  */
 export const STUB_MARKER_SUFFIX = '.exec-bridge-stub';
 
-/** Whether `p` is a directory holding claim files only: a placeholder, not (or no longer) someone's folder. */
-function isPlaceholder(p: string): boolean {
+/**
+ * Whether `p` is a real directory (not a link) holding claim files only: a placeholder, not (or no
+ * longer) someone's folder. A link, or a claim-named folder, is not one: it can lead elsewhere.
+ */
+export function isPlaceholder(p: string): boolean {
   try {
-    return readdirSync(p).every((n) => n.startsWith(CLAIM_PREFIX));
+    if (!lstatSync(p).isDirectory()) return false;
+    return readdirSync(p).every((n) => n.startsWith(CLAIM_PREFIX) && lstatSync(join(p, n)).isFile());
   } catch {
     return false; // gone, or not a directory
   }
@@ -152,6 +156,10 @@ export class PlaceholderClaims {
  * Puts our claim in the stub (making the directory if needed). True when the directory is a stub
  * (we made it, or another server's claim is in it); false for an empty directory that was already
  * there (someone's own, or one another server is removing this instant): used, but never removed.
+ * A directory with anything but claims in it is the user's (a `.vscode` made in a stub while a
+ * command ran, and a sandbox for the next start then built from that command's plan): false, and no
+ * claim goes into it. No server removes a folder with content, so a claim protects nothing there,
+ * and it made the user's own `rm -rf .vscode` fail ("Directory not empty") while it lasted.
  */
 function claimStub(p: string, claimName: string): boolean {
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -165,7 +173,9 @@ function claimStub(p: string, claimName: string): boolean {
         // there already (another server's), or the parent refuses: only the hiding needs it
       }
     } catch {
-      stub = safeReaddir(p).some((n) => n.startsWith(CLAIM_PREFIX) && n !== claimName);
+      const names = safeReaddir(p);
+      if (names.some((n) => !n.startsWith(CLAIM_PREFIX))) return false;
+      stub = names.some((n) => n.startsWith(CLAIM_PREFIX) && n !== claimName);
     }
     try {
       writeFileSync(join(p, claimName), '', { flag: 'wx', mode: 0o600 });

@@ -1,5 +1,5 @@
 import { lstatSync, mkdirSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { privateDir, privateDirCandidates, sandboxHiddenDirs, type HiddenDirs } from '../../util';
 import { findOnPath, isExecutableFile } from '../executables';
 import { argvWithArg0, passthroughPlan, type PrewarmListeners, type PrewarmSpec, type SpawnPlan, type SpawnRequest } from '../spawnPlan';
@@ -9,7 +9,10 @@ import { classifyExit, type DenialContext, type DenialVerdict } from './denial';
 import { hostLaunchEnv } from './hostLaunchEnv';
 import { SandboxUnavailableError } from './errors';
 import { SandboxStateFiles } from './stateFiles';
-import { computeLayout, type Layout } from './layout';
+import type { CarveOut } from './carveOutGuard';
+import { TransientDirs } from './coverRace';
+import { computeLayout, makePlaceholderFolders, type Layout } from './layout';
+import { rememberNestedIn } from './nestedScan';
 import { isClaimedStub, PlaceholderClaims } from './placeholders';
 import { isWithin, resolvePolicy, SandboxUnsupportedError, type ResolvedPolicy } from './policy';
 import { hostFingerprint, PREWARM_STUB, stubScript } from './prewarmStub';
@@ -18,7 +21,7 @@ import { bridgeLauncher, launcherEnv } from './netBridge';
 import { SANDBOX_EXEC, seatbeltArgs, seatbeltProfile } from './seatbelt';
 
 export interface SandboxOptions {
-  /** bubblewrap binary (default: $BWRAP_PATH, else `bwrap` on the server's PATH). */
+  /** bubblewrap binary (default: $BWRAP_PATH, else `bwrap` in the system folders, never the server's PATH: ./bwrapProbe.ts). */
   bwrapPath?: string;
   /** Where the managed network's proxies log refusals and over-limit connections (default: nowhere). */
   log?: (line: string) => void;
@@ -149,17 +152,28 @@ export class SandboxPlanner {
 
   private async planLinux(req: SpawnRequest, policy: ResolvedPolicy, net?: ManagedNetSnapshot): Promise<SandboxedSpawnPlan> {
     const bwrap = await this.bwrap();
-    // A stub is a directory that holds nothing but claims (ours or another server's); one that
-    // someone filled (e.g. `git init` on the host) is a real directory again.
-    const layout = computeLayout(policy, isClaimedStub);
     // Every sandbox hides our private directory (FIFOs, the filter, tokens) and that of any other
     // server of this user, whatever its environment: a pipe end or a secret reachable by path would
     // be a way out. privateDir() first: it (re-)registers ours for the other servers' sandboxes.
     privateDir();
     const dirs = (this.opts.hiddenDirs ?? sandboxHiddenDirs)();
-    const outer = outermost([this.files.stateDir(), ...dirs.own].filter(ensureDir), dirs.others);
+    // Other processes' directories are hidden while they are there; never made again here (see HiddenDirs.transient).
+    const transient = new TransientDirs(dirs.transient);
+    const present = (p: string) => (transient.has(p) ? transient.present(p) : ensureDir(p));
+    const outer = outermost([this.files.stateDir(), ...dirs.own].filter(present), dirs.others);
     const hidden = outer.filter((p) => !dirs.others.includes(p));
     const covered = outer.filter((p) => dirs.others.includes(p));
+    // A stub is a directory that holds nothing but claims (ours or another server's); one that
+    // someone filled (e.g. `git init` on the host) is a real directory again. The folders above a
+    // hidden directory are pinned like those above a carve-out: renamed, they took its tmpfs along,
+    // and the command made the directory again with a seccomp program of its own, which the next
+    // sandbox loaded (measured, `XDG_RUNTIME_DIR=/tmp/runtime-u`).
+    // What nested scans found is kept for the next server too (./nestedScan.ts), beside the filters.
+    rememberNestedIn(join(this.files.stateDir(), 'nested'));
+    const computed = () => computeLayout(policy, isClaimedStub, outer);
+    let layout = computed();
+    // A placeholder's missing folders, made now, are pinned like any folder on the way (./layout.ts).
+    if (makePlaceholderFolders(layout)) layout = computed();
     // Network off: the full filter. Network on: still no kernel keyrings (they are not namespaced).
     // Managed network: the launcher applies its own filter after the bridge is up (./netBridge.ts).
     const seccomp = net ? undefined : this.files.seccompFile(policy.network === 'restricted' ? 'net-off' : 'keyring-off');
@@ -196,9 +210,12 @@ export class SandboxPlanner {
     const launch = seccomp ? { file: '/bin/sh', args: ['-c', 'exec 3<"$0" && exec "$@"', seccomp, bwrap, ...args] } : { file: bwrap, args };
     const netRef: NetRef = { net };
     const plan = this.finish({ ...req, env: host.env }, policy, layout, 'linuxSeccomp', launch, retain(), netRef);
+    plan.carveOuts = carveOuts(layout);
     if (req.tty) return plan;
     plan.pipeLaunch = { file: bwrap, args, files };
     if (covered.length > 0) plan.covers = covered;
+    const passing = transient.among(hidden);
+    if (passing.length > 0) plan.transient = passing;
     // Codex's prepared context relays to its proxy on the spot (its ports come with each start).
     if (net && !req.managedNetwork) return plan;
     // bwrap's --chdir also sets PWD; the pre-started sandbox's chdir happened before the command was known.
@@ -208,11 +225,16 @@ export class SandboxPlanner {
     // A managed network: the key names the lists (not this start's socket folder: each
     // pre-started sandbox has a folder and proxy of its own, see `managedListeners`).
     const lists = req.managedNetwork ? [req.managedNetwork.allow, req.managedNetwork.deny ?? []] : null;
-    // The key leaves out the covers of other servers' private directories: a waiting sandbox that
-    // covers at least this start's (`covers`, checked by the prewarmer) hides all it must, so another
-    // server starting or stopping does not throw away every sandbox built ahead of time.
+    // The key leaves out the covers of other servers' private directories, and the pins above them:
+    // a waiting sandbox that covers at least this start's (`covers`, checked by the prewarmer) hides
+    // and pins all it must, so another server starting or stopping does not throw away every
+    // sandbox built ahead of time.
+    // Laid out again only when a pin lies above a covered folder (else the two layouts are the same).
+    const coverPins = covered.some((c) => layout.pins?.some((p) => isWithin(c, p)));
+    const keyLayout = coverPins ? computeLayout(policy, isClaimedStub, hidden) : layout;
     const keyArgs = bwrapArgs({
       ...sandbox,
+      layout: keyLayout,
       covered: [],
       ...(net ? { managedNetwork: { ...managedNetwork!, socketDir: '' } } : {}),
       argv: [...PREWARM_STUB],
@@ -222,7 +244,8 @@ export class SandboxPlanner {
       key: JSON.stringify([bwrap, keyArgs, files, lists]),
       covers: covered,
       launch: { file: bwrap, args: stubArgs, files },
-      fingerprint: () => hostFingerprint(layout),
+      // Likewise the host fingerprint: other servers' folders come and go (the covers check has them).
+      fingerprint: () => hostFingerprint(keyLayout, req.cwd),
       script,
       retain,
       holdsPlaceholders: placeholders.length > 0,
@@ -307,6 +330,7 @@ export class SandboxPlanner {
       cwd: req.cwd,
       writableRoots: layout.writableRoots,
       protectedPaths: layout.protectedPaths,
+      pinnedFolders: layout.pins ?? [],
     };
     let disposed = false;
     // Refusals as they happen, from whichever listeners serve the start (they change when it takes a pre-started sandbox).
@@ -370,6 +394,29 @@ function ensureDir(p: string): boolean {
     // exists already, or cannot be made (then there is nothing there to hide)
   }
   return lstatSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
+
+/**
+ * The mounts on paths inside writable roots, which a change on the host takes away (see
+ * ./carveOutGuard.ts): what the sandbox keeps read-only, and what it hides.
+ */
+function carveOuts(layout: Layout): CarveOut[] {
+  const byPath = new Map(layout.mounts.map((m) => [m.path, m]));
+  // The innermost writable root holding a path: the folders below that root are on its way.
+  const rootOf = (path: string) =>
+    layout.writableRoots.filter((w) => w !== path && isWithin(path, w)).sort((a, b) => b.length - a.length)[0];
+  const entry = (path: string, hidden: boolean): CarveOut[] => {
+    const root = rootOf(path);
+    return root === undefined ? [] : [{ path, root, hidden, quarantine: !hidden }];
+  };
+  return [
+    ...layout.protectedPaths.flatMap((path) => {
+      const m = byPath.get(path);
+      return entry(path, m?.kind === 'deny-dir' || m?.kind === 'deny-file' || (m?.kind === 'placeholder' && m.mode === 0));
+    }),
+    // The links on the way to a `.git`/`.vscode`/`.codex`: their end is bound read-only, they are only watched.
+    ...(layout.links ?? []).flatMap((path) => entry(path, false)),
+  ];
 }
 
 /** The paths none of the others contains (a tmpfs over a directory covers everything in it). */

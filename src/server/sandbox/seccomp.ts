@@ -12,6 +12,11 @@
  *  - `io_uring_*` ⇒ EPERM (io_uring can connect without the `connect` syscall);
  *  - `add_key`/`request_key`/`keyctl` ⇒ EPERM (Docker's default profile answers the same): the
  *    kernel keyrings are not namespaced, so the user's session keyring would be shared;
+ *  - `unshare`/`clone` with CLONE_NEWUSER ⇒ EPERM, `clone3` ⇒ ENOSYS (its flags are behind a
+ *    pointer; glibc then falls back to `clone`), in every filter and every ABI it allows: in a user
+ *    namespace of its own the command could make a mount namespace, pivot away from the sandbox's
+ *    mounts and detach them, and then rename what they kept read-only (`.git`, say: measured, it
+ *    then wrote a new `.git/config` on the host). Without one it has no capability to mount at all;
  *  - everything else is allowed. Nothing is ever killed: denied calls fail with EPERM so that
  *    programs print a normal "Operation not permitted" error.
  */
@@ -26,6 +31,8 @@ const RET_K = 0x06; // BPF_RET | BPF_K
 const SECCOMP_RET_ALLOW = 0x7fff0000;
 const SECCOMP_RET_ERRNO = 0x00050000;
 const EPERM = 1;
+const ENOSYS = 38;
+const CLONE_NEWUSER = 0x10000000;
 
 // Offsets in struct seccomp_data: nr (u32), arch (u32), ip (u64), args[6] (u64, low word first on LE).
 const OFF_NR = 0;
@@ -55,6 +62,8 @@ export interface SyscallTable {
   reachIn: number[];
   /** What the managed network's launcher calls itself (./netBridge.ts): prctl, seccomp, close, unshare, capset. */
   launcher: { prctl: number; seccomp: number; close: number; unshare: number; capset: number };
+  /** What makes a user namespace: clone and unshare (with CLONE_NEWUSER), clone3; native and 32-bit compat. */
+  userns: { clone: number; unshare: number; clone3: number; compat: { clone: number; unshare: number; clone3: number } };
 }
 
 /** Syscall numbers per Node `process.arch` (linux/arch/x86/entry/syscalls, asm-generic/unistd.h). */
@@ -70,6 +79,7 @@ export const SYSCALLS: Readonly<Record<string, SyscallTable>> = {
     compat: { auditArch: 0x40000003, keyring: [286, 287, 288] },
     reachIn: [101, 310, 311, 438],
     launcher: { prctl: 157, seccomp: 317, close: 3, unshare: 272, capset: 126 },
+    userns: { clone: 56, unshare: 272, clone3: 435, compat: { clone: 120, unshare: 310, clone3: 435 } },
   },
   arm64: {
     auditArch: 0xc00000b7,
@@ -81,6 +91,7 @@ export const SYSCALLS: Readonly<Record<string, SyscallTable>> = {
     compat: { auditArch: 0x40000028, keyring: [309, 310, 311] },
     reachIn: [117, 270, 271, 438],
     launcher: { prctl: 167, seccomp: 277, close: 57, unshare: 97, capset: 91 },
+    userns: { clone: 220, unshare: 97, clone3: 435, compat: { clone: 120, unshare: 337, clone3: 435 } },
   },
 };
 
@@ -142,6 +153,20 @@ class Program {
   }
 }
 
+/**
+ * With the syscall number loaded: `clone`/`unshare` go to `userns`, `clone3` to `enosys` (see the
+ * top of this file). `nr` maps a native number to the one checked (the x32 variant, say).
+ */
+function jumpUserns(p: Program, calls: { clone: number; unshare: number; clone3: number }, nr = (n: number) => n): void {
+  p.jeq(nr(calls.clone), 'userns').jeq(nr(calls.unshare), 'userns').jeq(nr(calls.clone3), 'enosys');
+}
+
+/** The targets of `jumpUserns`: CLONE_NEWUSER in the flags (the first argument of both) ⇒ EPERM, else allowed. */
+function usernsLabels(p: Program): void {
+  p.label('userns').load(offArgLow(0)).and(CLONE_NEWUSER).jeq(CLONE_NEWUSER, 'deny', 'allow');
+  p.label('enosys').ret(SECCOMP_RET_ERRNO | ENOSYS);
+}
+
 /** The network-off filter for `arch` (a Node `process.arch` value); throws for unsupported ones. */
 export function networkOffFilter(arch: string = process.arch): Buffer {
   const t = SYSCALLS[arch];
@@ -152,7 +177,9 @@ export function networkOffFilter(arch: string = process.arch): Buffer {
   if (t.foreignAbiFloor !== undefined) p.jge(t.foreignAbiFloor, 'deny');
   p.jeq(t.socket, 'socket').jeq(t.socketpair, 'socket').jeq(t.connect, 'deny');
   for (const nr of [...t.ioUring, ...t.keyring]) p.jeq(nr, 'deny');
+  jumpUserns(p, t.userns);
   p.ret(SECCOMP_RET_ALLOW);
+  usernsLabels(p);
   p.label('socket')
     .load(offArgLow(0))
     .jeq(AF_UNIX, 0, 'deny')
@@ -186,7 +213,9 @@ export function managedNetworkFilter(arch: string = process.arch): Buffer {
   if (t.foreignAbiFloor !== undefined) p.jge(t.foreignAbiFloor, 'deny');
   p.jeq(t.socket, 'socket').jeq(t.socketpair, 'pair');
   for (const nr of [...t.ioUring, ...t.keyring, ...t.reachIn]) p.jeq(nr, 'deny');
+  jumpUserns(p, t.userns);
   p.ret(SECCOMP_RET_ALLOW);
+  usernsLabels(p);
   p.label('socket').load(offArgLow(0)).jeq(AF_INET, 'allow').jeq(AF_INET6, 'allow', 'deny');
   p.label('pair')
     .load(offArgLow(0))
@@ -215,11 +244,17 @@ export function keyringOffFilter(arch: string = process.arch): Buffer {
     p.jeq(nr, 'deny');
     if (t.foreignAbiFloor !== undefined) p.jeq((t.foreignAbiFloor | nr) >>> 0, 'deny');
   }
+  jumpUserns(p, t.userns);
+  const floor = t.foreignAbiFloor;
+  if (floor !== undefined) jumpUserns(p, t.userns, (n) => (floor | n) >>> 0);
   p.ret(SECCOMP_RET_ALLOW);
   p.label('compat').load(OFF_NR);
   for (const nr of t.compat.keyring) p.jeq(nr, 'deny');
+  jumpUserns(p, t.userns.compat);
   p.ret(SECCOMP_RET_ALLOW);
+  usernsLabels(p);
   p.label('deny').ret(SECCOMP_RET_ERRNO | EPERM);
+  p.label('allow').ret(SECCOMP_RET_ALLOW);
   return p.assemble();
 }
 
@@ -266,4 +301,4 @@ export function evaluate(bpf: Buffer, call: { arch: number; nr: number; args?: n
   throw new Error('program fell off the end');
 }
 
-export const SeccompAction = { allow: SECCOMP_RET_ALLOW, eperm: SECCOMP_RET_ERRNO | EPERM } as const;
+export const SeccompAction = { allow: SECCOMP_RET_ALLOW, eperm: SECCOMP_RET_ERRNO | EPERM, enosys: SECCOMP_RET_ERRNO | ENOSYS } as const;

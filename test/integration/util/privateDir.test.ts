@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { COVER_NAME, privateDir, sandboxHiddenDirs } from '../../../src/util/privateDir';
+import { COVER_NAME, fixedPrivateDirs, privateDir, sandboxHiddenDirs } from '../../../src/util/privateDir';
 import { entryFor, hidden, registryTestBase } from '../../helpers/runtimeDirRegistry';
 
 const base = registryTestBase();
@@ -33,6 +33,10 @@ test('another server’s directory: bound over by its cover, a tmpfs without one
     const d = sandboxHiddenDirs({});
     assert.ok(d.others.includes(covered), 'a cover: bound over it');
     assert.ok(d.own.includes(bare), 'no cover: a tmpfs');
+    // Another process's: it may go while a sandbox is built (the start is then run again, src/server/sandbox/coverRace.ts).
+    const transient = d.transient ?? [];
+    assert.ok(transient.includes(bare) && !transient.includes(covered));
+    assert.ok(!transient.some((t) => fixedPrivateDirs().includes(t)), 'the fixed places are ours to keep');
     assert.equal(existsSync(join(bare, COVER_NAME)), false, 'a build makes nothing in another server’s directory');
     // Gone while its process lives: listed still (bwrap skips a missing cover), so the argv stays the same.
     assert.ok(d.others.includes(gone));

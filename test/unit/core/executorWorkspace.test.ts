@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import {
   executorWorkspaceFile,
   isExecutorWorkspaceFile,
+  executorFoldersInFile,
   missingWorkspaceFolders,
   restrictedModeText,
   workspaceFilePlacement,
@@ -45,6 +46,26 @@ test('missingWorkspaceFolders names what the file lists and the window does not 
   assert.deepEqual(missingWorkspaceFolders(text, [{ ...local, scheme: 'vscode-remote' }, exec]), [{ path: '/home/me/proj' }]);
   assert.deepEqual(missingWorkspaceFolders('not json', []), []);
   assert.deepEqual(missingWorkspaceFolders('{"folders": 3}', []), []);
+  // An entry with a path that is not a string is taken by its URI, as VS Code does; one with neither is no folder.
+  assert.deepEqual(missingWorkspaceFolders('{"folders": [{"path": 3, "uri": "execbridge://b/x"}, {"name": "n"}, null]}', []), [
+    { uri: 'execbridge://b/x' },
+  ]);
+});
+
+test('a workspace file is read as VS Code reads it (comments, trailing commas), and its executor folders are named from it', () => {
+  const text = `{
+    // written by an older version, then edited
+    "folders": [
+      { "path": "/home/me/proj" },
+      { "uri": "execbridge://devbox/srv/app", "name": "devbox: /srv/app" }, /* named */
+      { "uri": "execbridge://bundled/tmp/x" },
+      { "uri": "file:///elsewhere", "name": "not ours" },
+    ],
+  }`;
+  assert.deepEqual(missingWorkspaceFolders(text, []).length, 4);
+  assert.deepEqual(executorFoldersInFile(text, 'execbridge'), ['devbox: /srv/app', 'execbridge://bundled/tmp/x']);
+  assert.deepEqual(executorFoldersInFile('{ "folders": [ { "uri": "execbridge://a/b" } ', 'execbridge'), []);
+  assert.deepEqual(executorFoldersInFile('', 'execbridge'), []);
 });
 
 test('with workspace trust on, the workspace file goes into the trusted folder (a file elsewhere reopens the window untrusted)', () => {

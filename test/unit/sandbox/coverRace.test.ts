@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { CoverRaceWatch } from '../../../src/server/sandbox/coverRace';
+import { CoverRaceWatch, dirIdentity } from '../../../src/server/sandbox/coverRace';
 import { COVER_NAME } from '../../../src/util/privateDir';
 
 const base = mkdtempSync(join(tmpdir(), 'eb-cover-watch-'));
@@ -71,4 +71,36 @@ test('stdin past the bound makes a retry impossible (the failure is then reporte
   feedAll(watch, bwrapLine(gone));
   watch.wroteStdin(Buffer.alloc(1024 * 1024 + 1));
   assert.equal(watch.raced(1), undefined);
+});
+
+test("another process's directory hidden under a tmpfs that vanished under bwrap is a race too; one still there is not", () => {
+  const remount = (dir: string) =>
+    [
+      ['stderr', 'bwrap: '],
+      ['stderr', `Can't remount readonly on /newroot${dir}: Unable to remount destination "/newroot${dir}" with correct flags`],
+      ['stderr', ': No such file or directory\n'],
+    ] as Array<['stdout' | 'stderr', string]>;
+  const planned = (dir: string) => ({ dir, id: dirIdentity(lstatSync(dir)) });
+  const thereAsPlanned = planned(there);
+  const watch = new CoverRaceWatch([], [thereAsPlanned, { dir: gone, id: '1:2:3' }]);
+  assert.deepEqual(feedAll(watch, remount(gone)), []);
+  assert.equal(watch.raced(1)?.dir, gone);
+  // `there` is still the directory planned (its cover is beside the point for a tmpfs): the failure is reported as it is.
+  const still = new CoverRaceWatch([], [thereAsPlanned]);
+  feedAll(still, remount(there));
+  assert.equal(still.raced(1), undefined);
+  // Removed and made again meanwhile (as any bwrap building a sandbox with the old plan does, stop 35's CI): a race.
+  const remade = join(base, 'remade');
+  mkdirSync(remade);
+  const remadeAsPlanned = planned(remade);
+  rmSync(remade, { recursive: true });
+  mkdirSync(join(base, 'filler')); // the old inode number is not free for the next directory
+  mkdirSync(remade);
+  const again = new CoverRaceWatch([], [remadeAsPlanned]);
+  feedAll(again, remount(remade));
+  assert.equal(again.raced(1)?.dir, remade);
+  // A covered directory is judged by its cover, not by itself: `there` has one.
+  const covered = new CoverRaceWatch([there], []);
+  feedAll(covered, remount(there));
+  assert.equal(covered.raced(1), undefined);
 });

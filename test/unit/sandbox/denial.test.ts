@@ -12,6 +12,12 @@ const WORKSPACE_WRITE_NET_OFF: DenialContext = {
   writableRoots: [WS, '/tmp'],
   protectedPaths: [`${WS}/.git`, `${WS}/.vscode`, `${WS}/.codex`],
 };
+/** A workspace with a nested repository in `sub` (so `sub` is pinned: bound onto itself). */
+const PINNED: DenialContext = {
+  ...WORKSPACE_WRITE_NET_OFF,
+  protectedPaths: [...WORKSPACE_WRITE_NET_OFF.protectedPaths, `${WS}/sub/.git`],
+  pinnedFolders: [`${WS}/sub`],
+};
 const READ_ONLY_NET_ON: DenialContext = { fsRestricted: true, networkRestricted: false, cwd: WS, writableRoots: [], protectedPaths: [] };
 const FULL_DISK_NET_OFF: DenialContext = {
   fsRestricted: false,
@@ -144,7 +150,42 @@ const MUST_COUNT: Case[] = [
   },
 ];
 
+// A pinned folder: outside the sandbox the rename works (captured with `exec-bridge run --sandbox workspace-write`).
+MUST_COUNT.push(
+  { name: 'mv of a pinned folder', exit: 1, output: "mv: cannot move 'sub' to 'sub2': Device or resource busy\n", ctx: PINNED, kind: 'fs' },
+  {
+    name: 'Python rename into a pinned folder',
+    exit: 1,
+    output:
+      "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nOSError: [Errno 18] Invalid cross-device link: 'deep/a/y' -> 'sub/y'\n",
+    ctx: PINNED,
+    kind: 'fs',
+  },
+  {
+    name: 'Node rename into a pinned folder',
+    exit: 1,
+    output: "Error: EXDEV: cross-device link not permitted, rename 'x' -> 'sub/x2'\n    at Object.renameSync (node:fs:1032:11)\n",
+    ctx: PINNED,
+    kind: 'fs',
+  },
+);
+
 const MUST_NOT_COUNT: Case[] = [
+  // The same lines about folders that are not pinned are not the sandbox's doing.
+  {
+    name: 'mv of a busy folder that is not pinned',
+    exit: 1,
+    output: "mv: cannot move 'mnt' to 'm2': Device or resource busy\n",
+    ctx: PINNED,
+    kind: 'none',
+  },
+  {
+    name: 'a rename across real file systems',
+    exit: 1,
+    output: "OSError: [Errno 18] Invalid cross-device link: '/tmp/y' -> 'build/y'\n",
+    ctx: PINNED,
+    kind: 'none',
+  },
   { name: 'exit 0 even with a matching line', exit: 0, output: "touch: cannot touch '/etc/x': Read-only file system\n", kind: 'none' },
   { name: 'grep without a match', exit: 1, output: '', kind: 'none' },
   { name: 'a missing file', exit: 1, output: 'cat: missing.txt: No such file or directory\n', kind: 'none' },

@@ -1,11 +1,19 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { sandboxForPolicy } from '../../../src/protocol/sandbox';
-import { clearNestedScanCache, computeLayout, findNested, lastNestedScan, NESTED_SCAN } from '../../../src/server/sandbox/layout';
+import {
+  clearNestedScanCache,
+  computeLayout,
+  findNested,
+  lastNestedScan,
+  makePlaceholderFolders,
+  NESTED_SCAN,
+} from '../../../src/server/sandbox/layout';
+import { rememberNestedIn } from '../../../src/server/sandbox/nestedScan';
 import { resolvePolicy } from '../../../src/server/sandbox/policy';
 
 const uri = (p: string) => pathToFileURL(p).href;
@@ -100,17 +108,19 @@ test('findNested: the entry and found bounds stop the scan, shallowest first', (
     findNested(ws, limits).map((p) => p.slice(ws.length)),
     ['/a/.git', '/b/.vscode', '/c/d/.git', '/e/f/g/.git'],
   );
+  // Each bound on a fresh memory (what a scan found is protected later whatever the bounds; below).
+  const fresh = <T>(v: T) => (clearNestedScanCache(), v);
   assert.deepEqual(
-    findNested(ws, { ...limits, maxFound: 2 }).map((p) => p.slice(ws.length)),
+    findNested(ws, fresh({ ...limits, maxFound: 2 })).map((p) => p.slice(ws.length)),
     ['/a/.git', '/b/.vscode'],
   );
   assert.deepEqual(
-    findNested(ws, { ...limits, maxDepth: 2 }).map((p) => p.slice(ws.length)),
+    findNested(ws, fresh({ ...limits, maxDepth: 2 })).map((p) => p.slice(ws.length)),
     ['/a/.git', '/b/.vscode', '/c/d/.git'],
   );
   // The root has 4 entries, a and b one each: a budget of 6 stops after reading b.
   assert.deepEqual(
-    findNested(ws, { ...limits, maxEntries: 6 }).map((p) => p.slice(ws.length)),
+    findNested(ws, fresh({ ...limits, maxEntries: 6 })).map((p) => p.slice(ws.length)),
     ['/a/.git', '/b/.vscode'],
   );
 });
@@ -147,4 +157,101 @@ test('findNested cache: a directory changed just before it was read is read agai
   findNested(ws, { ...NESTED_SCAN, racyMs: Infinity }); // as if everything had just changed
   findNested(ws, NESTED_SCAN);
   assert.equal(lastNestedScan.reused, 0, 'nothing trusted');
+});
+
+test('nested: every folder between the writable root and a carve-out is pinned (bound onto itself), shallow first, so the command cannot rename it', () => {
+  const ws = workspace(['.git/', 'sub/.git/hooks/', 'a/b/c/.codex/', 'a/b/plain.txt', 'ro/inner/.vscode/']);
+  const policy = resolvePolicy(sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }), ws, {});
+  policy.rules.push({ path: join(ws, 'ro'), access: 'read' });
+  const m = computeLayout(policy).mounts.map((x) => `${x.kind} ${x.path.slice(ws.length) || '/'}`);
+  for (const pin of ['/sub', '/a', '/a/b', '/a/b/c']) assert.ok(m.includes(`bind ${pin}`), `${pin} pinned: ${m.join(', ')}`);
+  assert.ok(m.indexOf('bind /a') < m.indexOf('bind /a/b') && m.indexOf('bind /a/b') < m.indexOf('bind /a/b/c'), 'shallow first');
+  assert.ok(m.indexOf('bind /a/b/c') < m.indexOf('ro-bind /a/b/c/.codex'), 'before the carve-out it holds');
+  assert.ok(m.indexOf('bind /') < m.indexOf('bind /sub'), 'after the writable root');
+  // Under a read entry the command renames nothing: no pins there; a top-level carve-out needs none.
+  assert.ok(!m.some((x) => x.startsWith('bind /ro')), m.join(', '));
+  const pins = computeLayout(policy)
+    .mounts.filter((x) => x.kind === 'bind' && x.path.startsWith(`${ws}/`))
+    .map((x) => x.path.slice(ws.length));
+  assert.deepEqual(pins, ['/sub', '/a', '/a/b', '/a/b/c'], 'the four pins, nothing else');
+});
+
+test('links at protected names: every link on the way is listed (to be watched), the end protected, a dangling end gets a placeholder', () => {
+  const ws = workspace(['real/vs/', 'sub/']);
+  symlinkSync(join(ws, 'a'), join(ws, '.vscode')); // .vscode -> a -> real/vs
+  symlinkSync('real/vs', join(ws, 'a'));
+  symlinkSync('../cfg', join(ws, 'sub', '.vscode')); // dangling
+  const layout = layoutOf(ws);
+  assert.deepEqual(
+    [...(layout.links ?? [])].map((p) => p.slice(ws.length)).sort(),
+    ['/.vscode', '/a', '/sub/.vscode'],
+    'the link, the link it points through, the dangling nested one',
+  );
+  const m = mountsOf(ws);
+  assert.ok(m.includes('ro-bind /real/vs'), `the end of the chain: ${m.join(', ')}`);
+  assert.ok(m.includes('placeholder /cfg'), `the dangling end: ${m.join(', ')}`);
+  assert.ok(m.includes('bind /sub'), 'the folder above a nested link is pinned');
+});
+
+test("a placeholder's missing folders inside a writable root are made before the build and pinned; a nested .git pointer's missing target is a placeholder", () => {
+  // Left to bwrap, `a` and `a/b` were made for the mount, unpinned: the command renamed `a` (the
+  // empty mount went along) and wrote a/b/secret for the host to find.
+  const ws = workspace(['sub/']);
+  writeFileSync(join(ws, 'sub', '.git'), 'gitdir: ../wt/x\n');
+  const policy = resolvePolicy(sandboxForPolicy({ policy: 'workspace-write', cwd: uri(ws) }), ws, {});
+  policy.rules.push({ path: join(ws, 'a', 'b', 'secret'), access: 'deny' }, { path: join(ws, 'ro'), access: 'read' });
+  policy.rules.push({ path: join(ws, 'ro', 'm', 'n'), access: 'deny' });
+  mkdirSync(join(ws, 'ro'));
+  const rel = (l: ReturnType<typeof computeLayout>) => l.mounts.map((x) => `${x.kind} ${x.path.slice(ws.length) || '/'}`);
+  const first = computeLayout(policy);
+  assert.ok(rel(first).includes('placeholder /a/b/secret'), rel(first).join(', '));
+  assert.ok(rel(first).includes('placeholder /wt/x'), `the pointer's missing target: ${rel(first).join(', ')}`);
+  assert.ok(!rel(first).includes('bind /a'), 'nothing to pin yet');
+  // Under a read entry the command can make nothing: no mount (bwrap could not make its mount point there either).
+  assert.ok(!rel(first).some((m) => m.includes('/ro/m')), rel(first).join(', '));
+  assert.equal(makePlaceholderFolders(first), true);
+  assert.ok(existsSync(join(ws, 'a', 'b')) && existsSync(join(ws, 'wt')));
+  assert.equal(existsSync(join(ws, 'a', 'b', 'secret')), false, 'the placeholder itself is the stub mechanism’s');
+  assert.equal(existsSync(join(ws, 'ro', 'm')), false, 'nothing made under a read entry (the command can rename nothing there)');
+  const again = computeLayout(policy);
+  for (const pin of ['/a', '/a/b', '/wt', '/sub']) assert.ok(rel(again).includes(`bind ${pin}`), `${pin} pinned: ${rel(again).join(', ')}`);
+  assert.equal(makePlaceholderFolders(again), false, 'nothing left to make');
+});
+
+test("a linked worktree's common dir (its config and hooks) is protected with its gitdir; one that would hold the workspace is not", () => {
+  // A bare `proj.git` beside its worktree: no `.git` for the scan to find, and git takes hooks and
+  // config from `<gitdir>/commondir`. The command wrote proj.git/hooks/pre-commit (measured).
+  const ws = workspace(['proj.git/hooks/', 'proj.git/worktrees/feature/', 'proj.git/worktrees/odd/', 'feature/', 'odd/']);
+  writeFileSync(join(ws, 'proj.git', 'worktrees', 'feature', 'commondir'), '../..\n');
+  writeFileSync(join(ws, 'feature', '.git'), `gitdir: ${join(ws, 'proj.git', 'worktrees', 'feature')}\n`);
+  writeFileSync(join(ws, 'proj.git', 'worktrees', 'odd', 'commondir'), '../../..\n'); // the workspace itself
+  writeFileSync(join(ws, 'odd', '.git'), 'gitdir: ../proj.git/worktrees/odd\n');
+  const m = mountsOf(ws);
+  assert.ok(m.includes('ro-bind? /proj.git'), `the common dir: ${m.join(', ')}`);
+  assert.ok(!m.some((x) => / \/$/.test(x) && x.startsWith('ro-bind')), `the workspace stays writable: ${m.join(', ')}`);
+});
+
+test('what a scan found stays protected when the command pushes the tree past the bounds, in this server and the next', () => {
+  // The command made 5000 empty files in the root: the next scan stopped there, and the command
+  // wrote lib/.git/config (measured by a review). What was found before is protected while it exists.
+  clearNestedScanCache();
+  const memory = join(scratch, `memory${n}`);
+  rememberNestedIn(memory);
+  try {
+    const ws = workspace(['lib/.git/', 'a/b/.vscode/']);
+    const small = { ...NESTED_SCAN, maxEntries: 10 };
+    assert.deepEqual(findNested(ws, small).sort(), [join(ws, 'a', 'b', '.vscode'), join(ws, 'lib', '.git')]);
+    for (let i = 0; i < 20; i++) writeFileSync(join(ws, `.f${i}`), '');
+    assert.deepEqual(findNested(ws, small).sort(), [join(ws, 'a', 'b', '.vscode'), join(ws, 'lib', '.git')], 'remembered');
+    // The next server: a fresh memory read from the state directory.
+    rememberNestedIn(undefined);
+    rememberNestedIn(memory);
+    clearNestedScanCache();
+    assert.deepEqual(findNested(ws, small).sort(), [join(ws, 'a', 'b', '.vscode'), join(ws, 'lib', '.git')], 'kept on disk');
+    // Gone on the host: no longer protected (nothing to protect).
+    rmSync(join(ws, 'lib', '.git'), { recursive: true });
+    assert.deepEqual(findNested(ws, small), [join(ws, 'a', 'b', '.vscode')]);
+  } finally {
+    rememberNestedIn(undefined);
+  }
 });

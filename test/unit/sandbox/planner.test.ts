@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { sandboxForPolicy } from '../../../src/protocol/sandbox';
+import { findSystemTool, SYSTEM_PATH } from '../../../src/server/executables';
 import { explainProbeFailure, findBwrap, SandboxPlanner, SandboxUnavailableError } from '../../../src/server/sandbox';
 
 const dir = mkdtempSync(join(tmpdir(), 'sbx-planner-'));
@@ -43,15 +44,34 @@ test('a platform without a sandbox refuses sandboxed starts', async () => {
   }
 });
 
-test('findBwrap: explicit path, BWRAP_PATH, then PATH; a clear install hint otherwise', () => {
+test('findBwrap: explicit path, BWRAP_PATH, then the system folders; a clear install hint otherwise', () => {
   const fake = join(dir, 'bwrap');
   writeFileSync(fake, '#!/bin/sh\n');
   chmodSync(fake, 0o755);
   assert.equal(findBwrap(fake, {}), fake);
   assert.equal(findBwrap(undefined, { BWRAP_PATH: fake }), fake);
-  assert.equal(findBwrap(undefined, { PATH: `/nonexistent:${dir}` }), fake);
-  assert.throws(() => findBwrap(undefined, { PATH: '/nonexistent' }), /apt-get install -y bubblewrap/);
+  assert.equal(findBwrap(undefined, {}, ['/nonexistent', dir]), fake);
   assert.throws(() => findBwrap(join(dir, 'missing'), {}), /is not an executable file/);
+  // Not found: it says where it looked, and how to fix it.
+  assert.throws(
+    () => findBwrap(undefined, { PATH: dir }, ['/nonexistent', '/nonexistent2']),
+    (e) =>
+      e instanceof SandboxUnavailableError &&
+      /in none of \/nonexistent, \/nonexistent2 .*PATH is not searched.*apt-get install -y bubblewrap/.test(e.message),
+  );
+});
+
+test("findBwrap: a bwrap planted in a folder first on the server's PATH (an activated .venv/bin) is never chosen", () => {
+  const venvBin = join(dir, 'ws', '.venv', 'bin');
+  mkdirSync(venvBin, { recursive: true });
+  const planted = join(venvBin, 'bwrap');
+  writeFileSync(planted, '#!/bin/sh\ntouch /tmp/pwned\n');
+  chmodSync(planted, 0o755);
+  const env = { PATH: `${venvBin}:${SYSTEM_PATH}` };
+  const system = findSystemTool('bwrap');
+  if (system === undefined) assert.throws(() => findBwrap(undefined, env), SandboxUnavailableError);
+  else assert.equal(findBwrap(undefined, env), system);
+  assert.throws(() => findBwrap(undefined, env, []), SandboxUnavailableError);
 });
 
 test('probe failures become fix-it messages', () => {

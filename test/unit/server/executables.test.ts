@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
-import { findOnPath, isExecutableFile } from '../../../src/server/executables';
+import { findOnPath, findSystemTool, isExecutableFile, SYSTEM_DIRS } from '../../../src/server/executables';
 
 const base = mkdtempSync(join(tmpdir(), 'eb-exe-'));
 after(() => rmSync(base, { recursive: true, force: true }));
@@ -50,4 +50,17 @@ test('findOnPath: an unset PATH means the default search path', () => {
     findOnPath('sh', undefined),
     ['/usr/local/bin/sh', '/usr/bin/sh', '/bin/sh'].find((p) => isExecutableFile(p)),
   );
+});
+
+test('findSystemTool: the first executable in fixed absolute folders, whatever PATH says', () => {
+  assert.equal(findSystemTool('tool', [plain, asDir, first, second]), join(first, 'tool'));
+  assert.equal(findSystemTool('tool', [plain]), undefined);
+  assert.ok(SYSTEM_DIRS.every((d) => d.startsWith('/')));
+  const saved = process.env.PATH;
+  process.env.PATH = `${second}:${saved ?? ''}`;
+  try {
+    assert.equal(findSystemTool('tool'), undefined);
+  } finally {
+    process.env.PATH = saved;
+  }
 });

@@ -19,6 +19,8 @@ export interface StageContext {
   userData: string;
   /** The page's URL for a workspace file (`?workspace=…`, with the extension loaded). */
   workspaceUrl(file: string): string;
+  /** Whether this workbench shows notification toasts (not with the smoke-test driver on; see notificationItem in ../ui/page.ts). */
+  toasts: boolean;
 }
 
 const DIALOG = '.monaco-dialog-box';
@@ -50,33 +52,71 @@ async function rows(page: Page, level: number): Promise<string[]> {
   return (await page.locator(`${EXPLORER_ROW}[aria-level="${level}"]`).allTextContents()).map((t) => t.trim());
 }
 
-/** Waits for the executor root and, under it, `child`; clicks the root (collapse, expand) when VS Code left it unlisted. */
+/**
+ * Waits for the executor root and, under it, `child`; clicks the root (collapse, expand) when VS Code
+ * left it unlisted. The root row can show and go again: in Restricted Mode it is listed, empty, and
+ * 1.100.3 may reload the window a moment after the workspace is trusted (CI, stop 34), so a root
+ * that goes is waited for again, within the same minute and a half.
+ */
 async function waitForExecutorRoot(page: Page, log: StageContext['log'], child: string, what: string): Promise<void> {
   await runPaletteCommand(page, 'View: Show Explorer');
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 90_000;
   const root = page.locator(`${EXPLORER_ROW}[aria-level="1"]:has-text("bundled:")`).first();
-  while (Date.now() < deadline && (await root.count()) === 0) await page.waitForTimeout(250);
-  if ((await root.count()) === 0) throw new Error(`${what}: the Explorer lists ${JSON.stringify(await rows(page, 1))}, no executor folder`);
   const inside = page.locator(`${EXPLORER_ROW}[aria-level="2"]:has-text("${child}")`).first();
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1, gone = 0; ;) {
+    const listed = await root.waitFor({ timeout: Math.max(1, deadline - Date.now()) }).then(
+      () => true,
+      () => false,
+    );
+    if (!listed) throw new Error(`${what}: the Explorer lists ${JSON.stringify(await rows(page, 1))}, no executor folder`);
     const question = await trustQuestion(page, 0);
     if (question) throw new Error(`${what}: VS Code asks for trust again: ${JSON.stringify(question.slice(0, 200))}`);
-    const expanded = (await root.getAttribute('aria-expanded')) === 'true';
-    if (!expanded) await root.click();
-    else if (attempt > 1) {
-      await root.click();
-      await root.click();
-    }
+    const clicked = await (async () => {
+      const expanded = (await root.getAttribute('aria-expanded', { timeout: 5000 })) === 'true';
+      if (!expanded) await root.click({ timeout: 5000 });
+      else if (attempt > 1) {
+        await root.click({ timeout: 5000 });
+        await root.click({ timeout: 5000 });
+      }
+    })().then(
+      () => true,
+      (e: Error) => (/Execution context was destroyed|navigat|Timeout/i.test(e.message) ? false : Promise.reject(e)),
+    );
     if (
-      await inside.waitFor({ timeout: attempt === 1 ? 20_000 : 8_000 }).then(
+      clicked &&
+      (await inside.waitFor({ timeout: attempt === 1 ? 20_000 : 8_000 }).then(
         () => true,
         () => false,
-      )
+      ))
     )
       return;
+    if ((await root.count().catch(() => 0)) === 0) {
+      // The window reloaded (or the Explorer was rebuilt) under the wait: wait for the root again.
+      if (++gone > 3) throw new Error(`${what}: the executor folder went from the Explorer ${gone} times`);
+      log(`${what}: the executor folder went from the Explorer (the window reloaded?); waiting for it again`);
+      continue;
+    }
     const mode = (await restricted(page)) ? ' (the window is in Restricted Mode)' : '';
-    if (attempt === 4) throw new Error(`${what}: the executor folder never listed ${child}${mode}`);
+    if (attempt === 4 || Date.now() > deadline) throw new Error(`${what}: the executor folder never listed ${child}${mode}`);
     log(`${what}: the executor folder did not list ${child} (attempt ${attempt})${mode}; clicking it again`);
+    attempt++;
+  }
+}
+
+/**
+ * Runs `step` again when the window reloads under it: 1.100.3 can reload the window a moment after
+ * the workspace is trusted, and a locator read during the reload fails with "Execution context was
+ * destroyed" (seen once, after the executor root had already been listed).
+ */
+async function acrossReload<T>(page: Page, log: StageContext['log'], what: string, step: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (e) {
+      if (attempt === 3 || !/Execution context was destroyed|navigat/i.test((e as Error).message)) throw e;
+      log(`${what}: the window reloaded under the wait (${(e as Error).message.split('\n')[0]}); waiting again`);
+      await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+    }
   }
 }
 
@@ -133,9 +173,9 @@ async function editorText(page: Page): Promise<string> {
 }
 
 /** A notification whose text matches `text`: a toast, or (with the smoke-test driver, which shows none) in the notification center. */
-async function notification(page: Page, text: string, ms: number) {
+async function notification(page: Page, text: string, ms: number, toasts: boolean) {
   const toast = page.locator(`.notification-toast .notification-list-item:has-text("${text}")`).first();
-  if (!(await page.evaluate(() => 'driver' in globalThis))) {
+  if (toasts) {
     await toast.waitFor({ timeout: ms });
     return toast;
   }
@@ -160,7 +200,10 @@ async function notification(page: Page, text: string, ms: number) {
  * wrote it): the window opens in Restricted Mode, and Exec Bridge says exactly what to click; doing
  * so ends in a trusted window that lists the executor folder.
  */
-async function untrustedWorkspaceFile({ page, log, shot, workspace, userData, workspaceUrl }: StageContext, dir: string): Promise<void> {
+async function untrustedWorkspaceFile(
+  { page, log, shot, workspace, userData, workspaceUrl, toasts }: StageContext,
+  dir: string,
+): Promise<void> {
   const storage = join(userData, 'User', 'globalStorage', 'exec-bridge.exec-bridge', 'workspaces');
   mkdirSync(storage, { recursive: true });
   const file = join(storage, 'older + bundled-executor folder-00000000.code-workspace');
@@ -174,8 +217,12 @@ async function untrustedWorkspaceFile({ page, log, shot, workspace, userData, wo
     log('older workspace file: VS Code asks; browsing in Restricted Mode');
     await page.locator(`${DIALOG} .monaco-button`).filter({ hasText: /^No/i }).first().click();
   }
-  const item = await notification(page, 'Restricted Mode', 60_000);
-  log('Exec Bridge says:', JSON.stringify((await item.innerText()).replace(/\s+/g, ' ').slice(0, 300)));
+  const item = await notification(page, 'Restricted Mode', 60_000, toasts);
+  const said = (await item.innerText()).replace(/\s+/g, ' ');
+  log('Exec Bridge says:', JSON.stringify(said.slice(0, 300)));
+  // The folder is named even when VS Code has not listed the file's folders yet (1.100.3, CI stop 34).
+  if (!said.includes(`(bundled: ${dir})`))
+    throw new Error(`older workspace file: the message does not name the executor folder: ${JSON.stringify(said)}`);
   await shot('restricted-explained');
   await item.locator('.monaco-button:has-text("Trust Workspace")').first().click();
   const trust = page
@@ -188,7 +235,9 @@ async function untrustedWorkspaceFile({ page, log, shot, workspace, userData, wo
   while ((await restricted(page)) && Date.now() < deadline) await page.waitForTimeout(250);
   if (await restricted(page)) throw new Error('older workspace file: still in Restricted Mode after Trust Workspace → Trust');
   await closeTrustEditor(page);
-  await waitForExecutorRoot(page, log, 'inside.txt', 'older workspace file, trusted');
+  await acrossReload(page, log, 'older workspace file, trusted', () =>
+    waitForExecutorRoot(page, log, 'inside.txt', 'older workspace file, trusted'),
+  );
   log('older workspace file: trusted by the clicks Exec Bridge named; the executor folder is listed');
   await shot('restricted-then-trusted');
 }

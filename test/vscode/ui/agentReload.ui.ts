@@ -7,14 +7,16 @@
 //
 // The browser cannot call vscode.lm.invokeTool: the test-only extension (test/vscode/fake-model)
 // does, from a file this stage writes (its command "Exec Bridge Test: Invoke Tool From File").
-import type { Locator, Page } from 'playwright-core';
-import { runPaletteCommand, waitForTerminalText } from './page';
+import type { Page } from 'playwright-core';
+import { notificationItem, runPaletteCommand, waitForTerminalText } from './page';
 
 export interface AgentReloadContext {
   page: Page;
   log: (...args: unknown[]) => void;
   shot: (name: string) => Promise<void>;
   workspace: string;
+  /** Whether this workbench shows notification toasts (not with the smoke-test driver on). */
+  toasts: boolean;
 }
 
 const TASK = 'eb-reload-task';
@@ -43,22 +45,6 @@ async function callTool(page: Page, workspace: string, name: string, input: obje
   }
 }
 
-/**
- * The approval notification: a toast, or with the smoke-test driver on (the newest target), where
- * VS Code shows no toasts, in the notification center (as workbench.ui.ts reads it).
- */
-async function approvalNotification(page: Page): Promise<Locator> {
-  if (await page.evaluate(() => 'driver' in globalThis)) {
-    await runPaletteCommand(page, 'Notifications: Show Notifications');
-    const item = page.locator('.notifications-center .notification-list-item:has-text("blocked")').first();
-    await item.waitFor({ timeout: 15_000 });
-    return item;
-  }
-  const toast = page.locator('.notification-toast .notification-list-item:has-text("blocked")').first();
-  await toast.waitFor({ timeout: 15_000 });
-  return toast;
-}
-
 /** Shows the terminal whose tab title contains `title`, repeating the click (bounded) until its text matches `shows`. */
 async function showTerminal(page: Page, title: string, shows: RegExp): Promise<string> {
   const tab = page.locator('.tabs-list .monaco-list-row', { hasText: title }).first();
@@ -82,7 +68,7 @@ export async function agentWorkSurvivesReload(ctx: AgentReloadContext): Promise<
   }
 }
 
-async function agentAndTask({ page, log, shot, workspace }: AgentReloadContext): Promise<void> {
+async function agentAndTask({ page, log, shot, workspace, toasts }: AgentReloadContext): Promise<void> {
   const { mkdirSync, rmSync, writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
   const gate = join(workspace, 'agent-reload.gate');
@@ -113,7 +99,7 @@ async function agentAndTask({ page, log, shot, workspace }: AgentReloadContext):
   // the whole harness, with its code-server left running).
   denied.catch(() => undefined);
   await waitForTerminalText(page, /blocked this command/, 60_000, true);
-  const notification = await approvalNotification(page);
+  const notification = await notificationItem(page, ':has-text("blocked")', toasts, 15_000);
   await page
     .locator('.quick-input-widget')
     .waitFor({ state: 'hidden', timeout: 5_000 })

@@ -14,13 +14,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { runPaletteCommand } from './page';
+import { notificationItem, runPaletteCommand } from './page';
 
 export interface McpSandboxContext {
   page: Page;
   log: (...args: unknown[]) => void;
   shot: (name: string) => Promise<void>;
   workspace: string;
+  /** Whether this workbench shows notification toasts (not with the smoke-test driver on). */
+  toasts: boolean;
 }
 
 const FIXTURE = join(__dirname, '..', '..', 'helpers', 'mcpSandboxServer.js');
@@ -32,21 +34,9 @@ function listen(body: string): Promise<{ server: Server; port: number }> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port })));
 }
 
-/**
- * The notification of the server's block that says `what`: a toast, or with the smoke-test driver
- * on (no toasts), in the notification center.
- */
-async function blockedNotification(page: Page, what: string): Promise<Locator> {
-  const filter = `:has-text('for MCP server "${SERVER}"'):has-text(${JSON.stringify(what)})`;
-  if (await page.evaluate(() => 'driver' in globalThis)) {
-    await runPaletteCommand(page, 'Notifications: Show Notifications');
-    const item = page.locator(`.notifications-center .notification-list-item${filter}`).first();
-    await item.waitFor({ timeout: 30_000 });
-    return item;
-  }
-  const toast = page.locator(`.notification-toast .notification-list-item${filter}`).first();
-  await toast.waitFor({ timeout: 30_000 });
-  return toast;
+/** The notification of the server's block that says `what`. */
+function blockedNotification(page: Page, what: string, toasts: boolean): Promise<Locator> {
+  return notificationItem(page, `:has-text('for MCP server "${SERVER}"'):has-text(${JSON.stringify(what)})`, toasts, 30_000);
 }
 
 /** The server's row in the MCP Servers view. */
@@ -68,7 +58,7 @@ async function widenSidebar(page: Page, dx: number): Promise<number> {
 }
 
 /** A screenshot with the palette gone and the sidebar wide enough for the tree's lines (README's picture is one). */
-async function picture({ page, log, shot }: Omit<McpSandboxContext, 'workspace'>, name: string): Promise<void> {
+async function picture({ page, log, shot }: Pick<McpSandboxContext, 'page' | 'log' | 'shot'>, name: string): Promise<void> {
   await page
     .locator('.quick-input-widget')
     .waitFor({ state: 'hidden', timeout: 5_000 })
@@ -181,7 +171,7 @@ export async function mcpSandboxDenial(ctx: McpSandboxContext): Promise<void> {
 }
 
 /** A fetch of `target` (off the allow-list, which has `first`): blocked; the picture; Allow HOST; the fetch gets through. */
-async function allowHost({ page, log, shot }: McpSandboxContext, mcpJson: string, first: string, target: string): Promise<void> {
+async function allowHost({ page, log, shot, toasts }: McpSandboxContext, mcpJson: string, first: string, target: string): Promise<void> {
   const refused = await callTool(page, 'fetch', { url: `http://${target}/` }, /status 403/);
   log('refused call:', JSON.stringify(refused.split('\n').filter(Boolean).slice(0, 6)));
 
@@ -189,7 +179,7 @@ async function allowHost({ page, log, shot }: McpSandboxContext, mcpJson: string
   const blockedRow = await blockedLine(page, `blocked ${target}`);
   log('blocked line:', JSON.stringify(await blockedRow.innerText()));
 
-  const notification = await blockedNotification(page, `blocked ${target}`);
+  const notification = await blockedNotification(page, `blocked ${target}`, toasts);
   const message = await notification.locator('.notification-list-item-message').innerText();
   log('notification:', JSON.stringify(message));
   if (!message.includes(`blocked ${target}`) || !message.includes('workspace-write, network only'))
@@ -216,7 +206,7 @@ async function allowHost({ page, log, shot }: McpSandboxContext, mcpJson: string
 }
 
 /** A write into `outside` (not writable): blocked; Allow Writing DIR; the same write lands. */
-async function allowWriting({ page, log, shot }: McpSandboxContext, mcpJson: string, outside: string): Promise<void> {
+async function allowWriting({ page, log, shot, toasts }: McpSandboxContext, mcpJson: string, outside: string): Promise<void> {
   const file = join(outside, 'note.txt');
   const refused = await callTool(page, 'write', { path: file }, /read-only file system|EROFS/i);
   log('refused write:', JSON.stringify(refused.split('\n').filter(Boolean).slice(0, 6)));
@@ -224,7 +214,7 @@ async function allowWriting({ page, log, shot }: McpSandboxContext, mcpJson: str
 
   const blockedRow = await blockedLine(page, `blocked writing ${file}`);
   log('blocked line:', JSON.stringify(await blockedRow.innerText()));
-  const notification = await blockedNotification(page, `blocked writing ${file}`);
+  const notification = await blockedNotification(page, `blocked writing ${file}`, toasts);
   const message = await notification.locator('.notification-list-item-message').innerText();
   log('notification:', JSON.stringify(message));
   const allow = `Allow Writing ${outside}`;

@@ -1,5 +1,5 @@
 // What the Playwright stages (workbench.ui.ts, reload.ui.ts) do to a workbench page.
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 
 /**
  * The terminal's text: the DOM renderer's rows (terminal.integrated.gpuAcceleration is off in the
@@ -45,4 +45,19 @@ export async function runPaletteCommand(page: Page, title: string): Promise<void
     }
   }
   await page.keyboard.press('Enter');
+}
+
+/**
+ * The notification whose item matches `filter` (a selector suffix, e.g. `:has-text("blocked")`): a
+ * toast where the workbench shows toasts, else in the notification center. With the smoke-test
+ * driver on (the newest target needs it for ?payload=, see scripts/codeServer.mjs) VS Code shows no
+ * toasts at all. Which of the two is the harness's to say (`toasts`, from how it started
+ * code-server), not the page's: `globalThis.driver` appears only a while after a reload, and probing
+ * it there raced the workbench's start (the reload stage run alone failed on 1.139.1).
+ */
+export async function notificationItem(page: Page, filter: string, toasts: boolean, timeoutMs: number): Promise<Locator> {
+  if (!toasts) await runPaletteCommand(page, 'Notifications: Show Notifications');
+  const item = page.locator(`${toasts ? '.notification-toast' : '.notifications-center'} .notification-list-item${filter}`).first();
+  await item.waitFor({ timeout: timeoutMs });
+  return item;
 }

@@ -14,18 +14,20 @@ export interface ReloadContext {
   log: (...args: unknown[]) => void;
   shot: (name: string) => Promise<void>;
   workspace: string;
+  /** Whether this workbench shows notification toasts (not with the smoke-test driver on). */
+  toasts: boolean;
 }
 
 /** The active terminal's text only (after a reload VS Code may restore a local bash of its own). */
 const waitForTerminalText = (page: Page, pattern: RegExp, timeoutMs = 60_000) => waitForText(page, pattern, timeoutMs, true);
 
-export async function drive({ page, log, shot, workspace }: ReloadContext): Promise<void> {
+export async function drive({ page, log, shot, workspace, toasts }: ReloadContext): Promise<void> {
   const container = page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]');
   await container.waitFor({ timeout: 60_000 });
   await reloadKeepsTerminals(page, log, shot, workspace);
   await noLocalShellOfItsOwn(page, log, 'after the reload');
   // A model's background process and a running task through a second real reload (./agentReload.ui.ts).
-  await agentWorkSurvivesReload({ page, log, shot, workspace });
+  await agentWorkSurvivesReload({ page, log, shot, workspace, toasts });
   await noLocalShellOfItsOwn(page, log, 'after the second reload');
 }
 

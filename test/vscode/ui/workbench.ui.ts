@@ -6,9 +6,9 @@
 // host and blocked write, each Allowed from its notification (mcpSandbox.ui.ts) → shell
 // decorations → a printed path opened by Ctrl+click → the build task's problem → Open Executor
 // Folder (the window reopens as a workspace of both folders, and again on every reload).
-import type { Dialog, Locator, Page } from 'playwright-core';
+import type { Dialog, Page } from 'playwright-core';
 import { mcpSandboxDenial } from './mcpSandbox.ui';
-import { runPaletteCommand, waitForTerminalText } from './page';
+import { notificationItem, runPaletteCommand, waitForTerminalText } from './page';
 
 export interface UiContext {
   page: Page;
@@ -16,6 +16,8 @@ export interface UiContext {
   /** Saves a numbered screenshot of the current page (kept in test-results/ when the test fails). */
   shot: (name: string) => Promise<void>;
   workspace: string;
+  /** Whether this workbench shows notification toasts (not with the smoke-test driver on: then the notification center). */
+  toasts: boolean;
 }
 
 const VIEW = '[id="workbench.view.extension.execBridge"]';
@@ -23,25 +25,7 @@ const VIEW = '[id="workbench.view.extension.execBridge"]';
 // write worked (the command line itself shows `retried %s`).
 const COMMAND = "printf 'retried %s\\n' OK > ~/exec-bridge-ui.txt && cat ~/exec-bridge-ui.txt";
 
-/**
- * The approval notification, as a toast. With the smoke-test driver on (the newest target needs it
- * for ?payload=, see scripts/codeServer.mjs) VS Code shows no toasts at all (its workbench skips
- * them in that mode, for every notification), so there it is read from the notification center.
- */
-async function approvalNotification(page: Page, log: UiContext['log']): Promise<Locator> {
-  if (await page.evaluate(() => 'driver' in globalThis)) {
-    log('smoke-test driver on: VS Code shows no toasts; reading the notification center');
-    await runPaletteCommand(page, 'Notifications: Show Notifications');
-    const item = page.locator('.notifications-center .notification-list-item:has-text("blocked")');
-    await item.first().waitFor({ timeout: 10_000 });
-    return item.first();
-  }
-  const toast = page.locator('.notification-toast .notification-list-item:has-text("blocked")');
-  await toast.first().waitFor({ timeout: 15_000 });
-  return toast.first();
-}
-
-export async function drive({ page, log, shot, workspace }: UiContext): Promise<void> {
+export async function drive({ page, log, shot, workspace, toasts }: UiContext): Promise<void> {
   // 1. Our activity-bar container (proof the extension's contributions are registered) → the view.
   const container = page.locator('.activitybar .action-item a[aria-label^="Exec Bridge"]');
   await container.waitFor({ timeout: 60_000 });
@@ -77,7 +61,8 @@ export async function drive({ page, log, shot, workspace }: UiContext): Promise<
   log('terminal (denied):', JSON.stringify(denied.split('\n').filter(Boolean)));
   // Rows of the terminal, not lines: a long path wraps the message anywhere (seen: "Rea" / "d-only").
   if (!/Read-only file system/.test(denied.replace(/\n/g, ''))) throw new Error("the denied attempt's error output is missing");
-  const notification = await approvalNotification(page, log);
+  if (!toasts) log('smoke-test driver on: VS Code shows no toasts; reading the notification center');
+  const notification = await notificationItem(page, ':has-text("blocked")', toasts, 15_000);
   const message = await notification.locator('.notification-list-item-message').innerText();
   log('notification:', JSON.stringify(message));
   if (!message.includes('workspace-write, network off') || !message.includes('retried')) {
@@ -110,7 +95,7 @@ export async function drive({ page, log, shot, workspace }: UiContext): Promise<
   }
   await shot('executors-view-after');
 
-  await mcpSandboxDenial({ page, log, shot, workspace });
+  await mcpSandboxDenial({ page, log, shot, workspace, toasts });
   await shellDecorations(page, log, shot, workspace);
   await buildTaskProblems(page, log, shot, workspace);
   await executorFolderWorkspace(page, log, shot, workspace);
