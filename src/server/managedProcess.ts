@@ -417,7 +417,7 @@ export class ManagedProcess {
     const running = this.rawExit === undefined && this.pid > 0;
     if (running) {
       // Batched and asynchronous; by the time it runs the leader may have been reaped.
-      killTree(this.pid, () => this.rawExit === undefined);
+      void killTree(this.pid, () => this.rawExit === undefined);
     } else if (this.pid > 0) {
       // The leader is reaped: what may be left is its group (nohup children).
       killLeftoverGroup(this.pid);

@@ -240,11 +240,14 @@ export class SandboxPrewarmer {
 
   private discard(e: Entry): void {
     clearTimeout(e.timer);
-    if (!e.exited && e.child.pid) killTree(e.child.pid, () => !e.exited);
     for (const s of [...e.ends, e.control]) s.destroy();
-    e.release();
     e.listeners?.release();
     e.listeners = undefined;
+    // Its placeholder stubs go only once nothing of it can run: a bwrap still building its mounts
+    // makes a missing mount point again on the host, and an empty `.git` or `.vscode` that no one
+    // claims was left in the user's workspace (and a test's folder could not be removed, CI c29).
+    if (!e.exited && e.child.pid) void killTree(e.child.pid, () => !e.exited).then(e.release);
+    else e.release();
   }
 
   /** Tears down every waiting sandbox; nothing is built afterwards. */

@@ -152,18 +152,19 @@ class TreeKiller {
   private queued = new Map<number, () => boolean>();
   private running: Promise<void> | undefined;
 
-  kill(rootPid: number, leaderAlive: () => boolean): void {
+  kill(rootPid: number, leaderAlive: () => boolean): Promise<void> {
     if (process.platform !== 'linux') {
       signal(-rootPid, 'SIGKILL');
-      return;
+      return Promise.resolve();
     }
     this.queued.set(rootPid, leaderAlive);
     this.running ??= this.drain();
+    return this.idle();
   }
 
-  /** Resolves once every kill asked for so far is done. */
-  idle(): Promise<void> {
-    return this.running ?? Promise.resolve();
+  /** Resolves once every kill asked for so far is done (a kill asked for during a drain may need the next one). */
+  async idle(): Promise<void> {
+    for (let i = 0; this.running && i < 1_000_000; i++) await this.running;
   }
 
   private async drain(): Promise<void> {
@@ -229,12 +230,13 @@ const killer = new TreeKiller();
 
 /**
  * Kills the whole tree of `rootPid` with SIGKILL so that nothing survives (see `TreeKiller`).
- * Returns at once; the kill runs on the next turns of the event loop. `leaderAlive` says, when
+ * Returns at once; the kill runs on the next turns of the event loop, and the promise resolves when
+ * it is done (every member found was sent SIGKILL and can run no more). `leaderAlive` says, when
  * the kill runs, whether `rootPid` is still our unreaped child: a reaped pid may name someone
  * else by then, so only its process group and session are used.
  */
-export function killTree(rootPid: number, leaderAlive: () => boolean = () => true): void {
-  killer.kill(rootPid, leaderAlive);
+export function killTree(rootPid: number, leaderAlive: () => boolean = () => true): Promise<void> {
+  return killer.kill(rootPid, leaderAlive);
 }
 
 /** Resolves once every `killTree` asked for so far has finished (server shutdown waits for it). */

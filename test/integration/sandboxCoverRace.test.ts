@@ -68,12 +68,12 @@ esac
 # Likewise the first start of the test below, whose sandbox hides \`uncovered\` under a tmpfs: bwrap's message when the
 # directory went between its tmpfs and its remount (CI c22). By the time the server judges it, another bwrap building a
 # sandbox with the old plan has made the directory again (bwrap makes a missing mount point where /tmp is writable):
-# stop 35's CI.
+# stop 35's CI. \`-p\`: one may have done so already here (CI c29).
 case " $* " in
 *" --tmpfs ${uncovered} "*runs-tmpfs*)
   if mkdir '${firedTmpfs}' 2>/dev/null; then
     rm -rf '${uncovered}'
-    mkdir '${uncovered}'
+    mkdir -p '${uncovered}'
     printf 'bwrap: ' >&2
     printf 'Can'"'"'t remount readonly on /newroot%s: Unable to remount destination "/newroot%s" with correct flags' '${uncovered}' '${uncovered}' >&2
     printf ': No such file or directory\n' >&2
