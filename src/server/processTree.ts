@@ -162,9 +162,12 @@ class TreeKiller {
     return this.idle();
   }
 
-  /** Resolves once every kill asked for so far is done (a kill asked for during a drain may need the next one). */
+  /**
+   * Resolves once every kill asked for so far is done (a kill asked for during a drain may need the
+   * next one). Never rejects: a drain that failed is done too, as far as waiting goes.
+   */
   async idle(): Promise<void> {
-    for (let i = 0; this.running && i < 1_000_000; i++) await this.running;
+    for (let i = 0; this.running && i < 1_000_000; i++) await this.running.catch(() => undefined);
   }
 
   private async drain(): Promise<void> {

@@ -64,7 +64,7 @@ async function invokeToolFromFile() {
       if (!task) throw new Error(`no task ${call.task}`);
       await vscode.tasks.executeTask(task);
       answer = { text: 'started' };
-      fs.writeFileSync(path.join(folder, '.eb-tool-result.json'), JSON.stringify({ id: call.id, ...answer }));
+      writeAnswer(folder, { id: call.id, ...answer });
       return;
     }
     const result = await vscode.lm.invokeTool(call.name, { input: call.input, toolInvocationToken: undefined });
@@ -72,7 +72,16 @@ async function invokeToolFromFile() {
   } catch (e) {
     answer = { error: e instanceof Error ? e.message : String(e) };
   }
-  fs.writeFileSync(path.join(folder, '.eb-tool-result.json'), JSON.stringify({ id: call.id, ...answer }));
+  writeAnswer(folder, { id: call.id, ...answer });
+}
+
+/** Writes the answer whole or not at all (a rename): the stage polls for the file and must never read half of it (CI c30). */
+function writeAnswer(folder, answer) {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const file = path.join(folder, '.eb-tool-result.json');
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(answer));
+  fs.renameSync(`${file}.tmp`, file);
 }
 
 /** @param {vscode.ExtensionContext} context */

@@ -32,15 +32,23 @@ async function callTool(page: Page, workspace: string, name: string, input: obje
   writeFileSync(join(workspace, '.eb-tool-call.json'), JSON.stringify({ id, ...call }));
   await runPaletteCommand(page, 'Exec Bridge Test: Invoke Tool From File');
   const deadline = Date.now() + 60_000;
+  let unreadable: unknown;
   for (;;) {
     if (existsSync(resultFile)) {
-      const r = JSON.parse(readFileSync(resultFile, 'utf8')) as { id: string; text?: string; error?: string };
-      if (r.id === id) {
+      // Written whole by a rename; a file that does not parse is still reported if it stays so.
+      let r: { id: string; text?: string; error?: string } | undefined;
+      try {
+        r = JSON.parse(readFileSync(resultFile, 'utf8')) as { id: string; text?: string; error?: string };
+      } catch (e) {
+        unreadable = e;
+      }
+      if (r?.id === id) {
         if (r.error !== undefined) throw new Error(`${name} failed: ${r.error}`);
         return r.text ?? '';
       }
     }
-    if (Date.now() > deadline) throw new Error(`no answer from ${name} within 60 s`);
+    if (Date.now() > deadline)
+      throw new Error(`no answer from ${name} within 60 s${unreadable ? ` (the answer file: ${String(unreadable)})` : ''}`);
     await page.waitForTimeout(100);
   }
 }
