@@ -320,7 +320,9 @@ export class TerminalFeature {
     pick.onDidChangeValue((value) => {
       const typed = value.trim();
       const rest = historyItems.filter((i) => i.label !== typed);
-      pick.items = typed ? [{ label: typed, description: 'run' }, ...rest] : historyItems;
+      // Always shown: VS Code reads `$(name)` in a label as an icon, so a command like
+      // `echo $(hostname)` no longer matches its own text and was filtered out of the list.
+      pick.items = typed ? [{ label: typed, description: 'run', alwaysShow: true }, ...rest] : historyItems;
     });
     return new Promise((resolve) => {
       let result: string | undefined;
